@@ -1,0 +1,1 @@
+"""Database models of schedweb (policies, versions, audit, sync runs)."""

@@ -1,0 +1,138 @@
+"""schedweb settings, read from the environment (see .env.example for every name).
+
+Local defaults need nothing set: SQLite in the project folder, Redis on 127.0.0.1:6379, and
+the bundled demo cluster when no kubeconfig is given.
+"""
+
+from pathlib import Path
+
+from .env import database_from_url, env_bool, env_float, env_int, env_list, env_path, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("SCHEDWEB_DEBUG", True)
+# With DEBUG off the key is required: a missing one stops the start, naming the variable.
+SECRET_KEY = (
+    env_str("SCHEDWEB_SECRET_KEY", "dev-only-insecure-key-change-me")
+    if DEBUG
+    else env_str("SCHEDWEB_SECRET_KEY")
+)
+ALLOWED_HOSTS = env_list("SCHEDWEB_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("SCHEDWEB_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "policies",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "schedweb.urls"
+WSGI_APPLICATION = "schedweb.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": database_from_url(
+        env_str("SCHEDWEB_DATABASE_URL", "sqlite:///db.sqlite3"), base_dir=BASE_DIR
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+# Request bodies are bounded (DESIGN.md section 10). A nodeCacheCapable=false filter call for
+# 1000 nodes is about 6.7 MB, so the extender gets its own, larger limit.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("SCHEDWEB_MAX_BODY_BYTES", 1_048_576)
+SCHEDWEB_EXTENDER_MAX_BODY_BYTES = env_int("SCHEDWEB_EXTENDER_MAX_BODY_BYTES", 64 * 1_048_576)
+
+# Redis: Celery broker, snapshot store and version counters.
+REDIS_URL = env_str("SCHEDWEB_REDIS_URL", "redis://127.0.0.1:6379/0")
+CELERY_BROKER_URL = REDIS_URL
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_TIME_LIMIT = env_int("SCHEDWEB_TASK_TIME_LIMIT", 600)
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_ALWAYS_EAGER = env_bool("SCHEDWEB_CELERY_EAGER", False)
+
+# Cluster state: `live` (kubeconfig or in-cluster), `file` (kubectl JSON list) or `demo`.
+SCHEDWEB_KUBECONFIG = env_path("SCHEDWEB_KUBECONFIG", None)
+SCHEDWEB_KUBE_CONTEXT = env_str("SCHEDWEB_KUBE_CONTEXT", "")
+SCHEDWEB_CLUSTER_FILE = env_path("SCHEDWEB_CLUSTER_FILE", None)
+SCHEDWEB_CLUSTER_SOURCE = env_str(
+    "SCHEDWEB_CLUSTER_SOURCE",
+    "live" if SCHEDWEB_KUBECONFIG else ("file" if SCHEDWEB_CLUSTER_FILE else "demo"),
+)
+if SCHEDWEB_CLUSTER_SOURCE not in ("live", "file", "demo"):
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        f"SCHEDWEB_CLUSTER_SOURCE={SCHEDWEB_CLUSTER_SOURCE!r} must be live, file or demo."
+    )
+SCHEDWEB_CLUSTER_NAME = env_str("SCHEDWEB_CLUSTER_NAME", "default")
+# Stale after this many seconds without a successful sync or watch event.
+SCHEDWEB_SNAPSHOT_STALE_SECONDS = env_float("SCHEDWEB_SNAPSHOT_STALE_SECONDS", 30.0)
+
+# CEL: per-expression cost budget (compile-time estimate and run-time limit).
+SCHEDWEB_CEL_COST_LIMIT = env_int("SCHEDWEB_CEL_COST_LIMIT", 1_000_000)
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "schedweb API",
+    "DESCRIPTION": "Author, preview and publish CEL scheduling policies for kube-scheduler.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("SCHEDWEB_LOG_LEVEL", "INFO")},
+}

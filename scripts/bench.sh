@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# `make bench`: every benchmark, printing medians, p99 and ratios measured in the same run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh dev
+.venv/bin/python -m bench "$@"

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Starts local services on 127.0.0.1 when they are not already answering.
+#   scripts/services.sh redis PORT      # redis-server, data under .run/redis-PORT
+#   scripts/services.sh postgres PORT   # a private PostgreSQL cluster under .run/pg-PORT
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .run
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+case $1 in
+redis)
+  port=$2
+  if port_open "$port"; then exit 0; fi
+  mkdir -p ".run/redis-$port"
+  redis-server --bind 127.0.0.1 --port "$port" --dir "$PWD/.run/redis-$port" --save '' --appendonly no \
+    --daemonize yes --logfile "$PWD/.run/redis-$port/redis.log" --pidfile "$PWD/.run/redis-$port/redis.pid"
+  for _ in $(seq 50); do port_open "$port" && exit 0; sleep 0.1; done
+  echo "services: redis did not start on 127.0.0.1:$port"; exit 1
+  ;;
+postgres)
+  port=$2
+  if port_open "$port"; then exit 0; fi
+  bindir=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+  data="$PWD/.run/pg-$port"
+  run_as=(); [[ $(id -u) -eq 0 ]] && run_as=(runuser -u postgres --)   # PostgreSQL refuses to run as root
+  if [[ ! -f $data/PG_VERSION ]]; then
+    mkdir -p "$data"; [[ $(id -u) -eq 0 ]] && chown postgres: "$data"
+    "${run_as[@]}" "$bindir/initdb" -D "$data" -U postgres --auth=trust -E UTF8 >/dev/null
+  fi
+  [[ $(id -u) -eq 0 ]] && chown -R postgres: "$data"
+  "${run_as[@]}" "$bindir/pg_ctl" -D "$data" -l "$data/server.log" -w -t 30 \
+    -o "-h 127.0.0.1 -p $port -k /tmp -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >/dev/null
+  ;;
+*) echo "usage: $0 redis|postgres PORT"; exit 2 ;;
+esac

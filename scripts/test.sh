@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# `make test`: installs what the suite needs, starts Redis and PostgreSQL on 127.0.0.1 (own
+# ports, own data under .run/), lints, then runs the whole suite on SQLite and the
+# database-backed tests again on PostgreSQL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$SECONDS
+scripts/bootstrap.sh dev
+scripts/services.sh redis 6390
+scripts/services.sh postgres 55432
+export SCHEDWEB_REDIS_URL=redis://127.0.0.1:6390/0
+export SCHEDWEB_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:55432/schedweb
+
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+
+echo "== pytest (SQLite)"
+.venv/bin/pytest "$@"
+echo "== pytest (PostgreSQL: tests that use the database)"
+SCHEDWEB_DATABASE_URL=$SCHEDWEB_TEST_POSTGRES_URL .venv/bin/pytest -m db "$@"
+echo "make test: passed in $((SECONDS - start)) s"

@@ -1,0 +1,24 @@
+"""Shared fixtures. Tests that use the database get the `db` marker automatically, so that
+`make test` can run them a second time against PostgreSQL (`pytest -m db`)."""
+
+from __future__ import annotations
+
+import pytest
+
+_DB_FIXTURES = {
+    "db",
+    "transactional_db",
+    "django_db_setup",
+    "django_db_blocker",
+    "admin_client",
+    "client_logged_in",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        uses_db = item.get_closest_marker("django_db") is not None or bool(
+            _DB_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        )
+        if uses_db:
+            item.add_marker(pytest.mark.db)

@@ -20,9 +20,9 @@ _FALSE = {"0", "false", "no", "off", ""}
 
 def _raw(name: str, default: object) -> str | None:
     value = os.environ.get(name)
-    if value is None:
+    if value is None or (value == "" and default is _REQUIRED):
         if default is _REQUIRED:
-            raise ImproperlyConfigured(f"The environment variable {name} is required but not set.")
+            raise ImproperlyConfigured(f"The environment variable {name} is required but not set (or empty).")
         return None
     return value
 

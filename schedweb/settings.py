@@ -82,6 +82,8 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# In development gunicorn serves static files straight from static/ (no collectstatic needed).
+WHITENOISE_USE_FINDERS = DEBUG
 
 # Request bodies are bounded (DESIGN.md section 10). A nodeCacheCapable=false filter call for
 # 1000 nodes is about 6.7 MB, so the extender gets its own, larger limit.

@@ -1,0 +1,470 @@
+"""Policy documents: parsing YAML/JSON text and checking its structure.
+
+One validator serves the form, the API, the preview and publish, so the playground can never
+accept what publish rejects. It collects every error at once, keyed by field path
+(`scores[2].weight`), and knows where each field sits in the source text so that a CEL error at
+line 1, column 9 of `filters[0].expression` can also be shown at its line in the document.
+CEL checking itself happens in `policy.py`; this module owns the shape of the document.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+MAX_DOCUMENT_BYTES = 256 * 1024
+MAX_RULES = 64
+MAX_EXPRESSION_CHARS = 10_000
+MAX_WEIGHT = 100
+
+POLICY_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+RULE_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SCHEDULER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+FAILURE_POLICIES = ("Ignore", "Fail")
+NORMALIZE_MODES = ("none", "minmax")
+
+TOP_LEVEL_FIELDS = (
+    "name",
+    "description",
+    "schedulerNames",
+    "failurePolicy",
+    "matchConditions",
+    "variables",
+    "filters",
+    "scores",
+    "tests",
+)
+RULE_FIELDS = {
+    "matchConditions": ("name", "expression"),
+    "variables": ("name", "expression"),
+    "filters": ("name", "expression", "message", "unresolvable"),
+    "scores": ("name", "expression", "weight", "normalize"),
+    "tests": ("name", "pod", "cluster", "expect"),
+}
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One problem in a policy document.
+
+    `path` names the field (`filters[0].expression`); `line`/`column` are 1-based positions inside
+    that field's CEL expression (CEL errors only); `doc_line`/`doc_column` are the same place in
+    the document text when it is known.
+    """
+
+    path: str
+    message: str
+    kind: str = "schema"  # schema, syntax, type, cost, yaml
+    rule: str | None = None
+    line: int | None = None
+    column: int | None = None
+    doc_line: int | None = None
+    doc_column: int | None = None
+
+    def __str__(self) -> str:
+        where = self.path or "document"
+        if self.line is not None:
+            where += f" (line {self.line}, column {self.column})"
+        return f"{where}: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "message": self.message,
+            "kind": self.kind,
+            "rule": self.rule,
+            "line": self.line,
+            "column": self.column,
+            "docLine": self.doc_line,
+            "docColumn": self.doc_column,
+        }
+
+
+class PolicyInvalid(Exception):
+    """A document that cannot be compiled; `errors` lists every problem found."""
+
+    def __init__(self, errors: list[FieldError]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(str(e) for e in errors))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A named CEL expression (matchConditions and variables)."""
+
+    name: str
+    expression: str
+
+
+@dataclass(frozen=True)
+class FilterRule:
+    name: str
+    expression: str
+    message: str | None = None  # a CEL string expression
+    unresolvable: bool = True  # FailedAndUnresolvableNodes: preemption cannot help (protocol P4)
+
+
+@dataclass(frozen=True)
+class ScoreRule:
+    name: str
+    expression: str
+    weight: int = 1
+    normalize: str = "none"
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """A structurally valid policy document (its CEL is checked by `compile_policy`)."""
+
+    name: str
+    scheduler_names: tuple[str, ...]
+    description: str = ""
+    failure_policy: str = "Ignore"
+    match_conditions: tuple[Rule, ...] = ()
+    variables: tuple[Rule, ...] = ()
+    filters: tuple[FilterRule, ...] = ()
+    scores: tuple[ScoreRule, ...] = ()
+    tests: tuple[dict[str, Any], ...] = ()
+    document: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+# --- text -> mapping, with positions ---------------------------------------------------------
+
+
+@dataclass
+class Position:
+    """Where a value starts in the source text (1-based) and how its scalar is quoted."""
+
+    line: int
+    column: int
+    style: str | None = None  # None (plain), "'", '"', "|" or ">"
+    indent: int = 0
+
+
+Positions = dict[str, Position]
+
+
+@dataclass
+class ParsedDocument:
+    data: Any
+    positions: Positions = field(default_factory=dict)
+
+
+def parse_text(text: str) -> ParsedDocument:
+    """YAML (or JSON, a subset) text -> data and field positions; raises PolicyInvalid."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_DOCUMENT_BYTES:
+        raise PolicyInvalid(
+            [FieldError("", f"the document is larger than {MAX_DOCUMENT_BYTES // 1024} KiB")]
+        )
+    if not text.strip():
+        raise PolicyInvalid([FieldError("", "the document is empty", kind="yaml")])
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
+        problem = exc.problem or str(exc)
+        message = f"YAML syntax error: {problem}"
+        if exc.context:
+            message += f" ({exc.context})"
+        raise PolicyInvalid(
+            [FieldError("", message, kind="yaml", doc_line=line, doc_column=column)]
+        ) from None
+    except yaml.YAMLError as exc:
+        raise PolicyInvalid([FieldError("", f"YAML error: {exc}", kind="yaml")]) from None
+    positions: Positions = {}
+    if node is not None:
+        _collect_positions(node, "", positions)
+    return ParsedDocument(data=data, positions=positions)
+
+
+def _collect_positions(node: yaml.Node, path: str, out: Positions) -> None:
+    style = getattr(node, "style", None) if isinstance(node, yaml.ScalarNode) else None
+    out[path] = Position(node.start_mark.line + 1, node.start_mark.column + 1, style or None)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                child = f"{path}.{key.value}" if path else str(key.value)
+                _collect_positions(value, child, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _collect_positions(item, f"{path}[{index}]", out)
+
+
+def locate(positions: Positions, path: str, line: int | None, column: int | None) -> tuple[int | None, int | None]:
+    """The document position of a (line, column) inside the scalar at `path`.
+
+    Exact for plain and single-line quoted scalars and for literal blocks (`|`); for folded or
+    multi-line quoted scalars it points at the scalar's start line.
+    """
+    pos = positions.get(path)
+    if pos is None:
+        return None, None
+    if line is None or column is None:
+        return pos.line, pos.column
+    if pos.style in ("|", ">"):
+        # Block content starts on the next line; its indentation is unknown here, so assume the
+        # usual two spaces deeper than the key (good enough to put a marker on the right line).
+        return pos.line + line, pos.column + 1 + column if pos.style == "|" else pos.column
+    if line == 1:
+        offset = 1 if pos.style in ("'", '"') else 0
+        return pos.line, pos.column + offset + column - 1
+    return pos.line + line - 1, column
+
+
+# --- mapping -> PolicySpec ---------------------------------------------------------------------
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "mapping"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _suggest(word: str, options: tuple[str, ...] | list[str]) -> str:
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+class _Collector:
+    """Collects FieldErrors, attaching document positions."""
+
+    def __init__(self, positions: Positions) -> None:
+        self.positions = positions
+        self.errors: list[FieldError] = []
+
+    def add(self, path: str, message: str, *, rule: str | None = None, kind: str = "schema") -> None:
+        doc_line, doc_column = locate(self.positions, path, None, None)
+        self.errors.append(
+            FieldError(path, message, kind=kind, rule=rule, doc_line=doc_line, doc_column=doc_column)
+        )
+
+
+def build_spec(data: Any, positions: Positions | None = None) -> tuple[PolicySpec | None, list[FieldError]]:
+    """Checks the structure of a parsed document; returns (spec, []) or (None, every error)."""
+    errors = _Collector(positions or {})
+    if data is None:
+        errors.add("", "the document is empty")
+        return None, errors.errors
+    if not isinstance(data, dict):
+        errors.add("", f"the document must be a mapping (name: ..., filters: ...), got a {_type_name(data)}")
+        return None, errors.errors
+
+    for key in data:
+        if key not in TOP_LEVEL_FIELDS:
+            errors.add(str(key), f"unknown field '{key}'{_suggest(str(key), TOP_LEVEL_FIELDS)}")
+
+    name = data.get("name")
+    if name is None:
+        errors.add("name", "name is required")
+    elif not isinstance(name, str):
+        errors.add("name", f"name must be a string, got {_type_name(name)}")
+    elif len(name) > 63 or not POLICY_NAME.match(name):
+        errors.add("name", f"name '{name}' must be at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit")
+
+    description = data.get("description", "")
+    if description is None:
+        description = ""
+    if not isinstance(description, str):
+        errors.add("description", f"description must be a string, got {_type_name(description)}")
+    elif len(description) > 2000:
+        errors.add("description", "description is longer than 2000 characters")
+
+    scheduler_names = _scheduler_names(data, errors)
+
+    failure_policy = data.get("failurePolicy", "Ignore")
+    if failure_policy not in FAILURE_POLICIES:
+        errors.add("failurePolicy", f"failurePolicy must be Ignore or Fail, got {failure_policy!r}")
+
+    lists = {key: _rule_list(data, key, errors) for key in ("matchConditions", "variables", "filters", "scores", "tests")}
+    match_conditions = tuple(_plain_rule(item, f"matchConditions[{i}]", errors) for i, item in lists["matchConditions"])
+    variables = tuple(_plain_rule(item, f"variables[{i}]", errors, variable=True) for i, item in lists["variables"])
+    filters = tuple(_filter_rule(item, f"filters[{i}]", errors) for i, item in lists["filters"])
+    scores = tuple(_score_rule(item, f"scores[{i}]", errors) for i, item in lists["scores"])
+    tests = tuple(_test_case(item, f"tests[{i}]", errors) for i, item in lists["tests"])
+
+    if not lists["filters"] and not lists["scores"] and "filters" not in data and "scores" not in data:
+        errors.add("", "a policy needs at least one filter or score")
+    elif not lists["filters"] and not lists["scores"]:
+        errors.add("filters", "a policy needs at least one filter or score")
+
+    _check_unique(
+        [("matchConditions", r) for r in match_conditions]
+        + [("filters", r) for r in filters]
+        + [("scores", r) for r in scores],
+        errors,
+        what="rule",
+    )
+    _check_unique([("variables", r) for r in variables], errors, what="variable")
+    _check_unique([("tests", t) for t in tests], errors, what="test case")
+
+    if errors.errors:
+        return None, errors.errors
+    spec = PolicySpec(
+        name=name,
+        description=description,
+        scheduler_names=tuple(scheduler_names),
+        failure_policy=failure_policy,
+        match_conditions=match_conditions,  # type: ignore[arg-type]
+        variables=variables,  # type: ignore[arg-type]
+        filters=filters,  # type: ignore[arg-type]
+        scores=scores,  # type: ignore[arg-type]
+        tests=tests,  # type: ignore[arg-type]
+        document=data,
+    )
+    return spec, []
+
+
+def _scheduler_names(data: dict, errors: _Collector) -> list[str]:
+    value = data.get("schedulerNames")
+    if value is None:
+        errors.add("schedulerNames", "schedulerNames is required: the spec.schedulerName values of the pods this policy places")
+        return []
+    if not isinstance(value, list) or not value:
+        errors.add("schedulerNames", f"schedulerNames must be a non-empty list of names, got {_type_name(value)}")
+        return []
+    names: list[str] = []
+    for index, item in enumerate(value):
+        path = f"schedulerNames[{index}]"
+        if not isinstance(item, str):
+            errors.add(path, f"a scheduler name must be a string, got {_type_name(item)}")
+        elif len(item) > 253 or not SCHEDULER_NAME.match(item):
+            errors.add(path, f"'{item}' is not a valid scheduler name (lowercase letters, digits, '-' and '.')")
+        elif item in names:
+            errors.add(path, f"'{item}' is listed twice")
+        else:
+            names.append(item)
+    return names
+
+
+def _rule_list(data: dict, key: str, errors: _Collector) -> list[tuple[int, dict]]:
+    value = data.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        errors.add(key, f"{key} must be a list, got {_type_name(value)}")
+        return []
+    if len(value) > MAX_RULES:
+        errors.add(key, f"{key} has {len(value)} entries; at most {MAX_RULES} are allowed")
+        return []
+    items: list[tuple[int, dict]] = []
+    allowed = RULE_FIELDS[key]
+    for index, item in enumerate(value):
+        path = f"{key}[{index}]"
+        if not isinstance(item, dict):
+            errors.add(path, f"each entry of {key} must be a mapping, got {_type_name(item)}")
+            continue
+        for field_name in item:
+            if field_name not in allowed:
+                errors.add(f"{path}.{field_name}", f"unknown field '{field_name}'{_suggest(str(field_name), allowed)}")
+        items.append((index, item))
+    return items
+
+
+def _name(item: dict, path: str, errors: _Collector, *, variable: bool = False) -> str:
+    name = item.get("name")
+    if name is None:
+        errors.add(f"{path}.name", "name is required")
+        return ""
+    if not isinstance(name, str):
+        errors.add(f"{path}.name", f"name must be a string, got {_type_name(name)}")
+        return ""
+    if variable and not VARIABLE_NAME.match(name):
+        errors.add(f"{path}.name", f"variable name '{name}' must be an identifier (letters, digits and '_', not starting with a digit)")
+    elif not variable and (len(name) > 63 or not RULE_NAME.match(name)):
+        errors.add(f"{path}.name", f"rule name '{name}' must be at most 63 letters, digits, '-', '_' or '.'")
+    return name
+
+
+def _expression(item: dict, path: str, errors: _Collector, *, key: str = "expression", required: bool = True) -> str | None:
+    value = item.get(key)
+    rule = item.get("name") if isinstance(item.get("name"), str) else None
+    if value is None:
+        if required:
+            errors.add(f"{path}.{key}", f"{key} is required", rule=rule)
+        return None
+    if isinstance(value, bool) or isinstance(value, int | float):
+        # YAML turned `expression: true` into a boolean; CEL wants the text.
+        return json.dumps(value)
+    if not isinstance(value, str):
+        errors.add(f"{path}.{key}", f"{key} must be a CEL expression string, got {_type_name(value)}", rule=rule)
+        return None
+    if not value.strip():
+        errors.add(f"{path}.{key}", f"{key} is empty", rule=rule)
+        return None
+    if len(value) > MAX_EXPRESSION_CHARS:
+        errors.add(f"{path}.{key}", f"{key} is longer than {MAX_EXPRESSION_CHARS} characters", rule=rule)
+        return None
+    return value
+
+
+def _plain_rule(item: dict, path: str, errors: _Collector, *, variable: bool = False) -> Rule:
+    return Rule(name=_name(item, path, errors, variable=variable), expression=_expression(item, path, errors) or "")
+
+
+def _filter_rule(item: dict, path: str, errors: _Collector) -> FilterRule:
+    name = _name(item, path, errors)
+    expression = _expression(item, path, errors) or ""
+    message = _expression(item, path, errors, key="message", required=False)
+    unresolvable = item.get("unresolvable", True)
+    if not isinstance(unresolvable, bool):
+        errors.add(f"{path}.unresolvable", f"unresolvable must be true or false, got {_type_name(unresolvable)}", rule=name)
+        unresolvable = True
+    return FilterRule(name=name, expression=expression, message=message, unresolvable=unresolvable)
+
+
+def _score_rule(item: dict, path: str, errors: _Collector) -> ScoreRule:
+    name = _name(item, path, errors)
+    expression = _expression(item, path, errors) or ""
+    weight = item.get("weight", 1)
+    if isinstance(weight, bool) or not isinstance(weight, int):
+        errors.add(f"{path}.weight", f"weight must be an integer from 0 to {MAX_WEIGHT}, got {_type_name(weight)}", rule=name)
+        weight = 1
+    elif weight < 0:
+        errors.add(f"{path}.weight", f"weight must not be negative, got {weight}", rule=name)
+    elif weight > MAX_WEIGHT:
+        errors.add(f"{path}.weight", f"weight must be at most {MAX_WEIGHT}, got {weight}", rule=name)
+    normalize = item.get("normalize", "none")
+    if normalize not in NORMALIZE_MODES:
+        errors.add(f"{path}.normalize", f"normalize must be one of none, minmax; got {normalize!r}", rule=name)
+    return ScoreRule(name=name, expression=expression, weight=weight, normalize=normalize)
+
+
+def _test_case(item: dict, path: str, errors: _Collector) -> dict[str, Any]:
+    name = _name(item, path, errors)
+    pod = item.get("pod")
+    if not isinstance(pod, dict):
+        errors.add(f"{path}.pod", f"pod must be a Pod object (mapping), got {_type_name(pod)}", rule=name)
+    cluster = item.get("cluster", "demo")
+    if not isinstance(cluster, str):
+        errors.add(f"{path}.cluster", f"cluster must be 'demo' or a file path, got {_type_name(cluster)}", rule=name)
+    expect = item.get("expect")
+    if not isinstance(expect, dict):
+        errors.add(f"{path}.expect", f"expect must be a mapping (winner, passing, rejected, applies), got {_type_name(expect)}", rule=name)
+    return {"name": name, "pod": pod, "cluster": cluster, "expect": expect}
+
+
+def _check_unique(rules: list[tuple[str, Any]], errors: _Collector, *, what: str) -> None:
+    seen: dict[str, str] = {}
+    counters: dict[str, int] = {}
+    for key, rule in rules:
+        index = counters.get(key, 0)
+        counters[key] = index + 1
+        name = rule["name"] if isinstance(rule, dict) else rule.name
+        if not name:
+            continue
+        path = f"{key}[{index}]"
+        if name in seen:
+            errors.add(f"{path}.name", f"duplicate {what} name '{name}' (already used by {seen[name]})", rule=name)
+        else:
+            seen[name] = path

@@ -1,0 +1,168 @@
+"""What an evaluation returns: per-node verdicts and every intermediate score value.
+
+Columnar (one list per quantity, indexed like the candidate nodes) because the extender reads a
+column or two for hundreds of nodes per request; `rows()` builds per-node objects for
+explanations (preview tables, decisions, the CLI).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class RuleError:
+    """An evaluation error of one rule on one node ("division by zero")."""
+
+    rule: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"rule": self.rule, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreDetail:
+    """One score rule on one node: raw -> normalized (0..100) -> weighted (normalized x weight)."""
+
+    name: str
+    raw: int | float | None
+    normalized: float
+    weight: int
+    weighted: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "raw": self.raw,
+            "normalized": round(self.normalized, 4),
+            "weight": self.weight,
+            "weighted": round(self.weighted, 4),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class NodeResult:
+    """One node's verdict and score breakdown."""
+
+    node: str
+    passed: bool
+    failed_rule: str | None
+    message: str | None
+    unresolvable: bool
+    errors: tuple[RuleError, ...]
+    scores: tuple[ScoreDetail, ...]
+    total: float
+    extender_score: int
+
+    @property
+    def verdict(self) -> str:
+        return "pass" if self.passed else "reject"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "verdict": self.verdict,
+            "failedRule": self.failed_rule,
+            "message": self.message,
+            "unresolvable": self.unresolvable,
+            "errors": [e.to_dict() for e in self.errors],
+            "scores": [s.to_dict() for s in self.scores],
+            "total": round(self.total, 4),
+            "extenderScore": self.extender_score,
+        }
+
+
+@dataclass(slots=True)
+class Evaluation:
+    """A policy applied to one pod over candidate nodes.
+
+    `applies` is False when the pod passes through (another schedulerName, a false
+    matchCondition): then every node passes and nothing is scored.
+    """
+
+    policy: str
+    applies: bool
+    reason: str
+    node_names: list[str]
+    passed: list[bool]
+    failed_rule: list[str | None]
+    messages: list[str | None]
+    unresolvable: list[bool]
+    errors: dict[int, list[RuleError]]  # node index -> errors (sparse)
+    score_names: list[str] = field(default_factory=list)
+    weights: list[int] = field(default_factory=list)
+    raw: list[list[int | float | None]] = field(default_factory=list)  # [score][node]
+    normalized: list[list[float]] = field(default_factory=list)
+    total: list[float] = field(default_factory=list)
+    extender: list[int] = field(default_factory=list)
+    scored: bool = True
+
+    @property
+    def size(self) -> int:
+        return len(self.node_names)
+
+    def rows(self) -> list[NodeResult]:
+        """Per-node results, in candidate order."""
+        rows = []
+        for i, name in enumerate(self.node_names):
+            details = tuple(
+                ScoreDetail(
+                    name=score,
+                    raw=self.raw[k][i],
+                    normalized=self.normalized[k][i],
+                    weight=self.weights[k],
+                    weighted=self.normalized[k][i] * self.weights[k],
+                )
+                for k, score in enumerate(self.score_names)
+            ) if self.scored and self.applies else ()
+            rows.append(
+                NodeResult(
+                    node=name,
+                    passed=self.passed[i],
+                    failed_rule=self.failed_rule[i],
+                    message=self.messages[i],
+                    unresolvable=self.unresolvable[i],
+                    errors=tuple(self.errors.get(i, ())),
+                    scores=details,
+                    total=self.total[i] if self.total else 0.0,
+                    extender_score=self.extender[i] if self.extender else 0,
+                )
+            )
+        return rows
+
+    def passing(self) -> list[str]:
+        return [n for n, ok in zip(self.node_names, self.passed) if ok]
+
+    def winners(self) -> list[str]:
+        """The passing nodes with the highest total (kube-scheduler breaks such ties at random)."""
+        if not self.applies or not self.scored:
+            return []
+        best = None
+        names: list[str] = []
+        for name, ok, total in zip(self.node_names, self.passed, self.total):
+            if not ok:
+                continue
+            if best is None or total > best:
+                best, names = total, [name]
+            elif total == best:
+                names.append(name)
+        return names
+
+    def to_dict(self) -> dict[str, Any]:
+        rows = self.rows()
+        return {
+            "policy": self.policy,
+            "applies": self.applies,
+            "reason": self.reason,
+            "scored": self.scored,
+            "summary": {
+                "nodes": self.size,
+                "passing": sum(self.passed),
+                "rejected": self.size - sum(self.passed),
+                "errors": sum(len(v) for v in self.errors.values()),
+                "winners": self.winners(),
+            },
+            "nodes": [r.to_dict() for r in rows],
+        }

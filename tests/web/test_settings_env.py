@@ -1,0 +1,64 @@
+"""Settings helpers fail loudly and name the variable; database URLs map onto Django settings."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from django.core.exceptions import ImproperlyConfigured
+
+from schedweb.env import database_from_url, env_bool, env_int, env_list, env_str
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_missing_required_variable_names_itself(monkeypatch):
+    monkeypatch.delenv("SCHEDWEB_NOPE", raising=False)
+    with pytest.raises(ImproperlyConfigured, match="SCHEDWEB_NOPE is required"):
+        env_str("SCHEDWEB_NOPE")
+
+
+def test_an_empty_required_variable_counts_as_missing(monkeypatch):
+    monkeypatch.setenv("SCHEDWEB_NOPE", "")
+    with pytest.raises(ImproperlyConfigured, match="SCHEDWEB_NOPE"):
+        env_str("SCHEDWEB_NOPE")
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("1", True), ("yes", True), ("off", False), ("0", False)])
+def test_booleans_accept_common_spellings(monkeypatch, raw, expected):
+    monkeypatch.setenv("SCHEDWEB_FLAG", raw)
+    assert env_bool("SCHEDWEB_FLAG", not expected) is expected
+
+
+def test_a_malformed_value_is_refused_with_its_name(monkeypatch):
+    monkeypatch.setenv("SCHEDWEB_FLAG", "perhaps")
+    monkeypatch.setenv("SCHEDWEB_COUNT", "ten")
+    with pytest.raises(ImproperlyConfigured, match="SCHEDWEB_FLAG='perhaps' is not a boolean"):
+        env_bool("SCHEDWEB_FLAG", False)
+    with pytest.raises(ImproperlyConfigured, match="SCHEDWEB_COUNT='ten' is not an integer"):
+        env_int("SCHEDWEB_COUNT", 1)
+
+
+def test_lists_are_comma_separated(monkeypatch):
+    monkeypatch.setenv("SCHEDWEB_HOSTS", "a, b,,c ")
+    assert env_list("SCHEDWEB_HOSTS", []) == ["a", "b", "c"]
+
+
+def test_database_urls_cover_sqlite_and_postgres():
+    base = Path("/srv/app")
+    assert database_from_url("sqlite:///db.sqlite3", base_dir=base)["NAME"] == "/srv/app/db.sqlite3"
+    assert database_from_url("sqlite:////tmp/x.db", base_dir=base)["NAME"] == "/tmp/x.db"
+    pg = database_from_url("postgres://u:p%40ss@db.local:6543/name?sslmode=require", base_dir=base)
+    assert (pg["ENGINE"], pg["USER"], pg["PASSWORD"], pg["HOST"], pg["PORT"], pg["NAME"]) == (
+        "django.db.backends.postgresql", "u", "p@ss", "db.local", "6543", "name",
+    )
+    assert pg["OPTIONS"] == {"sslmode": "require"}
+    with pytest.raises(ImproperlyConfigured, match="unsupported scheme 'mysql'"):
+        database_from_url("mysql://x/y", base_dir=base)
+
+
+def test_docker_compose_defines_the_services_on_loopback_only():
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    assert set(compose["services"]) == {"web", "worker", "beat", "redis", "postgres"}
+    for service in compose["services"].values():
+        for port in service.get("ports", []):
+            assert port.startswith("127.0.0.1:"), port

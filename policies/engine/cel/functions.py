@@ -1,0 +1,384 @@
+"""Implementations of CEL's extension libraries as Kubernetes enables them: strings, lists,
+regex, quantity and math, plus the schedweb cluster helpers. Plain functions over runtime
+values that raise `CelEvalError`; declared (types, costs, fast-path forms) in `library`."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+from policies.engine.quantity import Quantity, QuantityError, parse_quantity
+
+from .regex import RegexError, compile_regex
+from .runtime import NUMERIC, compare, equals, fail, no_overload, overflow
+from .values import INT_MAX, INT_MIN, UINT_MAX, UInt, kind_of
+
+# -- strings (cel-go ext/strings, cel-cpp extensions/strings) --------------------------------
+_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+_UPPER = {c: c - 32 for c in range(ord("a"), ord("z") + 1)}
+# Go's unicode.IsSpace, used by strings.TrimSpace (Python's strip() also strips \x1c-\x1f).
+_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+
+
+def char_at(s: str, i: int) -> str:
+    if i < 0:
+        fail(f"charAt({i}): index is negative")
+    if i > len(s):
+        fail(f"charAt({i}): index is greater than the string's length {len(s)}")
+    return s[i : i + 1]
+
+
+def index_of(s: str, sub: str, offset: int = 0) -> int:
+    if offset < 0 or offset > len(s):
+        fail(f"indexOf(): index out of range: {offset}")
+    return s.find(sub, offset)
+
+
+def last_index_of(s: str, sub: str, offset: int | None = None) -> int:
+    if offset is None:
+        return s.rfind(sub)
+    if offset < 0 or offset > len(s):
+        fail(f"lastIndexOf(): index out of range: {offset}")
+    # The last occurrence that starts at or before `offset`.
+    return s.rfind(sub, 0, offset + len(sub))
+
+
+def lower_ascii(s: str) -> str:
+    return s.lower() if s.isascii() else s.translate(_LOWER)
+
+
+def upper_ascii(s: str) -> str:
+    return s.upper() if s.isascii() else s.translate(_UPPER)
+
+
+def replace(s: str, old: str, new: str, n: int = -1) -> str:
+    return s.replace(old, new, n if n >= 0 else -1)
+
+
+def split(s: str, sep: str, n: int = -1) -> list[str]:
+    """Go's strings.SplitN: n < 0 all parts, n == 0 none, n > 0 at most n parts; an empty
+    separator splits into characters."""
+    if n == 0:
+        return []
+    if sep == "":
+        if s == "":
+            return [""]  # as cel-cpp (Go's strings.Split would give [])
+        chars = list(s)
+        if 0 < n < len(chars):
+            return [*chars[: n - 1], "".join(chars[n - 1 :])]
+        return chars
+    return s.split(sep, n - 1 if n > 0 else -1)
+
+
+def substring(s: str, start: int, end: int | None = None) -> str:
+    if end is None:
+        if start < 0:
+            fail(f"substring({start}): start is negative")
+        if start > len(s):
+            fail(f"substring({start}): start is greater than the string's length {len(s)}")
+        return s[start:]
+    if start < 0:
+        fail(f"substring({start}, {end}): start is negative")
+    if end < start:
+        fail(f"substring({start}, {end}): end is less than start")
+    if end > len(s):
+        fail(f"substring({start}, {end}): end is greater than the string's length {len(s)}")
+    return s[start:end]
+
+
+def trim(s: str) -> str:
+    return s.strip(_SPACE)
+
+
+def join(items: Any, sep: str = "") -> str:
+    for item in items:
+        if type(item) is not str:
+            no_overload("join", items, sep)
+    return sep.join(items)
+
+
+def reverse(s: str) -> str:
+    return s[::-1]
+
+
+# -- regex (CEL matches, Kubernetes regex library) -------------------------------------------
+def _regex(pattern: str):
+    try:
+        return compile_regex(pattern)
+    except RegexError as e:
+        fail(str(e))
+
+
+def matches(s: str, pattern: str) -> bool:
+    return _regex(pattern).search(s) is not None
+
+
+def find(s: str, pattern: str) -> str:
+    m = _regex(pattern).search(s)
+    return m.group(0) if m else ""
+
+
+def find_all(s: str, pattern: str, n: int = -1) -> list[str]:
+    """Go's FindAllString: an empty match right after the previous match is skipped."""
+    if n == 0:
+        return []
+    out: list[str] = []
+    prev_end = -1
+    for m in _regex(pattern).finditer(s):
+        if m.start() == m.end() == prev_end:
+            continue
+        out.append(m.group(0))
+        prev_end = m.end()
+        if 0 < n <= len(out):
+            break
+    return out
+
+
+# -- lists (Kubernetes lists library) ---------------------------------------------------------
+def _check_comparable(items: Any, function: str) -> None:
+    for item in items:
+        if kind_of(item) not in ("int", "uint", "double", "string", "bytes", "bool"):
+            no_overload(function, items)
+
+
+def is_sorted(items: Any) -> bool:
+    _check_comparable(items, "isSorted")
+    return all(
+        compare("isSorted", items[i], items[i + 1]) in (-1, 0) for i in range(len(items) - 1)
+    )
+
+
+def list_sum(items: Any) -> Any:
+    if not items:
+        return 0
+    kinds = {kind_of(x) for x in items}
+    if kinds == {"int"}:
+        total = sum(items)
+        if not INT_MIN <= total <= INT_MAX:
+            overflow()
+        # Partial sums could overflow even when the total fits; CEL adds left to right.
+        acc = 0
+        for x in items:
+            acc += x
+            if not INT_MIN <= acc <= INT_MAX:
+                overflow()
+        return total
+    if kinds == {"uint"}:
+        total = sum(int(x) for x in items)
+        if total > UINT_MAX:
+            fail("unsigned integer overflow")
+        return UInt(total)
+    if kinds == {"double"}:
+        acc = 0.0
+        for x in items:
+            acc += x
+        return acc
+    no_overload("sum", items)
+
+
+def list_min(items: Any) -> Any:
+    return _extreme(items, "min", -1)
+
+
+def list_max(items: Any) -> Any:
+    return _extreme(items, "max", 1)
+
+
+def _extreme(items: Any, function: str, direction: int) -> Any:
+    if not items:
+        fail(f"{function}() called on an empty list")
+    _check_comparable(items, function)
+    best = items[0]
+    for item in items[1:]:
+        if compare(function, item, best) == direction:
+            best = item
+    return best
+
+
+def list_index_of(items: Any, value: Any) -> int:
+    for i, item in enumerate(items):
+        if equals(item, value):
+            return i
+    return -1
+
+
+def list_last_index_of(items: Any, value: Any) -> int:
+    for i in range(len(items) - 1, -1, -1):
+        if equals(items[i], value):
+            return i
+    return -1
+
+
+# -- math (cel-go ext/math) ----------------------------------------------------------------------
+def math_greatest(*args: Any) -> Any:
+    return _math_extreme(args, "math.greatest", 1)
+
+
+def math_least(*args: Any) -> Any:
+    return _math_extreme(args, "math.least", -1)
+
+
+def _math_extreme(args: tuple[Any, ...], function: str, direction: int) -> Any:
+    values = args
+    if len(args) == 1 and kind_of(args[0]) == "list":
+        values = tuple(args[0])
+        if not values:
+            fail(f"{function}() argument must not be empty")
+    best = values[0]
+    for value in values:
+        if kind_of(value) not in NUMERIC:
+            no_overload(function, *values)
+    for value in values[1:]:
+        if compare(function, value, best) == direction:
+            best = value
+    return best
+
+
+def math_abs(x: Any) -> Any:
+    kind = kind_of(x)
+    if kind == "int":
+        if x == INT_MIN:
+            overflow()
+        return abs(x)
+    if kind == "uint":
+        return x
+    if kind == "double":
+        return abs(x)
+    no_overload("math.abs", x)
+
+
+def math_sign(x: Any) -> Any:
+    kind = kind_of(x)
+    if kind == "int":
+        return (x > 0) - (x < 0)
+    if kind == "uint":
+        return UInt(1 if x > 0 else 0)
+    if kind == "double":
+        if x != x:
+            return x
+        return 1.0 if x > 0 else -1.0 if x < 0 else 0.0
+    no_overload("math.sign", x)
+
+
+# C's ceil/floor/trunc keep the sign of a zero result (ceil(-0.5) is -0.0); Python's int-based
+# math.ceil would not, hence copysign.
+def math_ceil(x: float) -> float:
+    return math.copysign(float(math.ceil(x)), x) if math.isfinite(x) else x
+
+
+def math_floor(x: float) -> float:
+    return math.copysign(float(math.floor(x)), x) if math.isfinite(x) else x
+
+
+def math_round(x: float) -> float:
+    """Rounds half away from zero (C's round), not to even like Python's round()."""
+    if not math.isfinite(x):
+        return x
+    whole = math.trunc(x)
+    if abs(x - whole) >= 0.5:  # x - trunc(x) is exact in binary floating point
+        whole += 1 if x > 0 else -1
+    return math.copysign(float(whole), x)
+
+
+def math_trunc(x: float) -> float:
+    return math.copysign(float(math.trunc(x)), x) if math.isfinite(x) else x
+
+
+def math_is_nan(x: float) -> bool:
+    return x != x
+
+
+def math_is_inf(x: float) -> bool:
+    return x in (math.inf, -math.inf)
+
+
+def math_is_finite(x: float) -> bool:
+    return math.isfinite(x)
+
+
+# -- quantity (Kubernetes quantity library) -----------------------------------------------------
+def quantity(text: str) -> Quantity:
+    try:
+        return Quantity(parse_quantity(text), text)
+    except QuantityError as e:
+        fail(str(e))
+
+
+def is_quantity(text: str) -> bool:
+    try:
+        parse_quantity(text)
+    except QuantityError:
+        return False
+    return True
+
+
+def _fits_int64(value: Fraction) -> bool:
+    return value.denominator == 1 and INT_MIN <= value.numerator <= INT_MAX
+
+
+def q_is_integer(q: Quantity) -> bool:
+    return _fits_int64(q.value)
+
+
+def q_as_integer(q: Quantity) -> int:
+    if not _fits_int64(q.value):
+        fail(f"cannot convert quantity {q.text!r} to an int64 without losing precision")
+    return q.value.numerator
+
+
+def q_as_approximate_float(q: Quantity) -> float:
+    return float(q.value)
+
+
+def q_sign(q: Quantity) -> int:
+    return (q.value > 0) - (q.value < 0)
+
+
+def q_add(q: Quantity, other: Any) -> Quantity:
+    return Quantity(q.value + (other.value if isinstance(other, Quantity) else other))
+
+
+def q_sub(q: Quantity, other: Any) -> Quantity:
+    return Quantity(q.value - (other.value if isinstance(other, Quantity) else other))
+
+
+def q_compare_to(q: Quantity, other: Quantity) -> int:
+    return (q.value > other.value) - (q.value < other.value)
+
+
+def q_is_less_than(q: Quantity, other: Quantity) -> bool:
+    return q.value < other.value
+
+
+def q_is_greater_than(q: Quantity, other: Quantity) -> bool:
+    return q.value > other.value
+
+
+# -- cluster helpers (schedweb) -----------------------------------------------------------------
+_MAX_COUNT = 2**48  # the fast path relies on counts being far from int64 overflow
+
+
+def _count(value: Any, function: str) -> int:
+    if type(value) is not int or not 0 <= value <= _MAX_COUNT:
+        fail(f"cluster.{function}() returned {value!r}, expected a count (an int >= 0)")
+    return value
+
+
+def count_pods(cluster: Any, namespace: str, selector: Any) -> int:
+    return _count(cluster.count_pods(namespace, selector), "countPods")
+
+
+def count_pods_on_node(cluster: Any, node_name: str, namespace: str, selector: Any) -> int:
+    return _count(cluster.count_pods_on_node(node_name, namespace, selector), "countPodsOnNode")
+
+
+def count_pods_in_domain(
+    cluster: Any, topology_key: str, value: str, namespace: str, selector: Any
+) -> int:
+    result = cluster.count_pods_in_domain(topology_key, value, namespace, selector)
+    return _count(result, "countPodsInDomain")
+
+
+def node_count(cluster: Any) -> int:
+    return _count(cluster.node_count(), "nodeCount")

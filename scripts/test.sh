@@ -8,6 +8,7 @@ start=$SECONDS
 scripts/bootstrap.sh dev
 scripts/services.sh redis 6390
 scripts/services.sh postgres 55432
+scripts/k8s-binaries.sh >/dev/null   # stock etcd/kube-apiserver/kube-scheduler for `cluster` tests; cached after the first build
 export SCHEDWEB_REDIS_URL=redis://127.0.0.1:6390/0
 export SCHEDWEB_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:55432/schedweb
 

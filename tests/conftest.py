@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+pytest_plugins = ["tests.cluster.fixtures"]  # session fixture `control_plane`: real etcd + kube-apiserver
+
 _DB_FIXTURES = {
     "db",
     "transactional_db",
@@ -22,3 +24,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
         if uses_db:
             item.add_marker(pytest.mark.db)
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings) -> None:
+    """PBKDF2's deliberate slowness is not under test; MD5 keeps user fixtures instant."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from .testcases import expect_problems
+
 MAX_DOCUMENT_BYTES = 256 * 1024
 MAX_RULES = 64
 MAX_EXPRESSION_CHARS = 10_000
@@ -25,6 +27,38 @@ MAX_WEIGHT = 100
 POLICY_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 RULE_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# CEL's reserved words cannot name a variable (`variables.in` would not parse).
+CEL_RESERVED = frozenset(
+    {
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+    }
+)
+
+
+def is_variable_name(name: str) -> bool:
+    return bool(VARIABLE_NAME.match(name)) and name not in CEL_RESERVED
+
+
 SCHEDULER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 FAILURE_POLICIES = ("Ignore", "Fail")
@@ -199,7 +233,9 @@ def _collect_positions(node: yaml.Node, path: str, out: Positions) -> None:
             _collect_positions(item, f"{path}[{index}]", out)
 
 
-def locate(positions: Positions, path: str, line: int | None, column: int | None) -> tuple[int | None, int | None]:
+def locate(
+    positions: Positions, path: str, line: int | None, column: int | None
+) -> tuple[int | None, int | None]:
     """The document position of a (line, column) inside the scalar at `path`.
 
     Exact for plain and single-line quoted scalars and for literal blocks (`|`); for folded or
@@ -226,9 +262,14 @@ def locate(positions: Positions, path: str, line: int | None, column: int | None
 def _type_name(value: Any) -> str:
     if value is None:
         return "null"
-    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "mapping"}.get(
-        type(value), type(value).__name__
-    )
+    return {
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        str: "string",
+        list: "list",
+        dict: "mapping",
+    }.get(type(value), type(value).__name__)
 
 
 def _suggest(word: str, options: tuple[str, ...] | list[str]) -> str:
@@ -243,21 +284,34 @@ class _Collector:
         self.positions = positions
         self.errors: list[FieldError] = []
 
-    def add(self, path: str, message: str, *, rule: str | None = None, kind: str = "schema") -> None:
+    def add(
+        self, path: str, message: str, *, rule: str | None = None, kind: str = "schema"
+    ) -> None:
         doc_line, doc_column = locate(self.positions, path, None, None)
         self.errors.append(
-            FieldError(path, message, kind=kind, rule=rule, doc_line=doc_line, doc_column=doc_column)
+            FieldError(
+                path, message, kind=kind, rule=rule, doc_line=doc_line, doc_column=doc_column
+            )
         )
 
 
-def build_spec(data: Any, positions: Positions | None = None) -> tuple[PolicySpec | None, list[FieldError]]:
-    """Checks the structure of a parsed document; returns (spec, []) or (None, every error)."""
+def build_spec(
+    data: Any, positions: Positions | None = None
+) -> tuple[PolicySpec | None, list[FieldError]]:
+    """Checks the structure of a parsed document: (spec, errors).
+
+    `spec` is None only when the document is not a mapping; otherwise it is built from what is
+    usable, and `errors` lists every structural problem (the spec is valid when it is empty).
+    """
     errors = _Collector(positions or {})
     if data is None:
         errors.add("", "the document is empty")
         return None, errors.errors
     if not isinstance(data, dict):
-        errors.add("", f"the document must be a mapping (name: ..., filters: ...), got a {_type_name(data)}")
+        errors.add(
+            "",
+            f"the document must be a mapping (name: ..., filters: ...), got a {_type_name(data)}",
+        )
         return None, errors.errors
 
     for key in data:
@@ -270,7 +324,10 @@ def build_spec(data: Any, positions: Positions | None = None) -> tuple[PolicySpe
     elif not isinstance(name, str):
         errors.add("name", f"name must be a string, got {_type_name(name)}")
     elif len(name) > 63 or not POLICY_NAME.match(name):
-        errors.add("name", f"name '{name}' must be at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit")
+        errors.add(
+            "name",
+            f"name '{name}' must be at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit",
+        )
 
     description = data.get("description", "")
     if description is None:
@@ -286,14 +343,27 @@ def build_spec(data: Any, positions: Positions | None = None) -> tuple[PolicySpe
     if failure_policy not in FAILURE_POLICIES:
         errors.add("failurePolicy", f"failurePolicy must be Ignore or Fail, got {failure_policy!r}")
 
-    lists = {key: _rule_list(data, key, errors) for key in ("matchConditions", "variables", "filters", "scores", "tests")}
-    match_conditions = tuple(_plain_rule(item, f"matchConditions[{i}]", errors) for i, item in lists["matchConditions"])
-    variables = tuple(_plain_rule(item, f"variables[{i}]", errors, variable=True) for i, item in lists["variables"])
+    lists = {
+        key: _rule_list(data, key, errors)
+        for key in ("matchConditions", "variables", "filters", "scores", "tests")
+    }
+    match_conditions = tuple(
+        _plain_rule(item, f"matchConditions[{i}]", errors) for i, item in lists["matchConditions"]
+    )
+    variables = tuple(
+        _plain_rule(item, f"variables[{i}]", errors, variable=True)
+        for i, item in lists["variables"]
+    )
     filters = tuple(_filter_rule(item, f"filters[{i}]", errors) for i, item in lists["filters"])
     scores = tuple(_score_rule(item, f"scores[{i}]", errors) for i, item in lists["scores"])
     tests = tuple(_test_case(item, f"tests[{i}]", errors) for i, item in lists["tests"])
 
-    if not lists["filters"] and not lists["scores"] and "filters" not in data and "scores" not in data:
+    if (
+        not lists["filters"]
+        and not lists["scores"]
+        and "filters" not in data
+        and "scores" not in data
+    ):
         errors.add("", "a policy needs at least one filter or score")
     elif not lists["filters"] and not lists["scores"]:
         errors.add("filters", "a policy needs at least one filter or score")
@@ -308,13 +378,11 @@ def build_spec(data: Any, positions: Positions | None = None) -> tuple[PolicySpe
     _check_unique([("variables", r) for r in variables], errors, what="variable")
     _check_unique([("tests", t) for t in tests], errors, what="test case")
 
-    if errors.errors:
-        return None, errors.errors
     spec = PolicySpec(
-        name=name,
-        description=description,
+        name=name if isinstance(name, str) else "",
+        description=description if isinstance(description, str) else "",
         scheduler_names=tuple(scheduler_names),
-        failure_policy=failure_policy,
+        failure_policy=failure_policy if failure_policy in FAILURE_POLICIES else "Ignore",
         match_conditions=match_conditions,  # type: ignore[arg-type]
         variables=variables,  # type: ignore[arg-type]
         filters=filters,  # type: ignore[arg-type]
@@ -322,16 +390,24 @@ def build_spec(data: Any, positions: Positions | None = None) -> tuple[PolicySpe
         tests=tests,  # type: ignore[arg-type]
         document=data,
     )
-    return spec, []
+    # The spec is returned even with errors (invalid fields hold defaults) so that the CEL of
+    # every well-formed rule can still be checked: one validation reports everything at once.
+    return spec, errors.errors
 
 
 def _scheduler_names(data: dict, errors: _Collector) -> list[str]:
     value = data.get("schedulerNames")
     if value is None:
-        errors.add("schedulerNames", "schedulerNames is required: the spec.schedulerName values of the pods this policy places")
+        errors.add(
+            "schedulerNames",
+            "schedulerNames is required: the spec.schedulerName values of the pods this policy places",
+        )
         return []
     if not isinstance(value, list) or not value:
-        errors.add("schedulerNames", f"schedulerNames must be a non-empty list of names, got {_type_name(value)}")
+        errors.add(
+            "schedulerNames",
+            f"schedulerNames must be a non-empty list of names, got {_type_name(value)}",
+        )
         return []
     names: list[str] = []
     for index, item in enumerate(value):
@@ -339,7 +415,10 @@ def _scheduler_names(data: dict, errors: _Collector) -> list[str]:
         if not isinstance(item, str):
             errors.add(path, f"a scheduler name must be a string, got {_type_name(item)}")
         elif len(item) > 253 or not SCHEDULER_NAME.match(item):
-            errors.add(path, f"'{item}' is not a valid scheduler name (lowercase letters, digits, '-' and '.')")
+            errors.add(
+                path,
+                f"'{item}' is not a valid scheduler name (lowercase letters, digits, '-' and '.')",
+            )
         elif item in names:
             errors.add(path, f"'{item}' is listed twice")
         else:
@@ -366,7 +445,10 @@ def _rule_list(data: dict, key: str, errors: _Collector) -> list[tuple[int, dict
             continue
         for field_name in item:
             if field_name not in allowed:
-                errors.add(f"{path}.{field_name}", f"unknown field '{field_name}'{_suggest(str(field_name), allowed)}")
+                errors.add(
+                    f"{path}.{field_name}",
+                    f"unknown field '{field_name}'{_suggest(str(field_name), allowed)}",
+                )
         items.append((index, item))
     return items
 
@@ -379,37 +461,54 @@ def _name(item: dict, path: str, errors: _Collector, *, variable: bool = False) 
     if not isinstance(name, str):
         errors.add(f"{path}.name", f"name must be a string, got {_type_name(name)}")
         return ""
-    if variable and not VARIABLE_NAME.match(name):
-        errors.add(f"{path}.name", f"variable name '{name}' must be an identifier (letters, digits and '_', not starting with a digit)")
+    if variable and not is_variable_name(name):
+        errors.add(
+            f"{path}.name",
+            f"variable name '{name}' must be an identifier (letters, digits and '_', not starting with a digit, not a CEL keyword)",
+        )
     elif not variable and (len(name) > 63 or not RULE_NAME.match(name)):
-        errors.add(f"{path}.name", f"rule name '{name}' must be at most 63 letters, digits, '-', '_' or '.'")
+        errors.add(
+            f"{path}.name",
+            f"rule name '{name}' must be at most 63 letters, digits, '-', '_' or '.'",
+        )
     return name
 
 
-def _expression(item: dict, path: str, errors: _Collector, *, key: str = "expression", required: bool = True) -> str | None:
+def _expression(
+    item: dict, path: str, errors: _Collector, *, key: str = "expression", required: bool = True
+) -> str | None:
     value = item.get(key)
     rule = item.get("name") if isinstance(item.get("name"), str) else None
     if value is None:
         if required:
             errors.add(f"{path}.{key}", f"{key} is required", rule=rule)
         return None
-    if isinstance(value, bool) or isinstance(value, int | float):
+    if isinstance(value, bool | int | float):
         # YAML turned `expression: true` into a boolean; CEL wants the text.
         return json.dumps(value)
     if not isinstance(value, str):
-        errors.add(f"{path}.{key}", f"{key} must be a CEL expression string, got {_type_name(value)}", rule=rule)
+        errors.add(
+            f"{path}.{key}",
+            f"{key} must be a CEL expression string, got {_type_name(value)}",
+            rule=rule,
+        )
         return None
     if not value.strip():
         errors.add(f"{path}.{key}", f"{key} is empty", rule=rule)
         return None
     if len(value) > MAX_EXPRESSION_CHARS:
-        errors.add(f"{path}.{key}", f"{key} is longer than {MAX_EXPRESSION_CHARS} characters", rule=rule)
+        errors.add(
+            f"{path}.{key}", f"{key} is longer than {MAX_EXPRESSION_CHARS} characters", rule=rule
+        )
         return None
     return value
 
 
 def _plain_rule(item: dict, path: str, errors: _Collector, *, variable: bool = False) -> Rule:
-    return Rule(name=_name(item, path, errors, variable=variable), expression=_expression(item, path, errors) or "")
+    return Rule(
+        name=_name(item, path, errors, variable=variable),
+        expression=_expression(item, path, errors) or "",
+    )
 
 
 def _filter_rule(item: dict, path: str, errors: _Collector) -> FilterRule:
@@ -418,7 +517,11 @@ def _filter_rule(item: dict, path: str, errors: _Collector) -> FilterRule:
     message = _expression(item, path, errors, key="message", required=False)
     unresolvable = item.get("unresolvable", True)
     if not isinstance(unresolvable, bool):
-        errors.add(f"{path}.unresolvable", f"unresolvable must be true or false, got {_type_name(unresolvable)}", rule=name)
+        errors.add(
+            f"{path}.unresolvable",
+            f"unresolvable must be true or false, got {_type_name(unresolvable)}",
+            rule=name,
+        )
         unresolvable = True
     return FilterRule(name=name, expression=expression, message=message, unresolvable=unresolvable)
 
@@ -428,15 +531,25 @@ def _score_rule(item: dict, path: str, errors: _Collector) -> ScoreRule:
     expression = _expression(item, path, errors) or ""
     weight = item.get("weight", 1)
     if isinstance(weight, bool) or not isinstance(weight, int):
-        errors.add(f"{path}.weight", f"weight must be an integer from 0 to {MAX_WEIGHT}, got {_type_name(weight)}", rule=name)
+        errors.add(
+            f"{path}.weight",
+            f"weight must be an integer from 0 to {MAX_WEIGHT}, got {_type_name(weight)}",
+            rule=name,
+        )
         weight = 1
     elif weight < 0:
         errors.add(f"{path}.weight", f"weight must not be negative, got {weight}", rule=name)
     elif weight > MAX_WEIGHT:
-        errors.add(f"{path}.weight", f"weight must be at most {MAX_WEIGHT}, got {weight}", rule=name)
+        errors.add(
+            f"{path}.weight", f"weight must be at most {MAX_WEIGHT}, got {weight}", rule=name
+        )
     normalize = item.get("normalize", "none")
     if normalize not in NORMALIZE_MODES:
-        errors.add(f"{path}.normalize", f"normalize must be one of none, minmax; got {normalize!r}", rule=name)
+        errors.add(
+            f"{path}.normalize",
+            f"normalize must be one of none, minmax; got {normalize!r}",
+            rule=name,
+        )
     return ScoreRule(name=name, expression=expression, weight=weight, normalize=normalize)
 
 
@@ -444,13 +557,19 @@ def _test_case(item: dict, path: str, errors: _Collector) -> dict[str, Any]:
     name = _name(item, path, errors)
     pod = item.get("pod")
     if not isinstance(pod, dict):
-        errors.add(f"{path}.pod", f"pod must be a Pod object (mapping), got {_type_name(pod)}", rule=name)
+        errors.add(
+            f"{path}.pod", f"pod must be a Pod object (mapping), got {_type_name(pod)}", rule=name
+        )
     cluster = item.get("cluster", "demo")
     if not isinstance(cluster, str):
-        errors.add(f"{path}.cluster", f"cluster must be 'demo' or a file path, got {_type_name(cluster)}", rule=name)
+        errors.add(
+            f"{path}.cluster",
+            f"cluster must be 'demo' or a file path, got {_type_name(cluster)}",
+            rule=name,
+        )
     expect = item.get("expect")
-    if not isinstance(expect, dict):
-        errors.add(f"{path}.expect", f"expect must be a mapping (winner, passing, rejected, applies), got {_type_name(expect)}", rule=name)
+    for problem in expect_problems(expect):
+        errors.add(f"{path}.expect", problem, rule=name)
     return {"name": name, "pod": pod, "cluster": cluster, "expect": expect}
 
 
@@ -465,6 +584,10 @@ def _check_unique(rules: list[tuple[str, Any]], errors: _Collector, *, what: str
             continue
         path = f"{key}[{index}]"
         if name in seen:
-            errors.add(f"{path}.name", f"duplicate {what} name '{name}' (already used by {seen[name]})", rule=name)
+            errors.add(
+                f"{path}.name",
+                f"duplicate {what} name '{name}' (already used by {seen[name]})",
+                rule=name,
+            )
         else:
             seen[name] = path

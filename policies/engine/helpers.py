@@ -16,6 +16,11 @@ def _key(selector: Mapping[str, object]) -> tuple:
     return tuple(sorted((str(k), str(v)) for k, v in selector.items()))
 
 
+def _identity(pod: PodView) -> str:
+    """The uid, or namespace/name for a hand-written pod without one."""
+    return pod["uid"] or f"{pod['namespace']}/{pod['name']}"
+
+
 def _matches(pod: PodView, namespace: str, selector: Mapping[str, object]) -> bool:
     if namespace and pod["namespace"] != namespace:
         return False
@@ -53,17 +58,22 @@ class ClusterFunctions:
             pods = self._pods(namespace, selector)
             count = len(pods)
             me = self._pod
-            if _matches(me, namespace, selector) and not any(p["uid"] == me["uid"] for p in pods):
+            mine = _identity(me)
+            if _matches(me, namespace, selector) and not any(_identity(p) == mine for p in pods):
                 count += 1
             self._counts[key] = count
         return count
 
-    def count_pods_on_node(self, node_name: str, namespace: str, selector: Mapping[str, object]) -> int:
+    def count_pods_on_node(
+        self, node_name: str, namespace: str, selector: Mapping[str, object]
+    ) -> int:
         """Matching pods bound to `node_name`."""
         key = (namespace, _key(selector))
         by_node = self._by_node.get(key)
         if by_node is None:
-            by_node = Counter(p["nodeName"] for p in self._pods(namespace, selector) if p["nodeName"])
+            by_node = Counter(
+                p["nodeName"] for p in self._pods(namespace, selector) if p["nodeName"]
+            )
             self._by_node[key] = by_node
         return by_node.get(node_name, 0)
 

@@ -107,16 +107,20 @@ class Evaluation:
         """Per-node results, in candidate order."""
         rows = []
         for i, name in enumerate(self.node_names):
-            details = tuple(
-                ScoreDetail(
-                    name=score,
-                    raw=self.raw[k][i],
-                    normalized=self.normalized[k][i],
-                    weight=self.weights[k],
-                    weighted=self.normalized[k][i] * self.weights[k],
+            details = (
+                tuple(
+                    ScoreDetail(
+                        name=score,
+                        raw=self.raw[k][i],
+                        normalized=self.normalized[k][i],
+                        weight=self.weights[k],
+                        weighted=self.normalized[k][i] * self.weights[k],
+                    )
+                    for k, score in enumerate(self.score_names)
                 )
-                for k, score in enumerate(self.score_names)
-            ) if self.scored and self.applies else ()
+                if self.scored and self.applies
+                else ()
+            )
             rows.append(
                 NodeResult(
                     node=name,

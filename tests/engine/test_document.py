@@ -23,7 +23,7 @@ def errors_of(text: str) -> dict[str, str]:
         parsed = parse_text(text)
     except PolicyInvalid as exc:
         return {e.path: e.message for e in exc.errors}
-    spec, errors = build_spec(parsed.data, parsed.positions)
+    _spec, errors = build_spec(parsed.data, parsed.positions)
     return {e.path: e.message for e in errors}
 
 
@@ -51,7 +51,9 @@ def test_an_empty_document_is_an_error():
 
 
 def test_yaml_that_is_not_a_mapping_is_an_error():
-    assert errors_of("- a\n- b\n") == {"": "the document must be a mapping (name: ..., filters: ...), got a list"}
+    assert errors_of("- a\n- b\n") == {
+        "": "the document must be a mapping (name: ..., filters: ...), got a list"
+    }
     assert "got a string" in errors_of("just words")[""]
 
 
@@ -99,7 +101,9 @@ scores:
 
 
 def test_a_policy_without_filters_or_scores_is_refused():
-    assert errors_of("name: x\nschedulerNames: [s]\n") == {"": "a policy needs at least one filter or score"}
+    assert errors_of("name: x\nschedulerNames: [s]\n") == {
+        "": "a policy needs at least one filter or score"
+    }
 
 
 def test_rule_names_are_unique_across_filters_and_scores():
@@ -119,7 +123,9 @@ def test_rule_names_are_unique_across_filters_and_scores():
     ],
 )
 def test_weights_are_integers_from_0_to_100(weight, message):
-    errors = errors_of(f"name: x\nschedulerNames: [s]\nscores: [{{name: a, expression: '1', weight: {weight}}}]\n")
+    errors = errors_of(
+        f"name: x\nschedulerNames: [s]\nscores: [{{name: a, expression: '1', weight: {weight}}}]\n"
+    )
     assert errors == {"scores[0].weight": message}
 
 

@@ -1,0 +1,63 @@
+"""What changes between two evaluations of the same pod over the same nodes (draft vs published)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .results import Evaluation
+
+
+def _ranks(ev: Evaluation) -> dict[str, int]:
+    """1-based rank of each passing node by total (ties share a rank), as the UI shows it."""
+    order = sorted((t for t, ok in zip(ev.total, ev.passed) if ok), reverse=True)
+    rank_of_total: dict[float, int] = {}
+    for position, total in enumerate(order, start=1):
+        rank_of_total.setdefault(total, position)
+    return {n: rank_of_total[t] for n, t, ok in zip(ev.node_names, ev.total, ev.passed) if ok}
+
+
+def compare_evaluations(before: Evaluation, after: Evaluation) -> dict[str, Any]:
+    """Nodes whose verdict, rank or extender score differ, and whether the winner changes."""
+    ranks_before, ranks_after = _ranks(before), _ranks(after)
+    index_before = {n: i for i, n in enumerate(before.node_names)}
+    changes = []
+    for i, name in enumerate(after.node_names):
+        j = index_before.get(name)
+        if j is None:
+            continue
+        old = {
+            "verdict": "pass" if before.passed[j] else "reject",
+            "rank": ranks_before.get(name),
+            "total": round(before.total[j], 4) if before.total else 0.0,
+            "extenderScore": before.extender[j] if before.extender else 0,
+            "failedRule": before.failed_rule[j],
+        }
+        new = {
+            "verdict": "pass" if after.passed[i] else "reject",
+            "rank": ranks_after.get(name),
+            "total": round(after.total[i], 4) if after.total else 0.0,
+            "extenderScore": after.extender[i] if after.extender else 0,
+            "failedRule": after.failed_rule[i],
+        }
+        if (
+            old["verdict"] != new["verdict"]
+            or old["rank"] != new["rank"]
+            or old["extenderScore"] != new["extenderScore"]
+        ):
+            changes.append(
+                {
+                    "node": name,
+                    "before": old,
+                    "after": new,
+                    "verdictChanged": old["verdict"] != new["verdict"],
+                }
+            )
+    winners_before, winners_after = before.winners(), after.winners()
+    return {
+        "policyBefore": before.policy,
+        "winnersBefore": winners_before,
+        "winnersAfter": winners_after,
+        "winnerChanged": winners_before != winners_after,
+        "verdictChanges": sum(1 for c in changes if c["verdictChanged"]),
+        "changes": changes,
+    }

@@ -1,0 +1,723 @@
+"""Compiling a policy document and evaluating it for a pod over candidate nodes.
+
+A policy's expressions are type-checked one by one, then fused into ONE generated Python function
+that loops over the nodes (the fast path): variables are computed just before their first use,
+filters in order, scores for the nodes that pass. Any exception on a node - a CEL error, or a
+construct the fast path does not try to get exactly right such as error absorption in `||` -
+sends that node to the exact path (`Program.evaluate`, full CEL semantics, lazy variables),
+which decides. Both paths are checked against each other and against cel-expr-python in tests.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import scoring
+from .cel import (
+    CelCompileError,
+    CelError,
+    CelEvalError,
+    CodegenContext,
+    Program,
+    compile_expression,
+    policy_env,
+    types,
+)
+from .document import (
+    FieldError,
+    ParsedDocument,
+    PolicyInvalid,
+    PolicySpec,
+    build_spec,
+    is_variable_name,
+    locate,
+    parse_text,
+)
+from .helpers import ClusterFunctions
+from .results import Evaluation, RuleError
+from .views import ClusterView, NodeView, PodView
+
+DEFAULT_COST_LIMIT = 1_000_000
+_BOOL = (types.BOOL,)
+_NUMBER = (types.INT, types.DOUBLE)
+_STRING = (types.STRING,)
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    """One checked expression of the policy and where it came from."""
+
+    name: str
+    path: str  # document path of the expression, e.g. filters[1].expression
+    program: Program
+    node_dependent: bool
+
+
+class _Failure(Exception):
+    """A rule failed to evaluate on a node; carries the rule name for the report."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+        self.message = message
+
+
+class LazyVariables(Mapping):
+    """`variables` for the exact path: each is computed on first use, as in CEL policies."""
+
+    def __init__(
+        self,
+        rules: dict[str, CompiledRule],
+        activation: dict[str, Any],
+        cost_limit: int,
+        cache: dict | None = None,
+    ) -> None:
+        self._rules = rules
+        self._activation = activation
+        self._cost_limit = cost_limit
+        self._cache: dict[str, Any] = dict(cache) if cache else {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._cache:
+            value = self._cache[name]
+        else:
+            rule = self._rules[name]
+            try:
+                value = rule.program.evaluate(self._activation, cost_limit=self._cost_limit)
+            except CelError as exc:
+                value = _Failure(name, f"variable {name}: {exc}")
+            self._cache[name] = value
+        if isinstance(value, _Failure):
+            raise _VariableError(value.message)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rules)
+
+    def __len__(self) -> int:
+        return len(self._rules)
+
+
+class _VariableError(CelEvalError):
+    """A variable's own evaluation error, surfacing where the variable is used."""
+
+
+def compile_policy(
+    source: str | Mapping[str, Any] | ParsedDocument, *, cost_limit: int = DEFAULT_COST_LIMIT
+) -> CompiledPolicy:
+    """Validates and compiles a policy; raises PolicyInvalid listing every error found."""
+    parsed = parse_text(source) if isinstance(source, str) else source
+    if not isinstance(parsed, ParsedDocument):
+        parsed = ParsedDocument(data=source)
+    spec, errors = build_spec(parsed.data, parsed.positions)
+    if spec is None:
+        raise PolicyInvalid(errors)
+    return CompiledPolicy(spec, parsed, cost_limit=cost_limit, structural_errors=errors)
+
+
+def validate_policy(
+    source: str | Mapping[str, Any], *, cost_limit: int = DEFAULT_COST_LIMIT
+) -> list[FieldError]:
+    """Every error of a document, or [] when it compiles. No side effects."""
+    try:
+        compile_policy(source, cost_limit=cost_limit)
+    except PolicyInvalid as exc:
+        return exc.errors
+    return []
+
+
+class CompiledPolicy:
+    """A checked policy, ready to evaluate; immutable and shareable between threads."""
+
+    def __init__(
+        self,
+        spec: PolicySpec,
+        parsed: ParsedDocument,
+        *,
+        cost_limit: int,
+        structural_errors: list[FieldError] = (),
+    ) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.cost_limit = cost_limit
+        self._positions = parsed.positions
+        self._errors: list[FieldError] = list(structural_errors)
+        self.variables: dict[str, CompiledRule] = {}
+        self._compile_variables()
+        env = policy_env({name: rule.program.type for name, rule in self.variables.items()})
+        self.match_conditions = [
+            self._compile(r.name, f"matchConditions[{i}].expression", r.expression, env, _BOOL)
+            for i, r in enumerate(spec.match_conditions)
+        ]
+        self.filters = [
+            self._compile(r.name, f"filters[{i}].expression", r.expression, env, _BOOL)
+            for i, r in enumerate(spec.filters)
+        ]
+        self.messages = [
+            self._compile(r.name, f"filters[{i}].message", r.message, env, _STRING)
+            if r.message
+            else None
+            for i, r in enumerate(spec.filters)
+        ]
+        self.scores = [
+            self._compile(r.name, f"scores[{i}].expression", r.expression, env, _NUMBER)
+            for i, r in enumerate(spec.scores)
+        ]
+        for i, rule in enumerate(self.match_conditions):
+            if rule is not None and rule.program.references & (
+                {"node"} | {f"variables.{v}" for v in self.variables}
+            ):
+                self._error(
+                    f"matchConditions[{i}].expression",
+                    "a matchCondition decides whether the policy applies to the pod, so it may use pod and cluster but not node or variables",
+                    rule=rule.name,
+                )
+        if self._errors:
+            raise PolicyInvalid(self._errors)
+        self.score_names = [r.name for r in spec.scores]
+        self.weights = [r.weight for r in spec.scores]
+        self.filter_names = [r.name for r in spec.filters]
+        self._fast = _FastPath(self)
+
+    # -- compilation -------------------------------------------------------------------------
+
+    def _error(
+        self,
+        path: str,
+        message: str,
+        *,
+        rule: str | None,
+        kind: str = "schema",
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        doc_line, doc_column = locate(self._positions, path, line, column)
+        self._errors.append(
+            FieldError(
+                path,
+                message,
+                kind=kind,
+                rule=rule,
+                line=line,
+                column=column,
+                doc_line=doc_line,
+                doc_column=doc_column,
+            )
+        )
+
+    def _compile(self, name: str, path: str, source: str, env, expect) -> CompiledRule | None:
+        if not source:  # missing or malformed: already reported by the structural check
+            return None
+        try:
+            program = compile_expression(source, env, cost_limit=self.cost_limit, expect=expect)
+        except CelCompileError as exc:
+            for issue in exc.issues:
+                self._error(
+                    path,
+                    issue.message,
+                    rule=name,
+                    kind=issue.kind,
+                    line=issue.line,
+                    column=issue.column,
+                )
+            return None
+        return CompiledRule(
+            name=name, path=path, program=program, node_dependent="node" in program.references
+        )
+
+    def _compile_variables(self) -> None:
+        declared = list(enumerate(self.spec.variables))
+        for position, (index, rule) in enumerate(declared):
+            if not is_variable_name(rule.name):
+                continue  # reported by the structural check
+            known = {name: r.program.type for name, r in self.variables.items()}
+            later = [
+                r.name
+                for _, r in declared[position:]
+                if is_variable_name(r.name) and r.name not in known
+            ]
+            env = policy_env({**known, **{name: types.DYN for name in later}})
+            compiled = self._compile(
+                rule.name, f"variables[{index}].expression", rule.expression, env, None
+            )
+            if compiled is None:
+                # Keep later variables checkable: declare this one as dyn.
+                self.variables[rule.name] = CompiledRule(
+                    rule.name, f"variables[{index}].expression", _DynPlaceholder(), True
+                )
+                continue
+            refs = {
+                r.split(".", 1)[1]
+                for r in compiled.program.references
+                if r.startswith("variables.")
+            }
+            forward = sorted(refs & set(later))
+            for name in forward:
+                if name == rule.name:
+                    message = f"variable {name} refers to itself"
+                else:
+                    message = f"variables.{name} is defined later; a variable can only use the variables before it"
+                self._error(f"variables[{index}].expression", message, rule=rule.name, kind="type")
+            dependent = compiled.node_dependent or any(
+                self.variables[r].node_dependent for r in refs if r in self.variables
+            )
+            self.variables[rule.name] = CompiledRule(
+                rule.name, compiled.path, compiled.program, dependent
+            )
+
+    # -- evaluation ----------------------------------------------------------------------------
+
+    def applies_to(self, pod: PodView) -> bool:
+        """Quick pass-through test on schedulerName (matchConditions need an evaluation)."""
+        return pod.get("schedulerName", "") in self.spec.scheduler_names
+
+    def evaluate(
+        self,
+        pod: PodView,
+        nodes: Sequence[NodeView],
+        cluster: ClusterView | None = None,
+        *,
+        scores: bool = True,
+        fast: bool = True,
+    ) -> Evaluation:
+        """Filter verdicts and scores of `pod` on each of `nodes`.
+
+        `scores=False` skips scoring where it cannot change a verdict (an extender filter call
+        with failurePolicy Ignore). `fast=False` forces the exact path for every node (tests).
+        """
+        n = len(nodes)
+        names = [node["name"] for node in nodes]
+        if not self.applies_to(pod):
+            return self._pass_through(
+                names,
+                f"spec.schedulerName {pod.get('schedulerName', '')!r} is not targeted by this policy",
+            )
+        cl = ClusterFunctions(cluster, pod)
+        base = {"pod": pod, "cluster": cl}
+
+        for rule in self.match_conditions:
+            try:
+                value = rule.program.evaluate({**base, "variables": {}}, cost_limit=self.cost_limit)
+            except CelError as exc:
+                if self.spec.failure_policy == "Fail":
+                    return self._reject_all(
+                        names,
+                        rule.name,
+                        f"matchCondition {rule.name} could not be evaluated: {exc}",
+                    )
+                return self._pass_through(
+                    names, f"matchCondition {rule.name} could not be evaluated: {exc}"
+                )
+            if value is not True:
+                return self._pass_through(names, f"matchCondition {rule.name} is false")
+
+        want_scores = scores or self.spec.failure_policy == "Fail"
+        n_scores = len(self.scores)
+        passed = [True] * n
+        failed: list[str | None] = [None] * n
+        messages: list[str | None] = [None] * n
+        unresolvable = [False] * n
+        errors: dict[int, list[RuleError]] = {}
+        raw: list[list[Any]] = [[None] * n for _ in range(n_scores)]
+        slow: list[int]
+
+        pod_vars = self._fast.prelude(pod, cl) if fast else None
+        if pod_vars is None:
+            slow = list(range(n))
+        else:
+            f_passed, f_failed, f_messages, f_raw, slow = self._fast.loop(
+                pod, nodes, cl, want_scores, pod_vars
+            )
+            passed, messages, raw = f_passed, f_messages, f_raw
+            filter_names = self.filter_names
+            unres_by_filter = [r.unresolvable for r in self.spec.filters]
+            for i, k in enumerate(f_failed):
+                if k is not None:
+                    failed[i] = filter_names[k]
+                    unresolvable[i] = unres_by_filter[k]
+                    if messages[i] is _MESSAGE_LATER:
+                        messages[i] = self._message(k, pod, nodes[i], cl)
+
+        for i in slow:
+            self._exact_node(
+                i,
+                pod,
+                nodes[i],
+                cl,
+                want_scores,
+                passed,
+                failed,
+                messages,
+                unresolvable,
+                errors,
+                raw,
+            )
+
+        if want_scores:
+            self._check_score_values(raw, passed, failed, messages, unresolvable, errors)
+        evaluation = Evaluation(
+            policy=self.name,
+            applies=True,
+            reason="",
+            node_names=names,
+            passed=passed,
+            failed_rule=failed,
+            messages=messages,
+            unresolvable=unresolvable,
+            errors=errors,
+            score_names=self.score_names,
+            weights=self.weights,
+            raw=raw,
+            scored=scores,
+        )
+        if scores:
+            self._finish_scores(evaluation)
+        else:
+            evaluation.normalized = [[0.0] * n for _ in range(n_scores)]
+            evaluation.total = [0.0] * n
+            evaluation.extender = [0] * n
+        return evaluation
+
+    def _pass_through(self, names: list[str], reason: str) -> Evaluation:
+        n = len(names)
+        return Evaluation(
+            policy=self.name,
+            applies=False,
+            reason=reason,
+            node_names=names,
+            passed=[True] * n,
+            failed_rule=[None] * n,
+            messages=[None] * n,
+            unresolvable=[False] * n,
+            errors={},
+            score_names=self.score_names,
+            weights=self.weights,
+            raw=[[None] * n for _ in self.scores],
+            normalized=[[0.0] * n for _ in self.scores],
+            total=[0.0] * n,
+            extender=[0] * n,
+        )
+
+    def _reject_all(self, names: list[str], rule: str, message: str) -> Evaluation:
+        n = len(names)
+        evaluation = self._pass_through(names, "")
+        evaluation.applies = True
+        evaluation.passed = [False] * n
+        evaluation.failed_rule = [rule] * n
+        evaluation.messages = [message] * n
+        evaluation.unresolvable = [True] * n
+        evaluation.errors = {i: [RuleError(rule, message)] for i in range(n)}
+        return evaluation
+
+    def _activation(self, pod: PodView, node: NodeView, cl: ClusterFunctions) -> dict[str, Any]:
+        activation: dict[str, Any] = {"pod": pod, "node": node, "cluster": cl}
+        activation["variables"] = LazyVariables(self.variables, activation, self.cost_limit)
+        return activation
+
+    def _message(self, k: int, pod: PodView, node: NodeView, cl: ClusterFunctions) -> str:
+        """The rejection message of filter k (exact path)."""
+        rule = self.messages[k]
+        default = f"rejected by filter {self.filter_names[k]}"
+        if rule is None:
+            return default
+        try:
+            value = rule.program.evaluate(
+                self._activation(pod, node, cl), cost_limit=self.cost_limit
+            )
+        except CelError as exc:
+            return f"{default} (its message failed: {exc})"
+        return value if isinstance(value, str) else default
+
+    def _exact_node(
+        self, i, pod, node, cl, want_scores, passed, failed, messages, unresolvable, errors, raw
+    ) -> None:
+        """Full CEL semantics for one node; overwrites every column at index i."""
+        activation = self._activation(pod, node, cl)
+        fail_mode = self.spec.failure_policy == "Fail"
+        passed[i], failed[i], messages[i], unresolvable[i] = True, None, None, False
+        node_errors: list[RuleError] = []
+        for k, rule in enumerate(self.filters):
+            try:
+                value = rule.program.evaluate(activation, cost_limit=self.cost_limit)
+                if type(value) is not bool:
+                    raise CelEvalError(
+                        f"filter must evaluate to a bool, got {_cel_type_name(value)}"
+                    )
+            except CelError as exc:
+                node_errors.append(RuleError(rule.name, str(exc)))
+                if fail_mode:
+                    passed[i], failed[i], unresolvable[i] = (
+                        False,
+                        rule.name,
+                        self.spec.filters[k].unresolvable,
+                    )
+                    messages[i] = f"filter {rule.name} could not be evaluated: {exc}"
+                    break
+                continue
+            if value is False:
+                passed[i], failed[i], unresolvable[i] = (
+                    False,
+                    rule.name,
+                    self.spec.filters[k].unresolvable,
+                )
+                messages[i] = self._message(k, pod, node, cl)
+                break
+        for k in range(len(self.scores)):
+            raw[k][i] = None
+        if passed[i] and want_scores:
+            for k, rule in enumerate(self.scores):
+                try:
+                    value = rule.program.evaluate(activation, cost_limit=self.cost_limit)
+                    if type(value) not in (int, float):
+                        raise CelEvalError(
+                            f"score must evaluate to a number (int or double), got {_cel_type_name(value)}"
+                        )
+                except CelError as exc:
+                    node_errors.append(RuleError(rule.name, str(exc)))
+                    if fail_mode:
+                        passed[i], failed[i], unresolvable[i] = False, rule.name, True
+                        messages[i] = f"score {rule.name} could not be evaluated: {exc}"
+                        break
+                    continue
+                raw[k][i] = value
+        if node_errors:
+            errors[i] = node_errors
+
+    def _check_score_values(self, raw, passed, failed, messages, unresolvable, errors) -> None:
+        """Non-finite doubles (inf, nan) cannot be ranked: they are errors of their rule."""
+        fail_mode = self.spec.failure_policy == "Fail"
+        for k, column in enumerate(raw):
+            if self.scores[k].program.type == types.INT:
+                continue  # ints are always finite
+            for i, value in enumerate(column):
+                if value.__class__ is float and not math.isfinite(value):
+                    column[i] = None
+                    message = f"score is not a finite number ({value})"
+                    errors.setdefault(i, []).append(RuleError(self.score_names[k], message))
+                    if fail_mode and passed[i]:
+                        passed[i], failed[i], unresolvable[i] = False, self.score_names[k], True
+                        messages[i] = (
+                            f"score {self.score_names[k]} could not be evaluated: {message}"
+                        )
+
+    def _finish_scores(self, ev: Evaluation) -> None:
+        """normalize -> weight -> weighted mean -> extender score, over the passing nodes."""
+        normalized, totals, extender = self._fast.finish(ev.passed, ev.raw)
+        ev.normalized = normalized
+        ev.total = totals
+        ev.extender = extender
+
+
+class _DynPlaceholder:
+    """Stands in for a variable whose expression did not compile (so later ones still check)."""
+
+    type = types.DYN
+    references = frozenset({"node"})
+
+
+def _variable_refs(program: Program) -> set[str]:
+    return {r.split(".", 1)[1] for r in program.references if r.startswith("variables.")}
+
+
+def _cel_type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {
+        bool: "bool",
+        int: "int",
+        float: "double",
+        str: "string",
+        bytes: "bytes",
+        list: "list",
+        dict: "map",
+    }.get(type(value), type(value).__name__)
+
+
+class _MessageLater:
+    """Marks a rejection whose message the fast path left to the exact path."""
+
+    def __repr__(self) -> str:
+        return "<message later>"
+
+
+_MESSAGE_LATER = _MessageLater()
+
+
+def _check_bool(value: Any) -> bool:
+    if type(value) is not bool:
+        raise TypeError("not a bool")
+    return value
+
+
+def _check_number(value: Any) -> int | float:
+    if type(value) not in (int, float):
+        raise TypeError("not a number")
+    return value
+
+
+class _FastPath:
+    """Generates and holds the fused Python functions of one policy."""
+
+    def __init__(self, policy: CompiledPolicy) -> None:
+        self.policy = policy
+        variables = policy.variables
+        self.pod_vars = [name for name, rule in variables.items() if not rule.node_dependent]
+        self.node_vars = [name for name, rule in variables.items() if rule.node_dependent]
+        names = {"pod": "pod", "node": "node", "cluster": "cl"}
+        names.update({f"variables.{v}": f"v_{v}" for v in variables})
+        self.ctx = CodegenContext(names)
+        self.ctx.globals.update(
+            {
+                "_check_bool": _check_bool,
+                "_check_number": _check_number,
+                "_MESSAGE_LATER": _MESSAGE_LATER,
+                "_minmax": scoring.normalize_minmax,
+            }
+        )
+        self.source = self._generate()
+        namespace = dict(self.ctx.globals)
+        exec(compile(self.source, f"<policy {policy.name}>", "exec"), namespace)
+        self._prelude = namespace["_prelude"]
+        self._loop = namespace["_loop"]
+        self._finish = namespace["_finish"]
+
+    def _emit(self, rule: CompiledRule) -> str:
+        return rule.program.emit(self.ctx)
+
+    def _var_deps(self, program: Program, done: set[str]) -> list[str]:
+        """Node-dependent variables needed by `program`, in definition order, not yet computed."""
+        needed: list[str] = []
+
+        def visit(prog: Program) -> None:
+            for name in sorted(_variable_refs(prog), key=list(self.policy.variables).index):
+                if name in done or name in needed or name in self.pod_vars:
+                    continue
+                visit(self.policy.variables[name].program)
+                needed.append(name)
+
+        visit(program)
+        return needed
+
+    def _generate(self) -> str:
+        p = self.policy
+        lines = ["def _prelude(pod, cl):"]
+        for name in self.pod_vars:
+            lines.append(f"    v_{name} = {self._emit(p.variables[name])}")
+        lines.append("    return (" + "".join(f"v_{v}, " for v in self.pod_vars) + ")")
+
+        args = "".join(f", v_{v}" for v in self.pod_vars)
+        n_scores = len(p.scores)
+        lines += [
+            f"def _loop(pod, nodes, cl, want_scores{args}):",
+            "    n = len(nodes)",
+            "    passed = [True] * n",
+            "    failed = [None] * n",
+            "    msgs = [None] * n",
+        ]
+        lines += [f"    raw{k} = [None] * n" for k in range(n_scores)]
+        lines += [
+            "    slow = []",
+            "    i = -1",
+            "    for node in nodes:",
+            "        i += 1",
+            "        try:",
+        ]
+        body: list[str] = []
+        done: set[str] = set()
+        for k, rule in enumerate(p.filters):
+            for name in self._var_deps(rule.program, done):
+                body.append(f"v_{name} = {self._emit(p.variables[name])}")
+                done.add(name)
+            test = self._emit(rule)
+            if rule.program.type != types.BOOL:
+                test = f"_check_bool({test})"
+            body.append(f"if not ({test}):")
+            body.append(f"    passed[i] = False; failed[i] = {k}")
+            message = p.messages[k]
+            if message is None:
+                body.append(f"    msgs[i] = {'rejected by filter ' + p.filter_names[k]!r}")
+            else:
+                body.append("    try:")
+                for name in self._var_deps(message.program, done):
+                    body.append(f"        v_{name} = {self._emit(p.variables[name])}")
+                expr = self._emit(message)
+                if message.program.type != types.STRING:
+                    expr = f"_MESSAGE_LATER if type(_m := ({expr})) is not str else _m"
+                body.append(f"        msgs[i] = {expr}")
+                body.append("    except Exception:")
+                body.append("        msgs[i] = _MESSAGE_LATER")
+            body.append("    continue")
+        if n_scores:
+            body.append("if want_scores:")
+            for k, rule in enumerate(p.scores):
+                for name in self._var_deps(rule.program, done):
+                    body.append(f"    v_{name} = {self._emit(p.variables[name])}")
+                    done.add(name)
+                expr = self._emit(rule)
+                if rule.program.type not in (types.INT, types.DOUBLE):
+                    expr = f"_check_number({expr})"
+                body.append(f"    raw{k}[i] = {expr}")
+        if not body:
+            body.append("pass")
+        lines += [f"            {line}" for line in body]
+        lines += ["        except Exception:", "            slow.append(i)"]
+        lines.append(
+            "    return passed, failed, msgs, ["
+            + "".join(f"raw{k}, " for k in range(n_scores))
+            + "], slow"
+        )
+        lines += self._generate_finish()
+        return "\n".join(lines) + "\n"
+
+    def _generate_finish(self) -> list[str]:
+        """The score pipeline of scoring.py unrolled for this policy's rules and weights.
+
+        Same arithmetic in the same order as scoring.normalize_none / weighted_total /
+        extender_score (tests hold them equal), without a function call per node.
+        """
+        rules = self.policy.spec.scores
+        raws = "".join(f", raw{k}" for k in range(len(rules)))
+        lines = [f"def _finish(passed{raws}):"]
+        for k, rule in enumerate(rules):
+            if rule.normalize == "minmax":
+                lines.append(
+                    f"    n{k} = _minmax([v if ok else None for v, ok in zip(raw{k}, passed)])"
+                )
+            else:
+                lines.append(
+                    f"    n{k} = [0.0 if v is None or not ok else (0.0 if v <= 0 else (100.0 if v >= 100 else float(v)))"
+                    f" for v, ok in zip(raw{k}, passed)]"
+                )
+        weight_sum = sum(r.weight for r in rules)
+        columns = ", ".join(f"n{k}" for k in range(len(rules)))
+        names = ", ".join(f"a{k}" for k in range(len(rules)))
+        if weight_sum == 0:
+            lines.append("    totals = [0.0] * len(passed)")
+        else:
+            terms = " + ".join(f"a{k} * {r.weight}" for k, r in enumerate(rules))
+            lines.append(
+                f"    totals = [round((0 + {terms}) / {weight_sum}, 6) if ok else 0.0"
+                f" for ok, {names}, in zip(passed, {columns})]"
+            )
+        # extender score: floor(total / 10 + 0.5); total is within 0..100, so int() is floor.
+        lines.append("    ext = [int(t / 10 + 0.5) for t in totals]")
+        lines.append(f"    return [{columns}{',' if rules else ''}], totals, ext")
+        return lines
+
+    def prelude(self, pod: PodView, cl: ClusterFunctions) -> tuple | None:
+        """Pod-only variables, once per evaluation; None sends every node to the exact path."""
+        try:
+            return self._prelude(pod, cl)
+        except Exception:
+            return None
+
+    def loop(self, pod, nodes, cl, want_scores, pod_vars):
+        return self._loop(pod, nodes, cl, want_scores, *pod_vars)
+
+    def finish(
+        self, passed: list[bool], raw: list[list[Any]]
+    ) -> tuple[list[list[float]], list[float], list[int]]:
+        return self._finish(passed, *raw)

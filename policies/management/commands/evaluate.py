@@ -1,0 +1,73 @@
+"""`python manage.py evaluate --policy FILE --pod FILE [--cluster FILE|live|demo] [--json]`.
+
+Prints every node's verdict and score breakdown for one pod: the same numbers as the REST preview
+and the extender. Exit status 0 on success; 2 when the policy is invalid (every error printed) or
+an input file cannot be used.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from policies import selectors
+from policies.engine.document import PolicyInvalid
+from policies.engine.policy import compile_policy
+from policies.selectors import ClusterUnavailable, InputError, cluster_load, pod_view_from_text
+from policies.textformat import format_evaluation
+
+
+class Command(BaseCommand):
+    help = "Evaluate a policy for one pod over a cluster and print the per-node table."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--policy", required=True, help="policy document (YAML or JSON)")
+        parser.add_argument("--pod", required=True, help="Pod manifest (YAML or JSON)")
+        parser.add_argument(
+            "--cluster",
+            default="demo",
+            help="demo (default), live, or a `kubectl get nodes,pods -A -o json` file",
+        )
+        parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    def handle(self, *args, **options) -> None:
+        try:
+            policy_text = _read(options["policy"], "policy")
+            pod_text = _read(options["pod"], "pod")
+            pod = pod_view_from_text(pod_text)
+            policy = compile_policy(policy_text)
+            cluster = cluster_load(options["cluster"])
+        except PolicyInvalid as exc:
+            self.stderr.write(
+                f"{options['policy']}: the policy is invalid ({len(exc.errors)} error{'s' if len(exc.errors) != 1 else ''}):"
+            )
+            for error in exc.errors:
+                where = f"line {error.doc_line}: " if error.doc_line else ""
+                self.stderr.write(f"  {where}{error}")
+            sys.exit(2)
+        except (InputError, ClusterUnavailable) as exc:
+            self.stderr.write(f"error: {exc}")
+            sys.exit(2)
+
+        evaluation = selectors.preview_run(compiled=policy, pod=pod, cluster=cluster)
+        if options["json"]:
+            payload = {
+                "pod": f"{pod['namespace']}/{pod['name']}",
+                "cluster": cluster.describe(),
+                **evaluation.to_dict(),
+            }
+            self.stdout.write(json.dumps(payload, indent=2))
+        else:
+            self.stdout.write(format_evaluation(evaluation, pod=pod, cluster=cluster.describe()))
+
+
+def _read(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read the {what} file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"the {what} file {path} is not UTF-8 text") from None

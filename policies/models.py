@@ -1,1 +1,216 @@
-"""Database models of schedweb (policies, versions, audit, sync runs)."""
+"""Database models: policies and their immutable versions, activations, test cases, audit,
+API tokens, cluster sync runs and sampled extender decisions.
+
+Business rules live in services.py (writes) and selectors.py (reads); models hold data and the
+invariants the database itself enforces (one active version per policy, unique numbers).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Policy(models.Model):
+    """A named policy: its editable draft and, through versions, what was published."""
+
+    name = models.CharField(max_length=63, unique=True)
+    description = models.TextField(blank=True)
+    draft = models.TextField(help_text="The draft document (YAML or JSON) as its author wrote it.")
+    draft_revision = models.PositiveIntegerField(
+        default=1, help_text="Bumped on every draft save; the ETag."
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def etag(self) -> str:
+        return f'"{self.pk}-{self.draft_revision}"'
+
+
+class PolicyVersion(models.Model):
+    """An immutable published document; numbers count up from 1 per policy."""
+
+    policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    document = models.TextField()
+    content_hash = models.CharField(max_length=64, help_text="sha256 of the document text.")
+    scheduler_names = models.JSONField(default=list)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    message = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["policy", "-number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["policy", "number"], name="unique_version_number_per_policy"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.policy.name} v{self.number}"
+
+
+class PolicyActivation(models.Model):
+    """Which version serves, and since when: the activation history.
+
+    Exactly one active row per policy at most, enforced by a partial unique constraint (NetBox's
+    ConfigRevision pattern); deactivating a policy leaves none.
+    """
+
+    class Reason(models.TextChoices):
+        PUBLISH = "publish"
+        ROLLBACK = "rollback"
+
+    policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="activations")
+    version = models.ForeignKey(PolicyVersion, on_delete=models.PROTECT, related_name="activations")
+    active = models.BooleanField(default=True)
+    reason = models.CharField(max_length=16, choices=Reason.choices)
+    activated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    activated_at = models.DateTimeField(auto_now_add=True)
+    deactivated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-activated_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["policy"], condition=Q(active=True), name="one_active_version_per_policy"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.policy_id}: version {self.version_id} ({'active' if self.active else 'inactive'})"
+
+
+class PolicyTestCase(models.Model):
+    """A pod and what the policy must do with it; publish runs them all first."""
+
+    policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="test_cases")
+    name = models.CharField(max_length=63)
+    pod = models.TextField(help_text="Pod manifest, YAML or JSON.")
+    cluster = models.TextField(
+        blank=True,
+        help_text="Empty: the current snapshot; 'demo'; or kubectl JSON of nodes and pods.",
+    )
+    expect = models.JSONField(help_text="applies, winner, verdicts, rejectedBy, extenderScores.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["policy", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["policy", "name"], name="unique_test_case_name_per_policy"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AuditEvent(models.Model):
+    """Who changed what, when; written in the same transaction as the change."""
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_name = models.CharField(max_length=150, blank=True)
+    action = models.CharField(max_length=40, db_index=True)
+    policy_name = models.CharField(max_length=63, blank=True, db_index=True)
+    version = models.PositiveIntegerField(null=True, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.actor_name} {self.action} {self.policy_name}"
+
+
+class ApiToken(models.Model):
+    """A per-user token for automation; only its hash is stored."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(
+        max_length=12, help_text="First characters, to recognise a token in lists."
+    )
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+
+class SyncRun(models.Model):
+    """One run of the cluster watcher (list, then watch until it ends) for the UI and API."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        OK = "ok"
+        ERROR = "error"
+
+    cluster = models.CharField(max_length=63, default="default")
+    source = models.CharField(max_length=16)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    started_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    nodes = models.PositiveIntegerField(default=0)
+    pods = models.PositiveIntegerField(default=0)
+    events = models.PositiveIntegerField(default=0)
+    snapshot_version = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-started_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"sync {self.cluster} {self.status}"
+
+
+class Decision(models.Model):
+    """A sampled extender decision: the pod, the answering version and every node's outcome."""
+
+    created_at = models.DateTimeField(db_index=True)
+    pod_namespace = models.CharField(max_length=253)
+    pod_name = models.CharField(max_length=253)
+    pod_uid = models.CharField(max_length=64, db_index=True)
+    policy_name = models.CharField(max_length=63, db_index=True)
+    policy_version = models.PositiveIntegerField()
+    verb = models.CharField(max_length=16)
+    nodes = models.JSONField(
+        help_text="Per-node verdict, failing rule, message, scores, total, extender score."
+    )
+    chosen_node = models.CharField(max_length=253, blank=True)
+    chosen_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.pod_namespace}/{self.pod_name} by {self.policy_name} v{self.policy_version}"

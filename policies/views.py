@@ -12,3 +12,27 @@ def home(request: HttpRequest) -> HttpResponse:
 def healthz(request: HttpRequest) -> JsonResponse:
     """Liveness: the process answers."""
     return JsonResponse({"status": "ok"})
+
+
+def _api_error(request: HttpRequest, status: int, code: str, detail: str) -> HttpResponse | None:
+    if request.path.startswith(("/api/", "/extender/")):
+        return JsonResponse({"error": code, "detail": detail}, status=status)
+    return None
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """JSON 404 under /api/ and /extender/ (clients parse JSON), the HTML page elsewhere."""
+    from django.views.defaults import page_not_found
+
+    return _api_error(
+        request, 404, "not_found", f"no such endpoint: {request.path}"
+    ) or page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """JSON 500 under /api/ and /extender/, the HTML page elsewhere."""
+    from django.views.defaults import server_error as html_server_error
+
+    return _api_error(
+        request, 500, "server_error", "internal error; it was logged"
+    ) or html_server_error(request)

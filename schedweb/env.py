@@ -92,7 +92,17 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
         if url.startswith("sqlite:////"):
             path = "/" + path.lstrip("/")
         name = Path(path) if Path(path).is_absolute() else base_dir / path
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(name)}
+        # IMMEDIATE transactions take the write lock at BEGIN, so concurrent publishes serialise
+        # instead of failing half-way with "database is locked"; WAL lets readers continue.
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(name),
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
     if parsed.scheme in ("postgres", "postgresql"):
         options = dict(parse_qsl(parsed.query))
         return {

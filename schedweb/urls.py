@@ -2,8 +2,15 @@
 
 from django.contrib import admin
 from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/v1/", include("policies.api.urls")),
     path("", include("policies.urls")),
 ]
+
+handler404 = "policies.views.not_found"
+handler500 = "policies.views.server_error"

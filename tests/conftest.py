@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["tests.cluster.fixtures"]  # session fixture `control_plane`: real etcd + kube-apiserver
+pytest_plugins = [
+    "tests.cluster.fixtures"
+]  # session fixture `control_plane`: real etcd + kube-apiserver
 
 _DB_FIXTURES = {
     "db",

@@ -23,7 +23,9 @@ def test_an_empty_required_variable_counts_as_missing(monkeypatch):
         env_str("SCHEDWEB_NOPE")
 
 
-@pytest.mark.parametrize(("raw", "expected"), [("1", True), ("yes", True), ("off", False), ("0", False)])
+@pytest.mark.parametrize(
+    ("raw", "expected"), [("1", True), ("yes", True), ("off", False), ("0", False)]
+)
 def test_booleans_accept_common_spellings(monkeypatch, raw, expected):
     monkeypatch.setenv("SCHEDWEB_FLAG", raw)
     assert env_bool("SCHEDWEB_FLAG", not expected) is expected
@@ -49,7 +51,12 @@ def test_database_urls_cover_sqlite_and_postgres():
     assert database_from_url("sqlite:////tmp/x.db", base_dir=base)["NAME"] == "/tmp/x.db"
     pg = database_from_url("postgres://u:p%40ss@db.local:6543/name?sslmode=require", base_dir=base)
     assert (pg["ENGINE"], pg["USER"], pg["PASSWORD"], pg["HOST"], pg["PORT"], pg["NAME"]) == (
-        "django.db.backends.postgresql", "u", "p@ss", "db.local", "6543", "name",
+        "django.db.backends.postgresql",
+        "u",
+        "p@ss",
+        "db.local",
+        "6543",
+        "name",
     )
     assert pg["OPTIONS"] == {"sslmode": "require"}
     with pytest.raises(ImproperlyConfigured, match="unsupported scheme 'mysql'"):

@@ -1,0 +1,45 @@
+"""Per-user API tokens: `Authorization: Bearer swt_...` (or `Token swt_...`)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from policies.models import ApiToken
+from policies.services import hash_token
+
+
+class TokenAuthentication(authentication.BaseAuthentication):
+    """Looks the token up by its sha256; revoked tokens and inactive users are refused."""
+
+    keywords = ("bearer", "token")
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).split()
+        if not header or header[0].lower().decode(errors="replace") not in self.keywords:
+            return None
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed(
+                "malformed Authorization header: use 'Bearer <token>'"
+            )
+        try:
+            raw = header[1].decode()
+        except UnicodeDecodeError:
+            raise exceptions.AuthenticationFailed("the token contains invalid characters") from None
+        token = ApiToken.objects.select_related("user").filter(key_hash=hash_token(raw)).first()
+        if token is None:
+            raise exceptions.AuthenticationFailed("unknown API token")
+        if token.revoked_at is not None:
+            raise exceptions.AuthenticationFailed(f"this API token ({token.prefix}…) was revoked")
+        if not token.user.is_active:
+            raise exceptions.AuthenticationFailed("the token's user is inactive")
+        now = timezone.now()
+        if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        return token.user, token
+
+    def authenticate_header(self, request) -> str:
+        # Makes DRF answer 401 (not 403) when credentials are missing or wrong.
+        return 'Bearer realm="schedweb"'

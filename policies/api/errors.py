@@ -1,0 +1,147 @@
+"""One error shape for every API failure, and the handler that produces it.
+
+    {"error": "invalid_policy", "detail": "the policy has 2 errors",
+     "errors": [{"path": "filters[0].expression", "message": "...", "line": 1, "column": 6, ...}]}
+
+`errors` lists field-level problems (with CEL line and column where they apply); `results` carries
+test-case outcomes when a publish is refused because tests failed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+from policies.engine.document import PolicyInvalid
+from policies.selectors import ClusterUnavailable, InputError
+from policies.services import ServiceError, TestsFailed
+
+
+def error_body(
+    code: str, detail: str, *, errors: list | None = None, results: list | None = None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"error": code, "detail": detail}
+    if errors is not None:
+        body["errors"] = errors
+    if results is not None:
+        body["results"] = results
+    return body
+
+
+def _flatten(detail: Any, prefix: str = "") -> list[dict[str, Any]]:
+    """DRF's nested validation errors -> [{path, message}]."""
+    if isinstance(detail, dict):
+        out = []
+        for key, value in detail.items():
+            path = (
+                prefix if key == "non_field_errors" else (f"{prefix}.{key}" if prefix else str(key))
+            )
+            out += _flatten(value, path)
+        return out
+    if isinstance(detail, list):
+        if all(not isinstance(item, dict | list) for item in detail):
+            return [{"path": prefix, "message": str(item)} for item in detail]
+        out = []
+        for index, item in enumerate(detail):
+            out += _flatten(item, f"{prefix}[{index}]")
+        return out
+    return [{"path": prefix, "message": str(detail)}]
+
+
+def api_exception_handler(exc: Exception, context: dict) -> Response | None:
+    if isinstance(exc, PolicyInvalid):
+        count = len(exc.errors)
+        return Response(
+            error_body(
+                "invalid_policy",
+                f"the policy has {count} error{'s' if count != 1 else ''}",
+                errors=[e.to_dict() for e in exc.errors],
+            ),
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+    if isinstance(exc, TestsFailed):
+        return Response(error_body(exc.code, exc.message, results=exc.details), status=exc.status)
+    if isinstance(exc, ServiceError):
+        errors = exc.details if isinstance(exc.details, list) else None
+        body = error_body(exc.code, exc.message, errors=errors)
+        if isinstance(exc.details, dict):
+            body["conflict"] = exc.details
+        return Response(body, status=exc.status)
+    if isinstance(exc, InputError):
+        return Response(error_body("invalid_input", str(exc)), status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, ClusterUnavailable):
+        return Response(
+            error_body("cluster_unavailable", str(exc)), status=status.HTTP_503_SERVICE_UNAVAILABLE
+        )
+    if isinstance(exc, RequestDataTooBig):
+        return Response(
+            error_body("too_large", "the request body is too large"),
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
+    if isinstance(exc, Http404):
+        return Response(
+            error_body("not_found", str(exc) or "not found"), status=status.HTTP_404_NOT_FOUND
+        )
+
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        response.data = error_body("invalid", "the request is invalid", errors=_flatten(exc.detail))
+    elif isinstance(exc, exceptions.ParseError):
+        response.data = error_body("parse_error", str(exc.detail))
+    elif isinstance(exc, exceptions.NotAuthenticated):
+        response.data = error_body(
+            "not_authenticated",
+            "authentication required: send 'Authorization: Bearer <token>' (create one under /api/v1/tokens) or log in",
+        )
+    elif isinstance(exc, exceptions.AuthenticationFailed):
+        response.data = error_body("authentication_failed", str(exc.detail))
+    elif isinstance(exc, exceptions.PermissionDenied):
+        response.data = error_body("permission_denied", str(exc.detail))
+    elif isinstance(exc, exceptions.NotFound):
+        response.data = error_body("not_found", str(exc.detail))
+    elif isinstance(exc, exceptions.MethodNotAllowed):
+        response.data = error_body("method_not_allowed", str(exc.detail))
+    elif isinstance(exc, exceptions.UnsupportedMediaType):
+        response.data = error_body("unsupported_media_type", str(exc.detail))
+    elif isinstance(exc, exceptions.NotAcceptable):
+        response.data = error_body("not_acceptable", str(exc.detail))
+    elif isinstance(exc, exceptions.Throttled):
+        response.data = error_body("throttled", str(exc.detail))
+    else:
+        response.data = error_body("error", str(getattr(exc, "detail", exc)))
+    return response
+
+
+class BodySizeLimitMiddleware:
+    """413 for API requests whose declared body is over the limit, before anything reads it."""
+
+    def __init__(self, get_response) -> None:
+        from django.conf import settings
+
+        self.get_response = get_response
+        self.api_limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        self.extender_limit = settings.SCHEDWEB_EXTENDER_MAX_BODY_BYTES
+
+    def __call__(self, request):
+        path = request.path_info
+        limit = self.extender_limit if path.startswith("/extender/") else self.api_limit
+        if path.startswith(("/api/", "/extender/")):
+            try:
+                length = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = 0
+            if length > limit:
+                return JsonResponse(
+                    error_body(
+                        "too_large", f"the request body is {length} bytes; the limit is {limit}"
+                    ),
+                    status=413,
+                )
+        return self.get_response(request)

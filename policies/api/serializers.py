@@ -1,0 +1,253 @@
+"""Request bodies (strict: unknown fields are errors) and response shapes (for the schema)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+
+class StrictSerializer(serializers.Serializer):
+    """A serializer that refuses fields it does not define, naming them."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+        return super().to_internal_value(data)
+
+
+class StrictCharField(serializers.CharField):
+    """A string, and only a string (DRF's CharField would turn 42 into "42")."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+@extend_schema_field(
+    {"oneOf": [{"type": "object", "additionalProperties": True}, {"type": "string"}]}
+)
+class ManifestField(serializers.Field):
+    """A Kubernetes object given as a JSON object or as YAML/JSON text."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict | str):
+            return data
+        raise serializers.ValidationError("expected an object or YAML/JSON text")
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class PolicyWriteSerializer(StrictSerializer):
+    document = StrictCharField(
+        trim_whitespace=False,
+        max_length=262_144,
+        help_text="The policy document, YAML or JSON text.",
+    )
+    description = StrictCharField(required=False, allow_blank=True, max_length=2000)
+
+
+class PublishSerializer(StrictSerializer):
+    message = StrictCharField(max_length=2000, help_text="What changed and why (required).")
+
+
+class RollbackSerializer(StrictSerializer):
+    version = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
+
+
+class ValidateSerializer(StrictSerializer):
+    document = StrictCharField(trim_whitespace=False, max_length=262_144)
+
+
+class PodRefSerializer(StrictSerializer):
+    namespace = StrictCharField(max_length=253)
+    name = StrictCharField(max_length=253)
+
+
+class PreviewSerializer(StrictSerializer):
+    document = StrictCharField(
+        required=False,
+        trim_whitespace=False,
+        max_length=262_144,
+        help_text="A policy document to preview (e.g. an unsaved draft).",
+    )
+    policy = StrictCharField(
+        required=False, max_length=63, help_text="Or a stored policy's name..."
+    )
+    version = StrictCharField(
+        required=False,
+        max_length=12,
+        help_text="...and which of its documents: draft (default), active, or a version number.",
+    )
+    pod = ManifestField(required=False, help_text="The pod, as an object or YAML/JSON text.")
+    podRef = PodRefSerializer(
+        required=False, help_text="Or a pod of the live cluster by namespace and name."
+    )
+    cluster = serializers.ChoiceField(
+        choices=["demo", "live"],
+        required=False,
+        help_text="Cluster source; default: the configured one.",
+    )
+    compare = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Also evaluate the active version and report what changes.",
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        if ("document" in attrs) == ("policy" in attrs):
+            raise serializers.ValidationError({"document": ["give either document or policy"]})
+        if ("pod" in attrs) == ("podRef" in attrs):
+            raise serializers.ValidationError({"pod": ["give either pod or podRef"]})
+        if "version" in attrs and "policy" not in attrs:
+            raise serializers.ValidationError({"version": ["version needs policy"]})
+        version = attrs.get("version", "draft")
+        if version not in ("draft", "active") and not (version.isdigit() and int(version) >= 1):
+            raise serializers.ValidationError({"version": ["draft, active or a version number"]})
+        if attrs.get("compare") and "policy" not in attrs:
+            raise serializers.ValidationError(
+                {"compare": ["compare needs policy (to find its active version)"]}
+            )
+        return attrs
+
+
+class TestCaseWriteSerializer(StrictSerializer):
+    name = serializers.RegexField(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", max_length=63)
+    pod = ManifestField(help_text="The pod, as an object or YAML/JSON text.")
+    cluster = StrictCharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        trim_whitespace=False,
+        max_length=4_000_000,
+        help_text="Empty: the current snapshot; 'demo'; or kubectl JSON/YAML of nodes and pods.",
+    )
+    expect = serializers.DictField(
+        help_text="applies, winner, verdicts, rejectedBy, extenderScores."
+    )
+
+
+class TestCaseUpdateSerializer(TestCaseWriteSerializer):
+    name = StrictCharField(required=False, read_only=True)
+
+
+class TokenCreateSerializer(StrictSerializer):
+    name = StrictCharField(max_length=100)
+
+
+# --- response shapes (documentation; views build plain dicts) ----------------------------------
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = serializers.CharField()
+    detail = serializers.CharField()
+    errors = serializers.ListField(child=serializers.DictField(), required=False)
+    results = serializers.ListField(child=serializers.DictField(), required=False)
+    conflict = serializers.DictField(required=False)
+
+
+class VersionSummarySerializer(serializers.Serializer):
+    number = serializers.IntegerField()
+    author = serializers.CharField(allow_null=True)
+    message = serializers.CharField()
+    contentHash = serializers.CharField()
+    schedulerNames = serializers.ListField(child=serializers.CharField())
+    createdAt = serializers.DateTimeField()
+    active = serializers.BooleanField()
+
+
+class VersionSerializer(VersionSummarySerializer):
+    document = serializers.CharField()
+
+
+class PolicySerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    owner = serializers.CharField(allow_null=True)
+    draft = serializers.CharField()
+    etag = serializers.CharField()
+    schedulerNames = serializers.ListField(child=serializers.CharField())
+    activeVersion = serializers.IntegerField(allow_null=True)
+    latestVersion = serializers.IntegerField(allow_null=True)
+    createdAt = serializers.DateTimeField()
+    updatedAt = serializers.DateTimeField()
+
+
+class ValidationResultSerializer(serializers.Serializer):
+    valid = serializers.BooleanField()
+    errors = serializers.ListField(child=serializers.DictField())
+
+
+@extend_schema_field(OpenApiTypes.OBJECT)
+class AnyObjectField(serializers.Field):
+    pass
+
+
+class PreviewResultSerializer(serializers.Serializer):
+    policy = serializers.CharField()
+    version = serializers.CharField()
+    pod = serializers.CharField()
+    cluster = serializers.DictField()
+    result = serializers.DictField()
+    compare = serializers.DictField(required=False, allow_null=True)
+
+
+class TestCaseSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    pod = serializers.CharField()
+    cluster = serializers.CharField(allow_blank=True)
+    expect = serializers.DictField()
+    createdAt = serializers.DateTimeField()
+
+
+class TestResultSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    passed = serializers.BooleanField()
+    failures = serializers.ListField(child=serializers.CharField())
+
+
+class PublishResultSerializer(serializers.Serializer):
+    version = VersionSummarySerializer()
+    tests = TestResultSerializer(many=True)
+
+
+class DiffSerializer(serializers.Serializer):
+    fromVersion = serializers.IntegerField()
+    toVersion = serializers.IntegerField()
+    unified = serializers.CharField(allow_blank=True)
+    rules = serializers.DictField()
+
+
+class AuditEventSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    actor = serializers.CharField()
+    action = serializers.CharField()
+    policy = serializers.CharField(allow_blank=True)
+    version = serializers.IntegerField(allow_null=True)
+    detail = serializers.DictField()
+    createdAt = serializers.DateTimeField()
+
+
+class TokenSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    prefix = serializers.CharField()
+    user = serializers.CharField()
+    createdAt = serializers.DateTimeField()
+    lastUsedAt = serializers.DateTimeField(allow_null=True)
+    revokedAt = serializers.DateTimeField(allow_null=True)
+
+
+class NewTokenSerializer(TokenSerializer):
+    token = serializers.CharField(help_text="The secret; shown only now.")
+
+
+class MeSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    role = serializers.CharField(allow_null=True)

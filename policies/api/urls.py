@@ -1,0 +1,25 @@
+"""Routes of /api/v1/ (no trailing slashes, like the extender's)."""
+
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("policies", views.PolicyListCreate.as_view()),
+    path("policies/<str:name>", views.PolicyDetail.as_view()),
+    path("policies/<str:name>/publish", views.PolicyPublish.as_view()),
+    path("policies/<str:name>/rollback", views.PolicyRollback.as_view()),
+    path("policies/<str:name>/deactivate", views.PolicyDeactivate.as_view()),
+    path("policies/<str:name>/versions", views.VersionList.as_view()),
+    path("policies/<str:name>/versions/<int:number>", views.VersionDetail.as_view()),
+    path("policies/<str:name>/versions/<int:a>/diff/<int:b>", views.VersionDiff.as_view()),
+    path("policies/<str:name>/tests", views.TestCaseListCreate.as_view()),
+    path("policies/<str:name>/tests/run", views.TestCaseRun.as_view()),
+    path("policies/<str:name>/tests/<str:case>", views.TestCaseDetail.as_view()),
+    path("validate", views.Validate.as_view()),
+    path("preview", views.Preview.as_view()),
+    path("audit", views.AuditList.as_view()),
+    path("tokens", views.TokenListCreate.as_view()),
+    path("tokens/<int:token_id>", views.TokenRevoke.as_view()),
+    path("me", views.Me.as_view()),
+]

@@ -1,0 +1,614 @@
+"""REST API views: parse input, call one service or selector, render. One class per operation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
+from rest_framework import serializers as drf
+from rest_framework import status
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from policies import selectors, services
+from policies.engine.compare import compare_evaluations
+from policies.engine.policy import compile_policy, validate_policy
+from policies.models import ApiToken, Policy, PolicyTestCase, PolicyVersion
+from policies.roles import user_role
+
+from . import serializers as s
+
+_ERRORS = {
+    code: OpenApiResponse(s.ErrorSerializer, description=text)
+    for code, text in {
+        400: "Invalid input; `errors` lists each problem with its field path (and CEL line/column).",
+        401: "Not authenticated.",
+        403: "The user's role does not allow this.",
+        404: "Not found.",
+        409: "Conflicts with the current state.",
+        412: "Stale If-Match: the draft changed since it was read.",
+        413: "Request body too large.",
+        422: "Test cases failed; `results` lists them.",
+        428: "If-Match is required.",
+        503: "The cluster snapshot is not available.",
+    }.items()
+}
+
+
+def errors(*codes: int) -> dict[int, OpenApiResponse]:
+    return {code: _ERRORS[code] for code in (401, 403, *codes)}
+
+
+def paginated(serializer_class) -> drf.Serializer:
+    """The schema of a LimitOffsetPagination page of `serializer_class` items."""
+    return inline_serializer(
+        name="Paginated" + serializer_class.__name__.removesuffix("Serializer") + "List",
+        fields={
+            "count": drf.IntegerField(),
+            "next": drf.CharField(allow_null=True),
+            "previous": drf.CharField(allow_null=True),
+            "results": serializer_class(many=True),
+        },
+    )
+
+
+class Pagination(LimitOffsetPagination):
+    default_limit = 50
+    max_limit = 500
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value else None
+
+
+def policy_dict(
+    policy: Policy, *, active: int | None = None, latest: int | None = None
+) -> dict[str, Any]:
+    return {
+        "name": policy.name,
+        "description": policy.description,
+        "owner": policy.owner.username if policy.owner else None,
+        "draft": policy.draft,
+        "etag": policy.etag,
+        "schedulerNames": selectors.policy_scheduler_names(document=policy.draft),
+        "activeVersion": active,
+        "latestVersion": latest,
+        "createdAt": _iso(policy.created_at),
+        "updatedAt": _iso(policy.updated_at),
+    }
+
+
+def version_dict(
+    version: PolicyVersion, *, active_number: int | None, document: bool = False
+) -> dict[str, Any]:
+    data = {
+        "number": version.number,
+        "author": version.author.username if version.author else None,
+        "message": version.message,
+        "contentHash": version.content_hash,
+        "schedulerNames": version.scheduler_names,
+        "createdAt": _iso(version.created_at),
+        "active": version.number == active_number,
+    }
+    if document:
+        data["document"] = version.document
+    return data
+
+
+def _policy(name: str) -> Policy:
+    return get_object_or_404(Policy.objects.select_related("owner"), name=name)
+
+
+def _detail(policy: Policy) -> dict[str, Any]:
+    active = selectors.policy_get_active(policy=policy)
+    latest = policy.versions.order_by("-number").values_list("number", flat=True).first()
+    return policy_dict(policy, active=active.number if active else None, latest=latest)
+
+
+class ApiView(APIView):
+    """Base: every API view checks roles (RolePermission is the default permission class)."""
+
+    required_roles: dict[str, str] = {"GET": "viewer"}
+
+    def data(self, serializer_class, request: Request) -> dict[str, Any]:
+        serializer = serializer_class(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+
+# --- policies ---------------------------------------------------------------------------------
+
+
+class PolicyListCreate(ApiView):
+    required_roles = {"GET": "viewer", "POST": "editor"}
+
+    @extend_schema(
+        operation_id="policies_list",
+        parameters=[
+            OpenApiParameter("search", str, description="Substring of name or description."),
+            OpenApiParameter(
+                "active", bool, description="Only active (true) or inactive (false) policies."
+            ),
+            OpenApiParameter(
+                "schedulerName", str, description="Only policies whose active version targets it."
+            ),
+            OpenApiParameter("limit", int),
+            OpenApiParameter("offset", int),
+        ],
+        responses={200: paginated(s.PolicySerializer), **errors(400)},
+    )
+    def get(self, request: Request) -> Response:
+        active_param = request.query_params.get("active")
+        active = {"true": True, "false": False, None: None}.get(active_param, "bad")
+        if active == "bad":
+            return Response(
+                {
+                    "error": "invalid",
+                    "detail": "active must be true or false",
+                    "errors": [{"path": "active", "message": "true or false"}],
+                },
+                status=400,
+            )
+        queryset = selectors.policy_list(
+            search=request.query_params.get("search", ""),
+            active=active,
+            scheduler_name=request.query_params.get("schedulerName", ""),
+        )
+        paginator = Pagination()
+        page = paginator.paginate_queryset(queryset, request, view=self)
+        return paginator.get_paginated_response(
+            [policy_dict(p, active=p.active_number, latest=p.latest_number) for p in page]
+        )
+
+    @extend_schema(
+        operation_id="policies_create",
+        request=s.PolicyWriteSerializer,
+        responses={201: s.PolicySerializer, **errors(400, 409, 413)},
+    )
+    def post(self, request: Request) -> Response:
+        data = self.data(s.PolicyWriteSerializer, request)
+        policy = services.policy_create(
+            actor=request.user, document=data["document"], description=data.get("description")
+        )
+        response = Response(_detail(policy), status=status.HTTP_201_CREATED)
+        response["ETag"] = policy.etag
+        response["Location"] = f"/api/v1/policies/{policy.name}"
+        return response
+
+
+class PolicyDetail(ApiView):
+    required_roles = {"GET": "viewer", "PUT": "editor", "DELETE": "admin"}
+
+    @extend_schema(
+        operation_id="policies_retrieve", responses={200: s.PolicySerializer, **errors(404)}
+    )
+    def get(self, request: Request, name: str) -> Response:
+        policy = _policy(name)
+        response = Response(_detail(policy))
+        response["ETag"] = policy.etag
+        return response
+
+    @extend_schema(
+        operation_id="policies_update_draft",
+        description="Saves the draft. Send the ETag from GET in If-Match; a stale one gets 412 and changes nothing.",
+        parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=True)],
+        request=s.PolicyWriteSerializer,
+        responses={200: s.PolicySerializer, **errors(400, 404, 412, 413, 428)},
+    )
+    def put(self, request: Request, name: str) -> Response:
+        policy = _policy(name)
+        data = self.data(s.PolicyWriteSerializer, request)
+        policy = services.policy_update_draft(
+            actor=request.user,
+            policy=policy,
+            document=data["document"],
+            if_match=request.headers.get("If-Match"),
+        )
+        response = Response(_detail(policy))
+        response["ETag"] = policy.etag
+        return response
+
+    @extend_schema(operation_id="policies_destroy", responses={204: None, **errors(404, 409)})
+    def delete(self, request: Request, name: str) -> Response:
+        services.policy_delete(actor=request.user, policy=_policy(name))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PolicyPublish(ApiView):
+    required_roles = {"POST": "publisher"}
+
+    @extend_schema(
+        operation_id="policies_publish",
+        description="Validates the draft, runs the policy's test cases on the current snapshot and, if all pass, stores and activates a new version.",
+        request=s.PublishSerializer,
+        responses={201: s.PublishResultSerializer, **errors(400, 404, 409, 413, 422, 503)},
+    )
+    def post(self, request: Request, name: str) -> Response:
+        policy = _policy(name)
+        data = self.data(s.PublishSerializer, request)
+        result = services.policy_publish(actor=request.user, policy=policy, message=data["message"])
+        return Response(
+            {
+                "version": version_dict(result.version, active_number=result.version.number),
+                "tests": result.test_results,
+            },
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class PolicyRollback(ApiView):
+    required_roles = {"POST": "publisher"}
+
+    @extend_schema(
+        operation_id="policies_rollback",
+        request=s.RollbackSerializer,
+        responses={200: s.VersionSummarySerializer, **errors(400, 404, 409, 413)},
+    )
+    def post(self, request: Request, name: str) -> Response:
+        policy = _policy(name)
+        data = self.data(s.RollbackSerializer, request)
+        activation = services.policy_rollback(
+            actor=request.user, policy=policy, number=data["version"]
+        )
+        return Response(version_dict(activation.version, active_number=activation.version.number))
+
+
+class PolicyDeactivate(ApiView):
+    required_roles = {"POST": "publisher"}
+
+    @extend_schema(
+        operation_id="policies_deactivate",
+        request=None,
+        responses={200: s.PolicySerializer, **errors(404, 409)},
+    )
+    def post(self, request: Request, name: str) -> Response:
+        policy = _policy(name)
+        services.policy_deactivate(actor=request.user, policy=policy)
+        return Response(_detail(policy))
+
+
+# --- versions ---------------------------------------------------------------------------------
+
+
+class VersionList(ApiView):
+    @extend_schema(
+        operation_id="versions_list",
+        parameters=[OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
+        responses={200: paginated(s.VersionSummarySerializer), **errors(404)},
+    )
+    def get(self, request: Request, name: str) -> Response:
+        policy = _policy(name)
+        active = selectors.policy_get_active(policy=policy)
+        paginator = Pagination()
+        page = paginator.paginate_queryset(
+            policy.versions.select_related("author").order_by("-number"), request, view=self
+        )
+        return paginator.get_paginated_response(
+            [version_dict(v, active_number=active.number if active else None) for v in page]
+        )
+
+
+class VersionDetail(ApiView):
+    @extend_schema(
+        operation_id="versions_retrieve", responses={200: s.VersionSerializer, **errors(404)}
+    )
+    def get(self, request: Request, name: str, number: int) -> Response:
+        policy = _policy(name)
+        version = get_object_or_404(
+            PolicyVersion.objects.select_related("author"), policy=policy, number=number
+        )
+        active = selectors.policy_get_active(policy=policy)
+        return Response(
+            version_dict(version, active_number=active.number if active else None, document=True)
+        )
+
+
+class VersionDiff(ApiView):
+    @extend_schema(operation_id="versions_diff", responses={200: s.DiffSerializer, **errors(404)})
+    def get(self, request: Request, name: str, a: int, b: int) -> Response:
+        return Response(selectors.version_diff(policy=_policy(name), a=a, b=b))
+
+
+# --- validate and preview ---------------------------------------------------------------------
+
+
+class Validate(ApiView):
+    required_roles = {"POST": "viewer"}
+
+    @extend_schema(
+        operation_id="validate",
+        description="Checks a document without storing anything: every error at once, with field paths and CEL line/column.",
+        request=s.ValidateSerializer,
+        responses={200: s.ValidationResultSerializer, **errors(400, 413)},
+    )
+    def post(self, request: Request) -> Response:
+        data = self.data(s.ValidateSerializer, request)
+        found = validate_policy(data["document"], cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
+        return Response({"valid": not found, "errors": [e.to_dict() for e in found]})
+
+
+class Preview(ApiView):
+    required_roles = {"POST": "viewer"}
+
+    @extend_schema(
+        operation_id="preview",
+        description=(
+            "Per-node verdicts and score breakdowns for one pod: the same numbers as `evaluate` and the extender. "
+            "Give a document (or a stored policy and version), a pod (or a reference to a live pod) and a cluster source."
+        ),
+        request=s.PreviewSerializer,
+        responses={200: s.PreviewResultSerializer, **errors(400, 404, 413, 503)},
+    )
+    def post(self, request: Request) -> Response:
+        data = self.data(s.PreviewSerializer, request)
+        cluster = (
+            selectors.cluster_load(data["cluster"])
+            if "cluster" in data
+            else selectors.cluster_default()
+        )
+        label = "document"
+        policy = None
+        if "document" in data:
+            document = data["document"]
+        else:
+            policy = _policy(data["policy"])
+            version = data.get("version", "draft")
+            if version == "draft":
+                document, label = policy.draft, "draft"
+            elif version == "active":
+                active = selectors.policy_get_active(policy=policy)
+                if active is None:
+                    return Response(
+                        {
+                            "error": "not_found",
+                            "detail": f"policy {policy.name} has no active version",
+                        },
+                        status=404,
+                    )
+                document, label = active.document, f"v{active.number}"
+            else:
+                found = get_object_or_404(PolicyVersion, policy=policy, number=int(version))
+                document, label = found.document, f"v{found.number}"
+        compiled = compile_policy(document, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
+        if "pod" in data:
+            pod_source = data["pod"]
+            pod = selectors.pod_view_from_object(
+                pod_source if isinstance(pod_source, dict) else selectors.parse_manifest(pod_source)
+            )
+        else:
+            pod = selectors.pod_from_cluster(cluster=cluster, **data["podRef"])
+        evaluation = selectors.preview_run(compiled=compiled, pod=pod, cluster=cluster)
+        body: dict[str, Any] = {
+            "policy": compiled.name,
+            "version": label,
+            "pod": f"{pod['namespace']}/{pod['name']}",
+            "cluster": {
+                "source": cluster.source,
+                "label": cluster.describe(),
+                "version": cluster.version,
+                "stale": cluster.stale,
+            },
+            "result": evaluation.to_dict(),
+            "compare": None,
+        }
+        if data.get("compare") and policy is not None:
+            active = selectors.policy_get_active(policy=policy)
+            if active is not None:
+                published = compile_policy(
+                    active.document, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT
+                )
+                before = selectors.preview_run(compiled=published, pod=pod, cluster=cluster)
+                body["compare"] = {
+                    "againstVersion": active.number,
+                    **compare_evaluations(before, evaluation),
+                }
+        return Response(body)
+
+
+# --- test cases ---------------------------------------------------------------------------------
+
+
+def test_case_dict(case: PolicyTestCase) -> dict[str, Any]:
+    return {
+        "name": case.name,
+        "pod": case.pod,
+        "cluster": case.cluster,
+        "expect": case.expect,
+        "createdAt": _iso(case.created_at),
+    }
+
+
+def _manifest_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    import yaml
+
+    return yaml.safe_dump(value, sort_keys=False)
+
+
+class TestCaseListCreate(ApiView):
+    required_roles = {"GET": "viewer", "POST": "editor"}
+
+    @extend_schema(
+        operation_id="tests_list", responses={200: s.TestCaseSerializer(many=True), **errors(404)}
+    )
+    def get(self, request: Request, name: str) -> Response:
+        policy = _policy(name)
+        return Response([test_case_dict(c) for c in policy.test_cases.all()])
+
+    @extend_schema(
+        operation_id="tests_create",
+        request=s.TestCaseWriteSerializer,
+        responses={201: s.TestCaseSerializer, **errors(400, 404, 409, 413)},
+    )
+    def post(self, request: Request, name: str) -> Response:
+        policy = _policy(name)
+        data = self.data(s.TestCaseWriteSerializer, request)
+        case = services.test_case_create(
+            actor=request.user,
+            policy=policy,
+            name=data["name"],
+            pod=_manifest_text(data["pod"]),
+            cluster=data.get("cluster", ""),
+            expect=data["expect"],
+        )
+        return Response(test_case_dict(case), status=status.HTTP_201_CREATED)
+
+
+class TestCaseDetail(ApiView):
+    required_roles = {"GET": "viewer", "PUT": "editor", "DELETE": "editor"}
+
+    def _case(self, name: str, case: str) -> PolicyTestCase:
+        return get_object_or_404(
+            PolicyTestCase.objects.select_related("policy"), policy__name=name, name=case
+        )
+
+    @extend_schema(
+        operation_id="tests_retrieve", responses={200: s.TestCaseSerializer, **errors(404)}
+    )
+    def get(self, request: Request, name: str, case: str) -> Response:
+        return Response(test_case_dict(self._case(name, case)))
+
+    @extend_schema(
+        operation_id="tests_update",
+        request=s.TestCaseUpdateSerializer,
+        responses={200: s.TestCaseSerializer, **errors(400, 404, 413)},
+    )
+    def put(self, request: Request, name: str, case: str) -> Response:
+        found = self._case(name, case)
+        data = self.data(s.TestCaseUpdateSerializer, request)
+        updated = services.test_case_update(
+            actor=request.user,
+            case=found,
+            pod=_manifest_text(data["pod"]),
+            cluster=data.get("cluster", ""),
+            expect=data["expect"],
+        )
+        return Response(test_case_dict(updated))
+
+    @extend_schema(operation_id="tests_destroy", responses={204: None, **errors(404)})
+    def delete(self, request: Request, name: str, case: str) -> Response:
+        services.test_case_delete(actor=request.user, case=self._case(name, case))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class TestCaseRun(ApiView):
+    required_roles = {"POST": "viewer"}
+
+    @extend_schema(
+        operation_id="tests_run",
+        request=None,
+        responses={200: s.TestResultSerializer(many=True), **errors(400, 404, 503)},
+    )
+    def post(self, request: Request, name: str) -> Response:
+        policy = _policy(name)
+        compiled = compile_policy(policy.draft, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
+        return Response(selectors.test_cases_run(policy=policy, compiled=compiled))
+
+
+# --- audit, tokens, me ----------------------------------------------------------------------------
+
+
+class AuditList(ApiView):
+    @extend_schema(
+        operation_id="audit_list",
+        parameters=[
+            OpenApiParameter("policy", str),
+            OpenApiParameter("action", str),
+            OpenApiParameter("actor", str),
+            OpenApiParameter("limit", int),
+            OpenApiParameter("offset", int),
+        ],
+        responses={200: paginated(s.AuditEventSerializer), **errors(400)},
+    )
+    def get(self, request: Request) -> Response:
+        queryset = selectors.audit_list(
+            policy_name=request.query_params.get("policy", ""),
+            action=request.query_params.get("action", ""),
+            actor=request.query_params.get("actor", ""),
+        )
+        paginator = Pagination()
+        page = paginator.paginate_queryset(queryset, request, view=self)
+        return paginator.get_paginated_response(
+            [
+                {
+                    "id": e.pk,
+                    "actor": e.actor_name,
+                    "action": e.action,
+                    "policy": e.policy_name,
+                    "version": e.version,
+                    "detail": e.detail,
+                    "createdAt": _iso(e.created_at),
+                }
+                for e in page
+            ]
+        )
+
+
+def token_dict(token: ApiToken) -> dict[str, Any]:
+    return {
+        "id": token.pk,
+        "name": token.name,
+        "prefix": token.prefix,
+        "user": token.user.username,
+        "createdAt": _iso(token.created_at),
+        "lastUsedAt": _iso(token.last_used_at),
+        "revokedAt": _iso(token.revoked_at),
+    }
+
+
+class TokenListCreate(ApiView):
+    required_roles = {"GET": "viewer", "POST": "viewer"}
+
+    @extend_schema(
+        operation_id="tokens_list",
+        description="Your tokens (admins: everyone's with ?all=true).",
+        parameters=[OpenApiParameter("all", bool)],
+        responses={200: s.TokenSerializer(many=True)},
+    )
+    def get(self, request: Request) -> Response:
+        queryset = ApiToken.objects.select_related("user")
+        if not (request.query_params.get("all") == "true" and user_role(request.user) == "admin"):
+            queryset = queryset.filter(user=request.user)
+        return Response([token_dict(t) for t in queryset])
+
+    @extend_schema(
+        operation_id="tokens_create",
+        request=s.TokenCreateSerializer,
+        responses={201: s.NewTokenSerializer, **errors(400, 413)},
+    )
+    def post(self, request: Request) -> Response:
+        data = self.data(s.TokenCreateSerializer, request)
+        token, raw = services.api_token_create(
+            actor=request.user, user=request.user, name=data["name"]
+        )
+        return Response({**token_dict(token), "token": raw}, status=status.HTTP_201_CREATED)
+
+
+class TokenRevoke(ApiView):
+    required_roles = {"DELETE": "viewer"}
+
+    @extend_schema(
+        operation_id="tokens_revoke", responses={200: s.TokenSerializer, **errors(404, 409)}
+    )
+    def delete(self, request: Request, token_id: int) -> Response:
+        queryset = ApiToken.objects.select_related("user")
+        if user_role(request.user) != "admin":
+            queryset = queryset.filter(user=request.user)
+        token = get_object_or_404(queryset, pk=token_id)
+        return Response(token_dict(services.api_token_revoke(actor=request.user, token=token)))
+
+
+class Me(ApiView):
+    @extend_schema(operation_id="me", responses={200: s.MeSerializer})
+    def get(self, request: Request) -> Response:
+        return Response({"username": request.user.username, "role": user_role(request.user)})

@@ -1,0 +1,47 @@
+"""Published policies in Redis: what extenders serve.
+
+    schedweb:policies:active   hash  policy name -> JSON {name, version, document, contentHash, schedulerNames, activatedAt}
+    schedweb:policies:counter  int   bumped on every change; readers reload only when it moved
+
+The database is the source of truth; a Celery task rewrites the hash from it after every
+publish, rollback or deactivation (and on a schedule, which repairs a Redis that was flushed).
+Extenders compile the documents themselves when the counter moves (a few ms per policy).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from policies.redis import redis_client
+
+ACTIVE_KEY = "schedweb:policies:active"
+COUNTER_KEY = "schedweb:policies:counter"
+
+
+def active_entries_write(entries: list[dict[str, Any]]) -> int:
+    """Replaces the published set atomically; returns the new counter value."""
+    client = redis_client()
+    pipe = client.pipeline(transaction=True)
+    pipe.delete(ACTIVE_KEY)
+    if entries:
+        pipe.hset(ACTIVE_KEY, mapping={e["name"]: orjson.dumps(e) for e in entries})
+    pipe.incr(COUNTER_KEY)
+    return int(pipe.execute()[-1])
+
+
+def active_counter_read() -> int:
+    """The counter alone: one round trip, for readers checking whether to reload."""
+    value = redis_client().get(COUNTER_KEY)
+    return int(value) if value is not None else 0
+
+
+def active_entries_read() -> tuple[int, dict[str, dict[str, Any]]]:
+    """(counter, entries by policy name), read atomically."""
+    pipe = redis_client().pipeline(transaction=True)
+    pipe.get(COUNTER_KEY)
+    pipe.hgetall(ACTIVE_KEY)
+    counter, raw = pipe.execute()
+    entries = {k.decode(): orjson.loads(v) for k, v in raw.items()}
+    return int(counter or 0), entries

@@ -1,0 +1,141 @@
+"""`python manage.py policy import FILE... | export NAME | test FILE...` for git-based workflows.
+
+    policy import policies/*.yaml          create or replace drafts from files
+    policy export NAME [--version N|--active] [-o FILE]
+    policy test FILE...                    run each document's `tests:`; exit 1 on a failure (CI)
+
+Exit status 2 when a document is invalid (every error printed) or an input cannot be used.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from policies import selectors, services
+from policies.engine.document import PolicyInvalid
+from policies.engine.policy import compile_policy
+from policies.engine.testcases import check_expectations
+from policies.models import Policy, PolicyVersion
+
+
+class Command(BaseCommand):
+    help = "Import, export and test policy documents (for policies kept in git)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True)
+        imp = sub.add_parser("import", help="create or replace drafts from files")
+        imp.add_argument("files", nargs="+")
+        imp.add_argument(
+            "--user", default="", help="username recorded in the audit log (default: system)"
+        )
+        exp = sub.add_parser("export", help="print a policy's document")
+        exp.add_argument("name")
+        which = exp.add_mutually_exclusive_group()
+        which.add_argument("--version", type=int, help="a published version (default: the draft)")
+        which.add_argument("--active", action="store_true", help="the active version")
+        exp.add_argument("-o", "--output", help="write to this file instead of stdout")
+        test = sub.add_parser("test", help="run the documents' test cases; exit 1 if any fails")
+        test.add_argument("files", nargs="+")
+
+    def handle(self, *args, **options) -> None:
+        getattr(self, f"_{options['action']}")(options)
+
+    def _read(self, path: str) -> str:
+        try:
+            return Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            self.stderr.write(f"{path}: cannot read: {exc}")
+            sys.exit(2)
+
+    def _invalid(self, path: str, exc: PolicyInvalid) -> None:
+        self.stderr.write(f"{path}: the policy is invalid:")
+        for error in exc.errors:
+            where = f"line {error.doc_line}: " if error.doc_line else ""
+            self.stderr.write(f"  {where}{error}")
+
+    def _import(self, options) -> None:
+        actor = None
+        if options["user"]:
+            actor = get_user_model().objects.filter(username=options["user"]).first()
+            if actor is None:
+                raise CommandError(f"no user named {options['user']!r}")
+        documents = [(path, self._read(path)) for path in options["files"]]
+        failed = False
+        for path, text in documents:
+            try:
+                policy, created = services.policy_import(actor=actor, document=text)
+            except PolicyInvalid as exc:
+                self._invalid(path, exc)
+                failed = True
+                continue
+            self.stdout.write(f"{path}: {'created' if created else 'updated'} policy {policy.name}")
+        if failed:
+            sys.exit(2)
+
+    def _export(self, options) -> None:
+        policy = Policy.objects.filter(name=options["name"]).first()
+        if policy is None:
+            raise CommandError(f"no policy named {options['name']!r}")
+        if options["active"]:
+            version = selectors.policy_get_active(policy=policy)
+            if version is None:
+                raise CommandError(f"policy {policy.name} has no active version")
+            text = version.document
+        elif options["version"]:
+            version = PolicyVersion.objects.filter(policy=policy, number=options["version"]).first()
+            if version is None:
+                raise CommandError(f"policy {policy.name} has no version {options['version']}")
+            text = version.document
+        else:
+            text = policy.draft
+        if options["output"]:
+            Path(options["output"]).write_text(text, encoding="utf-8")
+        else:
+            self.stdout.write(text, ending="" if text.endswith("\n") else "\n")
+
+    def _test(self, options) -> None:
+        total = failures = 0
+        invalid = False
+        for path in options["files"]:
+            text = self._read(path)
+            try:
+                compiled = compile_policy(text)
+            except PolicyInvalid as exc:
+                self._invalid(path, exc)
+                invalid = True
+                continue
+            if not compiled.spec.tests:
+                self.stdout.write(f"{path}: no tests")
+                continue
+            base = Path(path).resolve().parent
+            for case in compiled.spec.tests:
+                total += 1
+                problems = self._run_case(compiled, case, base)
+                status = "ok" if not problems else "FAIL"
+                self.stdout.write(f"{path}: {case['name']}: {status}")
+                for problem in problems:
+                    self.stdout.write(f"    {problem}")
+                failures += bool(problems)
+        self.stdout.write(f"{total - failures} of {total} test cases passed")
+        if invalid:
+            sys.exit(2)
+        if failures:
+            sys.exit(1)
+
+    def _run_case(self, compiled, case: dict, base: Path) -> list[str]:
+        try:
+            pod = selectors.pod_view_from_object(case["pod"])
+            source = case.get("cluster") or "demo"
+            if source in ("demo", "live"):
+                cluster = selectors.cluster_load(source)
+            else:
+                path = Path(source) if Path(source).is_absolute() else base / source
+                cluster = selectors.cluster_load(str(path))
+        except (selectors.InputError, selectors.ClusterUnavailable) as exc:
+            return [str(exc)]
+        evaluation = selectors.preview_run(compiled=compiled, pod=pod, cluster=cluster)
+        return check_expectations(evaluation, case["expect"])

@@ -1,0 +1,472 @@
+"""Writes: every state change of schedweb goes through one of these functions.
+
+Each validates, changes the database in one transaction with its audit row, and schedules the
+Redis distribution of active versions with `transaction.on_commit` (so a rolled-back publish never
+reaches an extender). Views, API classes and commands parse input, call one of these, and render.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Max
+from django.utils import timezone
+
+from policies.engine.document import FieldError, PolicyInvalid
+from policies.engine.policy import CompiledPolicy, compile_policy
+from policies.engine.testcases import expect_problems
+from policies.models import (
+    ApiToken,
+    AuditEvent,
+    Policy,
+    PolicyActivation,
+    PolicyTestCase,
+    PolicyVersion,
+)
+from policies.selectors import InputError, parse_manifest, pod_view_from_object, test_cases_run
+
+
+class ServiceError(Exception):
+    """A refused operation; `code` maps to an HTTP status in the API layer."""
+
+    code = "invalid"
+    status = 400
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class Conflict(ServiceError):
+    code, status = "conflict", 409
+
+
+class PreconditionFailed(ServiceError):
+    code, status = "precondition_failed", 412
+
+
+class PreconditionRequired(ServiceError):
+    code, status = "precondition_required", 428
+
+
+class NotFound(ServiceError):
+    code, status = "not_found", 404
+
+
+class TestsFailed(ServiceError):
+    """Publishing refused because test cases failed; `details` lists each failure."""
+
+    code, status = "tests_failed", 422
+
+
+def _audit(
+    *, actor, action: str, policy_name: str = "", version: int | None = None, **detail: Any
+) -> None:
+    AuditEvent.objects.create(
+        actor=actor if getattr(actor, "pk", None) else None,
+        actor_name=getattr(actor, "username", "") or "system",
+        action=action,
+        policy_name=policy_name,
+        version=version,
+        detail=detail,
+    )
+
+
+def _compile(document: str) -> CompiledPolicy:
+    from django.conf import settings
+
+    return compile_policy(document, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
+
+
+def _distribute_after_commit() -> None:
+    from policies.tasks import distribute_active_policies
+
+    transaction.on_commit(distribute_active_policies.delay_safely)
+
+
+def _lock_publishing() -> None:
+    """Serialises publish/rollback/deactivate across policies (the schedulerName check).
+
+    PostgreSQL: a transaction-scoped advisory lock. SQLite: transactions are IMMEDIATE
+    (settings), so the first write lock already serialises them.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [0x5C4ED])
+
+
+# --- policies and drafts ------------------------------------------------------------------
+
+
+def policy_create(*, actor, document: str, description: str | None = None) -> Policy:
+    """A new policy whose draft is `document`; its name comes from the document."""
+    compiled = _compile(document)
+    name = compiled.spec.name
+    try:
+        with transaction.atomic():
+            policy = Policy.objects.create(
+                name=name,
+                description=compiled.spec.description if description is None else description,
+                draft=document,
+                owner=actor if getattr(actor, "pk", None) else None,
+            )
+            _audit(actor=actor, action="policy.create", policy_name=name)
+    except IntegrityError:
+        raise Conflict(f"a policy named {name!r} already exists") from None
+    return policy
+
+
+def policy_update_draft(*, actor, policy: Policy, document: str, if_match: str | None) -> Policy:
+    """Saves a new draft if `if_match` is the current ETag; a stale one changes nothing (412)."""
+    if not if_match:
+        raise PreconditionRequired(
+            f"send the draft's ETag in If-Match (currently {policy.etag}) so that a concurrent edit is not overwritten"
+        )
+    compiled = _compile(document)
+    if compiled.spec.name != policy.name:
+        raise ServiceError(
+            f"the document is named {compiled.spec.name!r} but this policy is {policy.name!r}; a policy cannot be renamed",
+            details=[FieldError("name", "must stay " + policy.name).to_dict()],
+        )
+    expected = _revision_from_etag(if_match, policy)
+    with transaction.atomic():
+        updated = Policy.objects.filter(pk=policy.pk, draft_revision=expected).update(
+            draft=document,
+            description=compiled.spec.description,
+            draft_revision=F("draft_revision") + 1,
+            updated_at=timezone.now(),
+        )
+        if not updated:
+            current = Policy.objects.get(pk=policy.pk)
+            raise PreconditionFailed(
+                f"the draft changed since you read it (your ETag {if_match}, current {current.etag}); reload and apply your edit again"
+            )
+        _audit(
+            actor=actor,
+            action="policy.update_draft",
+            policy_name=policy.name,
+            revision=expected + 1,
+        )
+    policy.refresh_from_db()
+    return policy
+
+
+def _revision_from_etag(etag: str, policy: Policy) -> int:
+    value = etag.strip()
+    if value.startswith("W/"):
+        value = value[2:]
+    value = value.strip('"')
+    prefix = f"{policy.pk}-"
+    if value == "*":
+        return policy.draft_revision
+    if not value.startswith(prefix) or not value[len(prefix) :].isdigit():
+        raise PreconditionFailed(
+            f"If-Match {etag} is not an ETag of this policy (current {policy.etag})"
+        )
+    return int(value[len(prefix) :])
+
+
+def policy_import(*, actor, document: str) -> tuple[Policy, bool]:
+    """Creates the policy named by `document` or replaces its draft (git-based workflows).
+
+    An import is an explicit overwrite of the draft, so it does not take an ETag; it is audited.
+    Returns (policy, created).
+    """
+    compiled = _compile(document)
+    name = compiled.spec.name
+    with transaction.atomic():
+        policy = Policy.objects.select_for_update().filter(name=name).first()
+        if policy is None:
+            policy = Policy.objects.create(
+                name=name,
+                description=compiled.spec.description,
+                draft=document,
+                owner=actor if getattr(actor, "pk", None) else None,
+            )
+            _audit(actor=actor, action="policy.import", policy_name=name, created=True)
+            return policy, True
+        if policy.draft != document:
+            Policy.objects.filter(pk=policy.pk).update(
+                draft=document,
+                description=compiled.spec.description,
+                draft_revision=F("draft_revision") + 1,
+                updated_at=timezone.now(),
+            )
+            _audit(actor=actor, action="policy.import", policy_name=name, created=False)
+            policy.refresh_from_db()
+    return policy, False
+
+
+def policy_delete(*, actor, policy: Policy) -> None:
+    """Deletes a policy with its versions, unless a version of it is serving."""
+    with transaction.atomic():
+        active = (
+            PolicyActivation.objects.filter(policy=policy, active=True)
+            .select_related("version")
+            .first()
+        )
+        if active is not None:
+            raise Conflict(
+                f"policy {policy.name} is active (version {active.version.number} serves scheduling); deactivate it before deleting it"
+            )
+        _audit(
+            actor=actor,
+            action="policy.delete",
+            policy_name=policy.name,
+            versions=policy.versions.count(),
+        )
+        # The activation history goes with the policy (versions are protected from being
+        # deleted on their own); the audit log keeps the record.
+        PolicyActivation.objects.filter(policy=policy).delete()
+        policy.delete()
+
+
+# --- publishing ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    version: PolicyVersion
+    test_results: list[dict[str, Any]]
+
+
+def _check_scheduler_names(*, policy: Policy, names: list[str]) -> None:
+    """One active policy per schedulerName: a pod is never judged by two policies at once."""
+    others = (
+        PolicyActivation.objects.filter(active=True)
+        .exclude(policy=policy)
+        .select_related("policy", "version")
+    )
+    for activation in others:
+        overlap = sorted(set(names) & set(activation.version.scheduler_names))
+        if overlap:
+            raise Conflict(
+                f"schedulerName {overlap[0]!r} is already served by policy {activation.policy.name} "
+                f"(version {activation.version.number}); deactivate that policy or target another schedulerName",
+                details={"schedulerNames": overlap, "policy": activation.policy.name},
+            )
+
+
+def _activate(*, actor, policy: Policy, version: PolicyVersion, reason: str) -> PolicyActivation:
+    now = timezone.now()
+    PolicyActivation.objects.filter(policy=policy, active=True).update(
+        active=False, deactivated_at=now
+    )
+    return PolicyActivation.objects.create(
+        policy=policy,
+        version=version,
+        active=True,
+        reason=reason,
+        activated_by=actor if getattr(actor, "pk", None) else None,
+    )
+
+
+def policy_publish(*, actor, policy: Policy, message: str, cluster=None) -> PublishResult:
+    """Validates the draft, runs its test cases, then stores and activates a new version.
+
+    All or nothing: a failure at any step leaves the previous version active and serving.
+    """
+    message = (message or "").strip()
+    if not message:
+        raise ServiceError(
+            "a publish message is required: say what changed and why",
+            details=[FieldError("message", "required").to_dict()],
+        )
+    if len(message) > 2000:
+        raise ServiceError("the publish message is longer than 2000 characters")
+    document = policy.draft
+    compiled = _compile(document)
+    results = test_cases_run(policy=policy, compiled=compiled, cluster=cluster)
+    failed = [r for r in results if not r["passed"]]
+    if failed:
+        raise TestsFailed(
+            f"{len(failed)} of {len(results)} test case{'s' if len(results) != 1 else ''} failed; nothing was published",
+            details=results,
+        )
+    names = list(compiled.spec.scheduler_names)
+    with transaction.atomic():
+        _lock_publishing()
+        locked = Policy.objects.select_for_update().get(pk=policy.pk)
+        _check_scheduler_names(policy=locked, names=names)
+        number = (locked.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+        version = PolicyVersion.objects.create(
+            policy=locked,
+            number=number,
+            document=document,
+            content_hash=hashlib.sha256(document.encode()).hexdigest(),
+            scheduler_names=names,
+            author=actor if getattr(actor, "pk", None) else None,
+            message=message,
+        )
+        _activate(
+            actor=actor, policy=locked, version=version, reason=PolicyActivation.Reason.PUBLISH
+        )
+        _audit(
+            actor=actor,
+            action="policy.publish",
+            policy_name=policy.name,
+            version=number,
+            message=message,
+            tests=len(results),
+        )
+        _distribute_after_commit()
+    return PublishResult(version=version, test_results=results)
+
+
+def policy_rollback(*, actor, policy: Policy, number: int) -> PolicyActivation:
+    """Activates an earlier version again (versions are never edited)."""
+    version = PolicyVersion.objects.filter(policy=policy, number=number).first()
+    if version is None:
+        raise NotFound(f"policy {policy.name} has no version {number}")
+    try:
+        _compile(version.document)
+    except PolicyInvalid as exc:
+        raise Conflict(
+            f"version {number} no longer compiles and cannot serve: {exc}",
+            details=[e.to_dict() for e in exc.errors],
+        ) from None
+    with transaction.atomic():
+        _lock_publishing()
+        locked = Policy.objects.select_for_update().get(pk=policy.pk)
+        _check_scheduler_names(policy=locked, names=version.scheduler_names)
+        current = (
+            PolicyActivation.objects.filter(policy=locked, active=True)
+            .select_related("version")
+            .first()
+        )
+        if current is not None and current.version_id == version.pk:
+            raise Conflict(f"version {number} is already the active version of {policy.name}")
+        activation = _activate(
+            actor=actor, policy=locked, version=version, reason=PolicyActivation.Reason.ROLLBACK
+        )
+        _audit(
+            actor=actor,
+            action="policy.rollback",
+            policy_name=policy.name,
+            version=number,
+            previous=current.version.number if current else None,
+        )
+        _distribute_after_commit()
+    return activation
+
+
+def policy_deactivate(*, actor, policy: Policy) -> None:
+    """Takes a policy out of service: its pods pass through the extender untouched."""
+    with transaction.atomic():
+        _lock_publishing()
+        now = timezone.now()
+        current = (
+            PolicyActivation.objects.filter(policy=policy, active=True)
+            .select_related("version")
+            .first()
+        )
+        if current is None:
+            raise Conflict(f"policy {policy.name} is not active")
+        PolicyActivation.objects.filter(pk=current.pk).update(active=False, deactivated_at=now)
+        _audit(
+            actor=actor,
+            action="policy.deactivate",
+            policy_name=policy.name,
+            version=current.version.number,
+        )
+        _distribute_after_commit()
+
+
+# --- test cases ------------------------------------------------------------------------------
+
+
+def _check_test_case(*, pod: str, cluster: str, expect: Any) -> None:
+    errors = []
+    try:
+        pod_view_from_object(parse_manifest(pod))
+    except InputError as exc:
+        errors.append(FieldError("pod", str(exc)).to_dict())
+    if cluster not in ("", "demo"):
+        try:
+            parse_manifest(cluster, what="cluster")
+        except InputError as exc:
+            errors.append(FieldError("cluster", str(exc)).to_dict())
+    errors += [FieldError("expect", problem).to_dict() for problem in expect_problems(expect)]
+    if errors:
+        raise ServiceError("the test case is invalid", details=errors)
+
+
+def test_case_create(
+    *, actor, policy: Policy, name: str, pod: str, cluster: str, expect: dict
+) -> PolicyTestCase:
+    """A test case for `policy`; names are unique per policy."""
+    _check_test_case(pod=pod, cluster=cluster, expect=expect)
+    try:
+        with transaction.atomic():
+            case = PolicyTestCase.objects.create(
+                policy=policy,
+                name=name,
+                pod=pod,
+                cluster=cluster,
+                expect=expect,
+                created_by=actor if getattr(actor, "pk", None) else None,
+            )
+            _audit(actor=actor, action="testcase.create", policy_name=policy.name, name=name)
+    except IntegrityError:
+        raise Conflict(f"policy {policy.name} already has a test case named {name!r}") from None
+    return case
+
+
+def test_case_update(
+    *, actor, case: PolicyTestCase, pod: str, cluster: str, expect: dict
+) -> PolicyTestCase:
+    _check_test_case(pod=pod, cluster=cluster, expect=expect)
+    with transaction.atomic():
+        case.pod, case.cluster, case.expect = pod, cluster, expect
+        case.save(update_fields=["pod", "cluster", "expect"])
+        _audit(actor=actor, action="testcase.update", policy_name=case.policy.name, name=case.name)
+    return case
+
+
+def test_case_delete(*, actor, case: PolicyTestCase) -> None:
+    with transaction.atomic():
+        _audit(actor=actor, action="testcase.delete", policy_name=case.policy.name, name=case.name)
+        case.delete()
+
+
+# --- API tokens --------------------------------------------------------------------------------
+
+TOKEN_PREFIX = "swt_"
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def api_token_create(*, actor, user, name: str) -> tuple[ApiToken, str]:
+    """A new token; the raw key is returned once and only its hash is stored."""
+    name = (name or "").strip()
+    if not name or len(name) > 100:
+        raise ServiceError(
+            "a token needs a name of 1 to 100 characters",
+            details=[FieldError("name", "required").to_dict()],
+        )
+    raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    with transaction.atomic():
+        token = ApiToken.objects.create(
+            user=user, name=name, prefix=raw[:12], key_hash=hash_token(raw)
+        )
+        _audit(
+            actor=actor, action="token.create", token=token.prefix, name=name, user=user.username
+        )
+    return token, raw
+
+
+def api_token_revoke(*, actor, token: ApiToken) -> ApiToken:
+    if token.revoked_at is not None:
+        raise Conflict("this token is already revoked")
+    with transaction.atomic():
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+        _audit(actor=actor, action="token.revoke", token=token.prefix, user=token.user.username)
+    return token

@@ -1,0 +1,38 @@
+"""Celery tasks: thin wrappers that take ids, call one service, retry with backoff and have time
+limits. Scheduled by beat (schedweb/celery.py)."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(
+    bind=True,
+    autoretry_for=(Exception,),
+    retry_backoff=1,
+    retry_backoff_max=30,
+    max_retries=10,
+    time_limit=30,
+)
+def distribute_active_policies(self) -> int:
+    """Writes the active versions from the database to Redis and bumps the counter."""
+    from policies.publication import active_policies_publish
+
+    return active_policies_publish()
+
+
+def _delay_safely() -> None:
+    """Queue the distribution; if the broker is down, log it - beat repairs within a minute."""
+    try:
+        distribute_active_policies.delay()
+    except Exception as exc:  # the broker is Redis: down means the extenders keep the last set
+        log.warning(
+            "could not queue policy distribution (%s); the periodic run will repair it", exc
+        )
+
+
+distribute_active_policies.delay_safely = _delay_safely

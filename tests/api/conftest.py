@@ -1,0 +1,88 @@
+"""API test fixtures: users in each role, clients authenticated by API token, sample documents."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group, User
+from rest_framework.test import APIClient
+
+from policies import services
+
+VALID = """\
+name: {name}
+description: test policy
+schedulerNames: [{scheduler}]
+variables:
+  - name: freeCpu
+    expression: node.allocatable.cpu - node.requested.cpu
+filters:
+  - name: enough-cpu
+    expression: variables.freeCpu >= pod.requests.cpu
+    message: '"needs " + string(pod.requests.cpu) + "m CPU"'
+scores:
+  - name: free-cpu
+    expression: variables.freeCpu * 100 / node.allocatable.cpu
+"""
+
+
+def document(name: str = "least", scheduler: str = "schedweb", **replace: str) -> str:
+    text = VALID.format(name=name, scheduler=scheduler)
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    return text
+
+
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "web-1", "namespace": "default"},
+    "spec": {
+        "schedulerName": "schedweb",
+        "containers": [
+            {
+                "name": "c",
+                "image": "x",
+                "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}},
+            }
+        ],
+    },
+}
+
+
+def make_user(username: str, role: str | None) -> User:
+    user = User.objects.create_user(username, password="pw-" + username)
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+def token_client(user: User) -> APIClient:
+    _, raw = services.api_token_create(actor=user, user=user, name="tests")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client
+
+
+@pytest.fixture
+def users(db) -> dict[str, User]:
+    return {role: make_user(role, role) for role in ("viewer", "editor", "publisher", "admin")} | {
+        "nobody": make_user("nobody", None)
+    }
+
+
+@pytest.fixture
+def clients(users) -> dict[str, APIClient]:
+    return {role: token_client(user) for role, user in users.items()}
+
+
+@pytest.fixture
+def api(clients) -> APIClient:
+    """An admin client (allowed everything)."""
+    return clients["admin"]
+
+
+@pytest.fixture
+def created(api) -> dict:
+    response = api.post("/api/v1/policies", {"document": document()}, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()

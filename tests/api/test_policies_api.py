@@ -1,0 +1,430 @@
+"""REST API: policies, drafts with ETags, publish, rollback, deactivate, versions, diff, roles, errors."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from policies.models import AuditEvent, PolicyActivation, PolicyVersion
+
+from .conftest import POD, document
+
+pytestmark = pytest.mark.django_db
+
+
+# --- authentication and roles -------------------------------------------------------------------
+
+
+def test_it_answers_401_without_credentials_and_explains_how_to_authenticate():
+    response = APIClient().get("/api/v1/policies")
+    assert response.status_code == 401
+    assert response.json()["error"] == "not_authenticated"
+    assert "Bearer" in response["WWW-Authenticate"]
+
+
+def test_it_answers_401_for_an_unknown_or_revoked_token(clients, users):
+    bad = APIClient()
+    bad.credentials(HTTP_AUTHORIZATION="Bearer swt_nope")
+    assert bad.get("/api/v1/policies").json()["detail"] == "unknown API token"
+    token_id = clients["viewer"].get("/api/v1/tokens").json()[0]["id"]
+    assert clients["viewer"].delete(f"/api/v1/tokens/{token_id}").status_code == 200
+    response = clients["viewer"].get("/api/v1/policies")
+    assert response.status_code == 401 and "revoked" in response.json()["detail"]
+
+
+def test_it_answers_403_for_the_wrong_role_and_names_the_role_needed(clients):
+    response = clients["viewer"].post("/api/v1/policies", {"document": document()}, format="json")
+    assert response.status_code == 403
+    assert response.json()["detail"].startswith("this needs the editor role")
+    assert "you have the viewer role" in response.json()["detail"]
+    assert (
+        clients["nobody"]
+        .get("/api/v1/policies")
+        .json()["detail"]
+        .endswith("ask an admin to add you to a group")
+    )
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "allowed"),
+    [
+        ("get", "/api/v1/policies", None, "viewer"),
+        ("post", "/api/v1/policies", {"document": "x"}, "editor"),
+        ("put", "/api/v1/policies/least", {"document": "x"}, "editor"),
+        ("delete", "/api/v1/policies/least", None, "admin"),
+        ("post", "/api/v1/policies/least/publish", {"message": "m"}, "publisher"),
+        ("post", "/api/v1/policies/least/rollback", {"version": 1}, "publisher"),
+        ("post", "/api/v1/policies/least/deactivate", None, "publisher"),
+        ("get", "/api/v1/policies/least/versions", None, "viewer"),
+        ("post", "/api/v1/policies/least/tests", {}, "editor"),
+        ("get", "/api/v1/audit", None, "viewer"),
+        ("post", "/api/v1/validate", {"document": "x"}, "viewer"),
+        ("post", "/api/v1/preview", {}, "viewer"),
+    ],
+)
+def test_every_endpoint_checks_its_role(clients, created, method, path, body, allowed):
+    roles = ["nobody", "viewer", "editor", "publisher", "admin"]
+    for role in roles:
+        response = getattr(clients[role], method)(path, body, format="json")
+        if roles.index(role) < roles.index(allowed):
+            assert response.status_code == 403, (role, response.content)
+        else:
+            assert response.status_code != 403, (role, response.content)
+
+
+# --- create, read, update -----------------------------------------------------------------------
+
+
+def test_creating_a_policy_returns_it_with_an_etag_and_audits(api, created):
+    assert created["name"] == "least"
+    assert created["schedulerNames"] == ["schedweb"]
+    assert created["activeVersion"] is None
+    assert AuditEvent.objects.filter(action="policy.create", policy_name="least").count() == 1
+
+
+def test_a_duplicate_name_is_a_conflict(api, created):
+    response = api.post("/api/v1/policies", {"document": document()}, format="json")
+    assert response.status_code == 409
+    assert "already exists" in response.json()["detail"]
+
+
+def test_invalid_cel_is_a_400_with_field_path_line_and_column(api):
+    response = api.post(
+        "/api/v1/policies",
+        {"document": document(**{"node.requested.cpu": "node.requestd.cpu"})},
+        format="json",
+    )
+    assert response.status_code == 400
+    body = response.json()
+    assert body["error"] == "invalid_policy"
+    [error] = body["errors"]
+    assert error["path"] == "variables[0].expression"
+    assert (error["line"], error["column"]) == (1, 29)
+    assert "did you mean 'requested'" in error["message"]
+    assert error["docLine"] == 6
+
+
+def test_bad_json_is_a_400(api):
+    response = api.generic("POST", "/api/v1/policies", "{not json", content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"] == "parse_error"
+
+
+def test_unknown_fields_and_wrong_types_are_400s_with_their_paths(api):
+    response = api.post(
+        "/api/v1/policies", {"document": document(), "colour": "red"}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["errors"] == [{"path": "colour", "message": "unknown field"}]
+    response = api.post("/api/v1/policies", {"document": 42}, format="json")
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["path"] == "document"
+    response = api.post("/api/v1/policies", ["a"], format="json")
+    assert response.status_code == 400
+
+
+def test_an_oversized_body_is_a_413(api):
+    response = api.post("/api/v1/policies", {"document": "#" * 2_000_000}, format="json")
+    assert response.status_code == 413
+    assert response.json()["error"] == "too_large"
+
+
+def test_a_draft_save_needs_the_current_etag(api, created):
+    etag = api.get("/api/v1/policies/least")["ETag"]
+    new = document().replace("description: test policy", "description: v2")
+    missing = api.put("/api/v1/policies/least", {"document": new}, format="json")
+    assert missing.status_code == 428
+    saved = api.put("/api/v1/policies/least", {"document": new}, format="json", HTTP_IF_MATCH=etag)
+    assert saved.status_code == 200
+    assert saved["ETag"] != etag
+    assert saved.json()["description"] == "v2"
+
+
+def test_a_stale_etag_gets_412_and_changes_nothing(api, created):
+    etag = api.get("/api/v1/policies/least")["ETag"]
+    first = document().replace("description: test policy", "description: first")
+    second = document().replace("description: test policy", "description: second")
+    assert (
+        api.put(
+            "/api/v1/policies/least", {"document": first}, format="json", HTTP_IF_MATCH=etag
+        ).status_code
+        == 200
+    )
+    stale = api.put(
+        "/api/v1/policies/least", {"document": second}, format="json", HTTP_IF_MATCH=etag
+    )
+    assert stale.status_code == 412
+    assert "changed since you read it" in stale.json()["detail"]
+    assert api.get("/api/v1/policies/least").json()["description"] == "first"
+
+
+def test_a_policy_cannot_be_renamed_through_its_draft(api, created):
+    etag = api.get("/api/v1/policies/least")["ETag"]
+    response = api.put(
+        "/api/v1/policies/least",
+        {"document": document(name="other")},
+        format="json",
+        HTTP_IF_MATCH=etag,
+    )
+    assert response.status_code == 400
+    assert "cannot be renamed" in response.json()["detail"]
+
+
+def test_listing_paginates_and_filters(api):
+    for name in ("alpha", "beta", "gamma"):
+        api.post(
+            "/api/v1/policies",
+            {"document": document(name=name, scheduler=f"s-{name}")},
+            format="json",
+        )
+    api.post("/api/v1/policies/beta/publish", {"message": "go"}, format="json")
+    page = api.get("/api/v1/policies?limit=2").json()
+    assert (
+        page["count"] == 3
+        and [p["name"] for p in page["results"]] == ["alpha", "beta"]
+        and page["next"]
+    )
+    assert [p["name"] for p in api.get("/api/v1/policies?active=true").json()["results"]] == [
+        "beta"
+    ]
+    assert [p["name"] for p in api.get("/api/v1/policies?search=gam").json()["results"]] == [
+        "gamma"
+    ]
+    assert [
+        p["name"] for p in api.get("/api/v1/policies?schedulerName=s-beta").json()["results"]
+    ] == ["beta"]
+    assert api.get("/api/v1/policies?active=maybe").status_code == 400
+
+
+def test_an_unknown_policy_is_a_404(api):
+    response = api.get("/api/v1/policies/nope")
+    assert response.status_code == 404
+    assert response.json()["error"] == "not_found"
+
+
+# --- publish, rollback, deactivate, delete ------------------------------------------------------
+
+
+def test_publishing_creates_an_immutable_active_version(api, created):
+    response = api.post(
+        "/api/v1/policies/least/publish", {"message": "first release"}, format="json"
+    )
+    assert response.status_code == 201, response.content
+    assert (
+        response.json()["version"]["number"] == 1 and response.json()["version"]["active"] is True
+    )
+    detail = api.get("/api/v1/policies/least").json()
+    assert (detail["activeVersion"], detail["latestVersion"]) == (1, 1)
+    version = api.get("/api/v1/policies/least/versions/1").json()
+    assert version["document"] == document() and version["message"] == "first release"
+    assert AuditEvent.objects.filter(action="policy.publish", version=1).exists()
+
+
+def test_publishing_needs_a_message(api, created):
+    response = api.post("/api/v1/policies/least/publish", {"message": "  "}, format="json")
+    assert response.status_code == 400
+
+
+def test_publishing_a_policy_whose_tests_fail_is_refused_with_every_failure(api, created):
+    case = {
+        "name": "never",
+        "pod": POD,
+        "cluster": "demo",
+        "expect": {"winner": "no-such-node", "verdicts": {"a-small-2": "pass"}},
+    }
+    assert api.post("/api/v1/policies/least/tests", case, format="json").status_code == 201
+    response = api.post("/api/v1/policies/least/publish", {"message": "try"}, format="json")
+    assert response.status_code == 422
+    [result] = response.json()["results"]
+    assert result["name"] == "never" and result["passed"] is False
+    assert any("expected winner no-such-node" in f for f in result["failures"])
+    assert (
+        "node a-small-2: expected pass, got reject (enough-cpu: needs 500m CPU)"
+        in result["failures"]
+    )
+    assert PolicyVersion.objects.count() == 0
+
+
+def test_rollback_activates_an_earlier_version_and_a_missing_one_is_404(api, created):
+    api.post("/api/v1/policies/least/publish", {"message": "v1"}, format="json")
+    etag = api.get("/api/v1/policies/least")["ETag"]
+    api.put(
+        "/api/v1/policies/least",
+        {"document": document().replace("test policy", "second")},
+        format="json",
+        HTTP_IF_MATCH=etag,
+    )
+    api.post("/api/v1/policies/least/publish", {"message": "v2"}, format="json")
+    assert api.get("/api/v1/policies/least").json()["activeVersion"] == 2
+    response = api.post("/api/v1/policies/least/rollback", {"version": 1}, format="json")
+    assert response.status_code == 200 and response.json()["number"] == 1
+    assert api.get("/api/v1/policies/least").json()["activeVersion"] == 1
+    assert PolicyActivation.objects.filter(policy__name="least").count() == 3
+    assert PolicyActivation.objects.filter(policy__name="least", active=True).count() == 1
+    missing = api.post("/api/v1/policies/least/rollback", {"version": 9}, format="json")
+    assert missing.status_code == 404 and "no version 9" in missing.json()["detail"]
+    again = api.post("/api/v1/policies/least/rollback", {"version": 1}, format="json")
+    assert again.status_code == 409
+
+
+def test_deleting_an_active_policy_is_refused_with_a_reason(api, created):
+    api.post("/api/v1/policies/least/publish", {"message": "v1"}, format="json")
+    response = api.delete("/api/v1/policies/least")
+    assert response.status_code == 409
+    assert "deactivate it before deleting it" in response.json()["detail"]
+    assert (
+        api.post("/api/v1/policies/least/deactivate", format="json").json()["activeVersion"] is None
+    )
+    assert api.post("/api/v1/policies/least/deactivate", format="json").status_code == 409
+    assert api.delete("/api/v1/policies/least").status_code == 204
+    assert api.get("/api/v1/policies/least").status_code == 404
+
+
+def test_two_active_policies_cannot_serve_the_same_scheduler_name(api):
+    api.post("/api/v1/policies", {"document": document(name="one")}, format="json")
+    api.post("/api/v1/policies", {"document": document(name="two")}, format="json")
+    assert (
+        api.post("/api/v1/policies/one/publish", {"message": "x"}, format="json").status_code == 201
+    )
+    response = api.post("/api/v1/policies/two/publish", {"message": "x"}, format="json")
+    assert response.status_code == 409
+    assert "already served by policy one" in response.json()["detail"]
+    assert response.json()["conflict"] == {"schedulerNames": ["schedweb"], "policy": "one"}
+    api.post("/api/v1/policies/one/deactivate", format="json")
+    assert (
+        api.post("/api/v1/policies/two/publish", {"message": "x"}, format="json").status_code == 201
+    )
+
+
+def test_the_diff_of_two_versions_shows_text_and_rule_changes(api, created):
+    api.post("/api/v1/policies/least/publish", {"message": "v1"}, format="json")
+    etag = api.get("/api/v1/policies/least")["ETag"]
+    changed = document().replace("variables.freeCpu * 100", "variables.freeCpu * 90") + (
+        "  - name: few-pods\n    expression: 100 - node.podCount\n"
+    )
+    api.put("/api/v1/policies/least", {"document": changed}, format="json", HTTP_IF_MATCH=etag)
+    api.post("/api/v1/policies/least/publish", {"message": "v2"}, format="json")
+    diff = api.get("/api/v1/policies/least/versions/1/diff/2").json()
+    assert diff["rules"] == {
+        "added": ["scores/few-pods"],
+        "removed": [],
+        "changed": ["scores/free-cpu"],
+    }
+    assert "-    expression: variables.freeCpu * 100 / node.allocatable.cpu" in diff["unified"]
+    assert api.get("/api/v1/policies/least/versions/1/diff/7").status_code == 404
+
+
+# --- validate and preview ----------------------------------------------------------------------
+
+
+def test_validate_reports_every_error_without_storing_anything(api):
+    bad = document(
+        **{
+            "node.allocatable.cpu - ": "node.alocatable.cpu - ",
+            "pod.requests.cpu\n": "pod.requests.cpu + 1.5\n",
+        }
+    )
+    response = api.post("/api/v1/validate", {"document": bad}, format="json")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["valid"] is False
+    assert [e["path"] for e in body["errors"]] == [
+        "variables[0].expression",
+        "filters[0].expression",
+    ]
+    assert api.post("/api/v1/validate", {"document": document()}, format="json").json() == {
+        "valid": True,
+        "errors": [],
+    }
+    assert api.get("/api/v1/policies").json()["count"] == 0
+
+
+def test_preview_of_a_document_gives_per_node_results_on_the_demo_cluster(api):
+    response = api.post(
+        "/api/v1/preview", {"document": document(), "pod": POD, "cluster": "demo"}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["pod"] == "default/web-1" and body["cluster"]["source"] == "demo"
+    nodes = {n["node"]: n for n in body["result"]["nodes"]}
+    assert nodes["cp-1"]["verdict"] in ("pass", "reject")
+    assert all(0 <= n["extenderScore"] <= 10 for n in nodes.values())
+    assert body["result"]["summary"]["nodes"] == len(nodes)
+
+
+def test_preview_accepts_a_pod_as_yaml_text_and_refuses_a_non_pod(api):
+    text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  schedulerName: schedweb\n  containers: [{name: c, image: x}]\n"
+    assert (
+        api.post(
+            "/api/v1/preview", {"document": document(), "pod": text}, format="json"
+        ).status_code
+        == 200
+    )
+    response = api.post(
+        "/api/v1/preview", {"document": document(), "pod": {"kind": "Service"}}, format="json"
+    )
+    assert response.status_code == 400 and "expected a Pod" in response.json()["detail"]
+    response = api.post(
+        "/api/v1/preview", {"document": document(), "pod": "a: [unclosed"}, format="json"
+    )
+    assert response.status_code == 400 and "not valid YAML" in response.json()["detail"]
+
+
+def test_preview_compare_reports_changed_verdicts_against_the_active_version(api, created):
+    api.post("/api/v1/policies/least/publish", {"message": "v1"}, format="json")
+    etag = api.get("/api/v1/policies/least")["ETag"]
+    stricter = document().replace(
+        "variables.freeCpu >= pod.requests.cpu", "variables.freeCpu >= pod.requests.cpu * 8"
+    )
+    api.put("/api/v1/policies/least", {"document": stricter}, format="json", HTTP_IF_MATCH=etag)
+    response = api.post(
+        "/api/v1/preview",
+        {"policy": "least", "pod": POD, "cluster": "demo", "compare": True},
+        format="json",
+    )
+    compare = response.json()["compare"]
+    assert compare["againstVersion"] == 1
+    assert compare["verdictChanges"] > 0
+    assert all(
+        c["before"]["verdict"] == "pass" and c["after"]["verdict"] == "reject"
+        for c in compare["changes"]
+        if c["verdictChanged"]
+    )
+
+
+def test_preview_input_errors_are_400s(api):
+    assert api.post("/api/v1/preview", {"pod": POD}, format="json").status_code == 400
+    assert (
+        api.post(
+            "/api/v1/preview",
+            {"document": document(), "pod": POD, "cluster": "mars"},
+            format="json",
+        ).status_code
+        == 400
+    )
+    response = api.post("/api/v1/preview", {"policy": "nope", "pod": POD}, format="json")
+    assert response.status_code == 404
+    response = api.post("/api/v1/preview", {"document": "name: [", "pod": POD}, format="json")
+    assert response.status_code == 400 and response.json()["error"] == "invalid_policy"
+
+
+# --- tokens and audit -------------------------------------------------------------------------------
+
+
+def test_tokens_are_created_once_listed_without_secret_and_revoked(clients):
+    client = clients["editor"]
+    created = client.post("/api/v1/tokens", {"name": "ci"}, format="json").json()
+    assert created["token"].startswith("swt_") and created["prefix"] == created["token"][:12]
+    listed = client.get("/api/v1/tokens").json()
+    assert {t["name"] for t in listed} == {"tests", "ci"} and all("token" not in t for t in listed)
+    assert client.delete(f"/api/v1/tokens/{created['id']}").json()["revokedAt"] is not None
+    assert client.delete(f"/api/v1/tokens/{created['id']}").status_code == 409
+    other = clients["viewer"].get("/api/v1/tokens").json()[0]["id"]
+    assert client.delete(f"/api/v1/tokens/{other}").status_code == 404
+
+
+def test_the_audit_log_records_who_did_what(api, created):
+    api.post("/api/v1/policies/least/publish", {"message": "v1"}, format="json")
+    events = api.get("/api/v1/audit?policy=least").json()["results"]
+    assert [e["action"] for e in events] == ["policy.publish", "policy.create"]
+    assert events[0]["actor"] == "admin" and events[0]["version"] == 1

@@ -1,0 +1,178 @@
+"""The `evaluate` and `policy` management commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from policies.cluster.demo import demo_objects
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command(*args, stdout=out, stderr=err)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_evaluate_prints_every_node_with_its_verdict_and_scores():
+    code, out, _ = run(
+        "evaluate",
+        "--policy",
+        str(EXAMPLES / "seed-003-name-length.yaml"),
+        "--pod",
+        str(EXAMPLES / "pods" / "abc.yaml"),
+    )
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("policy seed-003-name-length · pod ")
+    assert "short-node-name (w1)" in lines[1]
+    # cp-1 has the shortest name: 20 - 4 = 16, the maximum, so minmax gives it 100 -> ext 10
+    assert lines[2].split()[:2] == ["*cp-1", "pass"]
+    assert lines[2].split()[-2:] == ["100", "10"]
+    assert lines[-1].endswith("best: cp-1")
+
+
+def test_evaluate_rejects_a_long_named_pod_everywhere_with_the_policy_message():
+    code, out, _ = run(
+        "evaluate",
+        "--policy",
+        str(EXAMPLES / "seed-003-name-length.yaml"),
+        "--pod",
+        str(EXAMPLES / "pods" / "abcdefg.yaml"),
+    )
+    assert code == 0
+    assert "pod name abcdefg is 7 characters, the limit is 4" in out
+    assert out.splitlines()[-1] == "0 of 36 nodes pass"
+
+
+def test_evaluate_json_gives_integer_extender_scores():
+    code, out, _ = run(
+        "evaluate",
+        "--policy",
+        str(EXAMPLES / "least-allocated.yaml"),
+        "--pod",
+        str(EXAMPLES / "pods" / "web.yaml"),
+        "--json",
+    )
+    assert code == 0
+    data = json.loads(out)
+    assert data["cluster"] == "demo" and data["applies"] is True
+    assert len(data["nodes"]) == 36
+    assert all(
+        type(n["extenderScore"]) is int and 0 <= n["extenderScore"] <= 10 for n in data["nodes"]
+    )
+
+
+def test_evaluate_reads_a_kubectl_json_file(tmp_path):
+    nodes, pods = demo_objects()
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [*nodes, *pods]}))
+    code, out, _ = run(
+        "evaluate",
+        "--policy",
+        str(EXAMPLES / "seed-003-name-length.yaml"),
+        "--pod",
+        str(EXAMPLES / "pods" / "abc.yaml"),
+        "--cluster",
+        str(path),
+    )
+    assert code == 0 and f"cluster file {path} (36 nodes)" in out.splitlines()[0]
+
+
+def test_evaluate_prints_every_error_of_an_invalid_policy_and_exits_2(tmp_path):
+    policy = tmp_path / "bad.yaml"
+    policy.write_text(
+        "name: bad\nschedulerNames: [s]\nfilters:\n  - name: a\n    expression: node.alocatable.cpu > 0\nscores:\n  - name: b\n    expression: '\"x\"'\n    weight: -1\n"
+    )
+    code, _, err = run(
+        "evaluate", "--policy", str(policy), "--pod", str(EXAMPLES / "pods" / "abc.yaml")
+    )
+    assert code == 2
+    assert "the policy is invalid (3 errors)" in err
+    assert "scores[0].expression (line 1, column 1): expected int or double, got string" in err
+    assert "scores[0].weight: weight must not be negative, got -1" in err
+    assert "line 5: filters[0].expression (line 1, column 6): undefined field 'alocatable'" in err
+
+
+@pytest.mark.parametrize(
+    ("pod_text", "message"),
+    [
+        ("- not\n- a pod\n", "must be a mapping"),
+        ("kind: Service\nmetadata: {name: s}\n", "expected a Pod, got kind 'Service'"),
+        (
+            "metadata: {name: p}\nspec:\n  containers: [{name: c, resources: {requests: {cpu: 10x}}}]\n",
+            'invalid quantity "10x"',
+        ),
+    ],
+)
+def test_evaluate_refuses_a_bad_pod_with_a_clear_message(tmp_path, pod_text, message):
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(pod_text)
+    code, _, err = run(
+        "evaluate", "--policy", str(EXAMPLES / "least-allocated.yaml"), "--pod", str(pod)
+    )
+    assert code == 2 and message in err
+
+
+def test_evaluate_names_a_missing_file():
+    code, _, err = run("evaluate", "--policy", "/nope.yaml", "--pod", "/nope.yaml")
+    assert code == 2 and "cannot read the policy file /nope.yaml" in err
+
+
+@pytest.mark.django_db
+def test_policy_import_creates_then_updates_and_export_round_trips(tmp_path):
+    source = EXAMPLES / "least-allocated.yaml"
+    code, out, _ = run("policy", "import", str(source))
+    assert code == 0 and out.strip() == f"{source}: created policy least-allocated"
+    code, out, _ = run("policy", "import", str(source))
+    assert out.strip() == f"{source}: updated policy least-allocated"
+    target = tmp_path / "out.yaml"
+    assert run("policy", "export", "least-allocated", "-o", str(target))[0] == 0
+    assert target.read_text() == source.read_text()
+
+
+@pytest.mark.django_db
+def test_policy_import_of_an_invalid_file_exits_2_and_stores_nothing(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nschedulerNames: [s]\nscores: [{name: a, expression: nod.name}]\n")
+    code, _, err = run("policy", "import", str(bad))
+    assert code == 2 and "undeclared reference" in err
+    from policies.models import Policy
+
+    assert not Policy.objects.exists()
+
+
+def test_policy_test_runs_the_documents_tests_and_fails_ci_on_a_failure(tmp_path):
+    pod = {
+        "metadata": {"name": "abc"},
+        "spec": {"schedulerName": "schedweb", "containers": [{"name": "c", "image": "x"}]},
+    }
+    doc = (
+        (EXAMPLES / "seed-003-name-length.yaml").read_text()
+        + "\n"
+        + "tests:\n"
+        + (
+            f"  - name: shortest-wins\n    pod: {json.dumps(pod)}\n    expect: {{winner: cp-1}}\n"
+            f"  - name: wrong\n    pod: {json.dumps(pod)}\n    expect: {{winner: a-small-1, verdicts: {{b-small-1: reject}}}}\n"
+        )
+    )
+    path = tmp_path / "p.yaml"
+    path.write_text(doc)
+    code, out, _ = run("policy", "test", str(path))
+    assert code == 1
+    assert f"{path}: shortest-wins: ok" in out
+    assert f"{path}: wrong: FAIL" in out
+    assert "expected winner a-small-1, got cp-1" in out
+    assert "node b-small-1: expected reject, got pass" in out
+    assert out.splitlines()[-1] == "1 of 2 test cases passed"

@@ -8,6 +8,7 @@ instead of misbehaving later (the healthchecks `hc/settings.py` habit).
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlparse
 
@@ -22,7 +23,9 @@ def _raw(name: str, default: object) -> str | None:
     value = os.environ.get(name)
     if value is None or (value == "" and default is _REQUIRED):
         if default is _REQUIRED:
-            raise ImproperlyConfigured(f"The environment variable {name} is required but not set (or empty).")
+            raise ImproperlyConfigured(
+                f"The environment variable {name} is required but not set (or empty)."
+            )
         return None
     return value
 
@@ -97,6 +100,12 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
         return {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": str(name),
+            # Tests use a file, not the shared-cache in-memory database: its table-level locks
+            # fail at once ("database table is locked") instead of honouring the busy timeout,
+            # which would make concurrency tests meaningless.
+            "TEST": {
+                "NAME": os.path.join(tempfile.gettempdir(), f"schedweb-test-{os.getpid()}.sqlite3")
+            },
             "OPTIONS": {
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 20,

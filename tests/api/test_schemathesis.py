@@ -27,7 +27,20 @@ CHECKS = [
 
 
 @pytest.fixture
-def admin_token(db) -> str:
+def keep_connection():
+    """Like Django's test client: the test's transaction must survive each in-process request."""
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def admin_token(db, keep_connection) -> str:
     user = make_user("fuzzer", "admin")
     _, raw = services.api_token_create(actor=user, user=user, name="schemathesis")
     return raw

@@ -1,0 +1,193 @@
+"""Publishing under concurrency and failure, distribution to Redis, and preview parity with the CLI."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import threading
+
+import pytest
+import yaml
+from django.core.management import call_command
+from django.db import connection
+
+from policies import services
+from policies.distribution import active_entries_read
+from policies.models import Policy, PolicyActivation, PolicyVersion
+from policies.redis import redis_client
+
+from .conftest import document, make_user
+
+
+@pytest.fixture
+def redis_isolated(settings):
+    """The shared test Redis, on a database of its own, emptied before and after."""
+    import os
+
+    settings.REDIS_URL = (
+        os.environ.get("SCHEDWEB_REDIS_URL", "redis://127.0.0.1:6390/0").rsplit("/", 1)[0] + "/11"
+    )
+    redis_client.cache_clear()
+    client = redis_client()
+    client.flushdb()
+    yield client
+    client.flushdb()
+    redis_client.cache_clear()
+
+
+@pytest.fixture
+def eager_celery():
+    from schedweb.celery import app
+
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_publishes_end_with_two_versions_and_one_active():
+    publisher = make_user("pub", "publisher")
+    policy = services.policy_create(actor=publisher, document=document())
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def publish(message: str) -> None:
+        try:
+            barrier.wait()
+            services.policy_publish(
+                actor=publisher, policy=Policy.objects.get(pk=policy.pk), message=message
+            )
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=publish, args=(f"client {i}",)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert sorted(PolicyVersion.objects.filter(policy=policy).values_list("number", flat=True)) == [
+        1,
+        2,
+    ]
+    assert PolicyActivation.objects.filter(policy=policy, active=True).count() == 1
+    assert PolicyActivation.objects.filter(policy=policy).count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_publish_that_fails_half_way_leaves_the_previous_version_serving(
+    monkeypatch, redis_isolated, eager_celery
+):
+    publisher = make_user("pub", "publisher")
+    policy = services.policy_create(actor=publisher, document=document())
+    services.policy_publish(actor=publisher, policy=policy, message="v1")
+    counter, entries = active_entries_read()
+    assert entries["least"]["version"] == 1
+
+    Policy.objects.filter(pk=policy.pk).update(draft=document().replace("test policy", "v2"))
+    real_audit = services._audit
+
+    def audit_then_crash(**kwargs):
+        real_audit(**kwargs)
+        if kwargs["action"] == "policy.publish":
+            raise RuntimeError("disk full")  # after the version row and the activation were written
+
+    monkeypatch.setattr(services, "_audit", audit_then_crash)
+    with pytest.raises(RuntimeError, match="disk full"):
+        services.policy_publish(
+            actor=publisher, policy=Policy.objects.get(pk=policy.pk), message="v2"
+        )
+
+    assert list(PolicyVersion.objects.filter(policy=policy).values_list("number", flat=True)) == [1]
+    active = PolicyActivation.objects.get(policy=policy, active=True)
+    assert active.version.number == 1
+    # nothing was distributed: extenders still read version 1
+    assert active_entries_read() == (counter, entries)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_publishing_distributes_the_active_versions_to_redis(redis_isolated, eager_celery):
+    publisher = make_user("pub", "publisher")
+    policy = services.policy_create(actor=publisher, document=document())
+    services.policy_publish(actor=publisher, policy=policy, message="v1")
+    counter1, entries = active_entries_read()
+    assert entries["least"]["version"] == 1 and entries["least"]["document"] == document()
+    assert entries["least"]["schedulerNames"] == ["schedweb"]
+    services.policy_deactivate(actor=publisher, policy=policy)
+    counter2, entries = active_entries_read()
+    assert counter2 > counter1 and entries == {}
+    services.policy_rollback(actor=publisher, policy=policy, number=1)
+    counter3, entries = active_entries_read()
+    assert counter3 > counter2 and entries["least"]["version"] == 1
+
+
+def _pods(count: int, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    pods = []
+    for i in range(count):
+        requests = {
+            "cpu": f"{rng.choice([50, 100, 250, 500, 1000, 2000, 4000, 8000])}m",
+            "memory": f"{rng.choice([64, 256, 1024, 4096, 16384])}Mi",
+        }
+        spec = {
+            "schedulerName": "schedweb",
+            "containers": [{"name": "app", "image": "x", "resources": {"requests": requests}}],
+        }
+        if rng.random() < 0.3:
+            spec["tolerations"] = [
+                {"key": "cloud.example.com/spot", "operator": "Exists", "effect": "NoSchedule"}
+            ]
+        if rng.random() < 0.2:
+            spec["containers"][0]["resources"]["limits"] = {
+                "nvidia.com/gpu": str(rng.choice([1, 2, 4]))
+            }
+        labels = {"app": rng.choice(["web", "api", "batch"])}
+        pods.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"gen-{i}",
+                    "namespace": rng.choice(["default", "web"]),
+                    "labels": labels,
+                },
+                "spec": spec,
+            }
+        )
+    return pods
+
+
+@pytest.mark.parametrize(
+    "example", ["least-allocated", "prefer-label-avoid-taint", "gpu-packing", "zone-spread"]
+)
+def test_rest_preview_and_evaluate_agree_on_50_generated_pods(api, tmp_path, example):
+    from pathlib import Path
+
+    policy_path = Path(__file__).resolve().parents[2] / "policies" / "examples" / f"{example}.yaml"
+    text = policy_path.read_text()
+    for index, pod in enumerate(_pods(50, seed=hash(example) % 1000)):
+        pod_path = tmp_path / f"pod-{index}.yaml"
+        pod_path.write_text(yaml.safe_dump(pod))
+        out = io.StringIO()
+        call_command(
+            "evaluate",
+            "--policy",
+            str(policy_path),
+            "--pod",
+            str(pod_path),
+            "--cluster",
+            "demo",
+            "--json",
+            stdout=out,
+        )
+        cli = json.loads(out.getvalue())
+        rest = api.post(
+            "/api/v1/preview", {"document": text, "pod": pod, "cluster": "demo"}, format="json"
+        ).json()["result"]
+        assert rest["applies"] == cli["applies"]
+        assert [(n["node"], n["verdict"], n["extenderScore"]) for n in rest["nodes"]] == [
+            (n["node"], n["verdict"], n["extenderScore"]) for n in cli["nodes"]
+        ]

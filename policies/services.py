@@ -470,3 +470,66 @@ def api_token_revoke(*, actor, token: ApiToken) -> ApiToken:
         token.save(update_fields=["revoked_at"])
         _audit(actor=actor, action="token.revoke", token=token.prefix, user=token.user.username)
     return token
+
+
+# --- extender decisions ---------------------------------------------------------------------------
+
+
+def decisions_store(*, batch: list[dict[str, Any]]) -> int:
+    """Stores sampled extender decisions and the nodes binds chose; returns rows written."""
+    from datetime import UTC, datetime
+
+    from policies.models import Decision
+
+    def when(epoch: float) -> datetime:
+        return datetime.fromtimestamp(epoch, tz=UTC)
+
+    rows = [
+        Decision(
+            created_at=when(item["at"]),
+            pod_namespace=item["pod"]["namespace"][:253],
+            pod_name=item["pod"]["name"][:253],
+            pod_uid=item["pod"]["uid"][:64],
+            policy_name=item["policy"][:63],
+            policy_version=item["version"],
+            verb=item["verb"][:16],
+            nodes={
+                "scores": item.get("scores", []),
+                "weights": item.get("weights", []),
+                "nodes": item["nodes"],
+            },
+        )
+        for item in batch
+        if item.get("kind") == "decision"
+    ]
+    with transaction.atomic():
+        Decision.objects.bulk_create(rows)
+        for item in batch:
+            if item.get("kind") == "chosen" and item.get("podUid"):
+                Decision.objects.filter(pod_uid=item["podUid"], chosen_node="").update(
+                    chosen_node=item["node"][:253], chosen_at=when(item["at"])
+                )
+    return len(rows)
+
+
+def decisions_resolve_chosen(*, cluster) -> int:
+    """Fills in the chosen node of recent decisions from the snapshot (pods bound since)."""
+    from datetime import timedelta
+
+    from policies.models import Decision
+
+    since = timezone.now() - timedelta(hours=1)
+    pending = (
+        Decision.objects.filter(chosen_node="", created_at__gte=since)
+        .values_list("pod_uid", flat=True)
+        .distinct()
+    )
+    updated = 0
+    now = timezone.now()
+    for uid in list(pending[:2000]):
+        pod = cluster.state.pod(uid)
+        if pod is not None and pod["nodeName"]:
+            updated += Decision.objects.filter(pod_uid=uid, chosen_node="").update(
+                chosen_node=pod["nodeName"], chosen_at=now
+            )
+    return updated

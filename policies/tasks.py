@@ -36,3 +36,24 @@ def _delay_safely() -> None:
 
 
 distribute_active_policies.delay_safely = _delay_safely
+
+
+@shared_task(bind=True, autoretry_for=(Exception,), retry_backoff=2, max_retries=5, time_limit=60)
+def decisions_record(self, batch: list[dict]) -> int:
+    """Stores a batch of sampled extender decisions (sent by web processes, never in a request)."""
+    from policies.services import decisions_store
+
+    return decisions_store(batch=batch)
+
+
+@shared_task(time_limit=120)
+def decisions_resolve_chosen() -> int:
+    """Fills in where recently decided pods were bound, from the cluster snapshot."""
+    from policies.selectors import ClusterUnavailable, cluster_default
+    from policies.services import decisions_resolve_chosen as resolve
+
+    try:
+        cluster = cluster_default()
+    except ClusterUnavailable:
+        return 0
+    return resolve(cluster=cluster)

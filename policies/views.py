@@ -9,11 +9,6 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "home.html", {})
 
 
-def healthz(request: HttpRequest) -> JsonResponse:
-    """Liveness: the process answers."""
-    return JsonResponse({"status": "ok"})
-
-
 def _api_error(request: HttpRequest, status: int, code: str, detail: str) -> HttpResponse | None:
     if request.path.startswith(("/api/", "/extender/")):
         return JsonResponse({"error": code, "detail": detail}, status=status)

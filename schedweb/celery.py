@@ -9,3 +9,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
 app = Celery("schedweb")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# Periodic work (beat): repair the published set in Redis (a flushed or restarted Redis gets it
+# back within a minute) and record where decided pods were bound.
+app.conf.beat_schedule = {
+    "distribute-active-policies": {
+        "task": "policies.tasks.distribute_active_policies",
+        "schedule": 60.0,
+    },
+    "resolve-decision-nodes": {"task": "policies.tasks.decisions_resolve_chosen", "schedule": 30.0},
+}

@@ -120,6 +120,9 @@ SCHEDWEB_CLUSTER_NAME = env_str("SCHEDWEB_CLUSTER_NAME", "default")
 # Stale after this many seconds without a successful sync or watch event.
 SCHEDWEB_SNAPSHOT_STALE_SECONDS = env_float("SCHEDWEB_SNAPSHOT_STALE_SECONDS", 30.0)
 
+# Extender: sampled decisions written per second per web process (a Celery task stores them).
+SCHEDWEB_DECISIONS_PER_SECOND = env_float("SCHEDWEB_DECISIONS_PER_SECOND", 20.0)
+
 # CEL: per-expression cost budget (compile-time estimate and run-time limit).
 SCHEDWEB_CEL_COST_LIMIT = env_int("SCHEDWEB_CEL_COST_LIMIT", 1_000_000)
 
@@ -144,7 +147,13 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "APPEND_COMPONENTS": {
-        "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer", "description": "A schedweb API token (swt_...)."}}
+        "securitySchemes": {
+            "bearerAuth": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "A schedweb API token (swt_...).",
+            }
+        }
     },
     "SECURITY": [{"bearerAuth": []}],
     "SWAGGER_UI_DIST": "SIDECAR",

@@ -1,0 +1,1 @@
+"""The scheduler-extender endpoint: kube-scheduler's hot path, answered from process memory."""

@@ -1,0 +1,270 @@
+"""The extender's process-wide state and the background thread that keeps it current.
+
+Each web process holds the active policy versions (compiled) and the cluster snapshot in memory.
+A daemon thread polls Redis every 100 ms: one GET of the published-policies counter (reloads
+only when it moved) and the snapshot reader's refresh; it also flushes metrics and sampled
+decisions. Requests only read references swapped in by that thread, so a slow or dead Redis
+never delays an answer: the extender keeps serving the last versions it holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from django.conf import settings
+
+from policies.engine.document import PolicyInvalid
+from policies.engine.policy import compile_policy
+
+from .metrics import Metrics
+from .service import Extender, ServedPolicy
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 0.1
+METRICS_FLUSH_SECONDS = 1.0
+DECISIONS_FLUSH_SECONDS = 2.0
+
+
+class PolicyRegistry:
+    """Active versions by schedulerName, rebuilt when the Redis counter moves."""
+
+    def __init__(self) -> None:
+        self.counter: int | None = None
+        self.by_scheduler: dict[str, ServedPolicy] = {}
+        self.loaded_from = "nothing yet"
+        self._compiled: dict[str, Any] = {}  # contentHash -> CompiledPolicy
+
+    def install(self, entries: list[dict[str, Any]], *, source: str) -> None:
+        """Compiles what is new (by content hash) and swaps the whole mapping at once."""
+        by_scheduler: dict[str, ServedPolicy] = {}
+        compiled_cache: dict[str, Any] = {}
+        for entry in entries:
+            key = entry["contentHash"]
+            compiled = self._compiled.get(key)
+            if compiled is None:
+                try:
+                    compiled = compile_policy(
+                        entry["document"], cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT
+                    )
+                except PolicyInvalid as exc:
+                    log.error(
+                        "active policy %s v%s does not compile here: %s",
+                        entry["name"],
+                        entry["version"],
+                        exc,
+                    )
+                    continue
+            compiled_cache[key] = compiled
+            served = ServedPolicy(entry["name"], entry["version"], compiled)
+            for scheduler_name in compiled.spec.scheduler_names:
+                by_scheduler[scheduler_name] = served
+        self._compiled = compiled_cache
+        self.by_scheduler = by_scheduler  # one reference swap: requests see old or new, never half
+        self.loaded_from = source
+
+    def refresh_from_redis(self) -> bool:
+        from policies.distribution import active_counter_read, active_entries_read
+
+        counter = active_counter_read()
+        if counter == self.counter:
+            return False
+        counter, entries = active_entries_read()
+        self.install(list(entries.values()), source="redis")
+        self.counter = counter
+        return True
+
+    def load_from_database(self) -> None:
+        """Start-up fallback when Redis cannot be read (never on a request)."""
+        from policies.publication import active_policies_entries
+
+        self.install(active_policies_entries(), source="database")
+
+
+class DecisionBuffer:
+    """Sampled decisions waiting to be written by a Celery task, at most `per_second` a second."""
+
+    def __init__(self, *, per_second: float, capacity: int = 2000) -> None:
+        self._items: deque[dict[str, Any]] = deque(maxlen=capacity)
+        self._per_second = per_second
+        self._allowance = per_second
+        self._last = time.monotonic()
+
+    def append(self, decision: dict[str, Any]) -> None:
+        if decision.get("kind") == "chosen":  # bind outcomes are always kept
+            self._items.append(decision)
+            return
+        now = time.monotonic()
+        self._allowance = min(
+            self._per_second, self._allowance + (now - self._last) * self._per_second
+        )
+        self._last = now
+        if self._allowance >= 1:
+            self._allowance -= 1
+            self._items.append(decision)
+
+    def take(self) -> list[dict[str, Any]]:
+        items = []
+        while self._items:
+            items.append(self._items.popleft())
+        return items
+
+
+class ExtenderRuntime:
+    """Everything one process needs to answer kube-scheduler."""
+
+    def __init__(self) -> None:
+        from policies.redis import redis_client
+
+        self.pid = os.getpid()
+        self.redis = redis_client()
+        self.metrics = Metrics()
+        self.decisions = DecisionBuffer(per_second=settings.SCHEDWEB_DECISIONS_PER_SECOND)
+        self.registry = PolicyRegistry()
+        self.snapshots = snapshot_provider()
+        self.redis_ok = True
+        self.last_error = ""
+        self.started_at = time.time()
+        self._initial_load()
+        self.extender = Extender(
+            policies=lambda: self.registry.by_scheduler,
+            snapshot=self.snapshots.current,
+            metrics=self.metrics,
+            record=self.decisions.append,
+            binder=binder(),
+        )
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name="schedweb-extender-refresh", daemon=True
+        )
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stops the background thread (tests; processes just exit)."""
+        self._stop.set()
+        self._thread.join(2)
+
+    def _initial_load(self) -> None:
+        try:
+            self.registry.refresh_from_redis()
+        except Exception as exc:
+            self.redis_ok, self.last_error = False, f"redis: {exc}"
+            try:
+                self.registry.load_from_database()
+            except (
+                Exception
+            ) as db_exc:  # nothing to serve: every pod passes through until Redis returns
+                log.error(
+                    "extender start: no policies from Redis (%s) or the database (%s)", exc, db_exc
+                )
+        self.snapshots.refresh()
+
+    def _run(self) -> None:
+        last_metrics = last_decisions = time.monotonic()
+        while not self._stop.wait(POLL_SECONDS):
+            try:
+                self.registry.refresh_from_redis()
+                self.redis_ok = True
+            except Exception as exc:
+                self.redis_ok, self.last_error = False, f"redis: {exc}"
+            try:
+                self.snapshots.refresh()
+            except Exception as exc:
+                self.last_error = f"snapshot: {exc}"
+            now = time.monotonic()
+            if now - last_metrics >= METRICS_FLUSH_SECONDS:
+                last_metrics = now
+                with contextlib.suppress(Exception):  # the deltas are kept for the next flush
+                    self.metrics.flush(self.redis)
+            if now - last_decisions >= DECISIONS_FLUSH_SECONDS:
+                last_decisions = now
+                self._flush_decisions()
+
+    def _flush_decisions(self) -> None:
+        batch = self.decisions.take()
+        if not batch:
+            return
+        try:
+            from policies.tasks import decisions_record
+
+            decisions_record.delay(batch)
+        except Exception as exc:
+            log.warning("dropped %d sampled decisions: cannot queue them (%s)", len(batch), exc)
+
+    def health(self) -> dict[str, Any]:
+        snapshot = self.snapshots.current()
+        return {
+            "policies": {
+                name: served.label for name, served in sorted(self.registry.by_scheduler.items())
+            },
+            "policiesFrom": self.registry.loaded_from,
+            "redis": "ok" if self.redis_ok else "down",
+            "snapshot": None
+            if snapshot is None
+            else {"source": snapshot.source, "version": snapshot.version, "stale": snapshot.stale},
+            "lastError": self.last_error,
+        }
+
+
+class _StaticSnapshots:
+    """demo and file sources: loaded once per process."""
+
+    def __init__(self) -> None:
+        from policies.selectors import cluster_default
+
+        self._snapshot = cluster_default()
+
+    def refresh(self) -> None:
+        return None
+
+    def current(self):
+        return self._snapshot
+
+
+def snapshot_provider():
+    """The snapshot source for extender processes: the live reader, or a static one."""
+    if settings.SCHEDWEB_CLUSTER_SOURCE == "live":
+        from policies.cluster.sources import live_snapshots
+
+        return live_snapshots()
+    return _StaticSnapshots()
+
+
+def binder():
+    """Creates pods/binding through the Kubernetes API (live source only)."""
+    if settings.SCHEDWEB_CLUSTER_SOURCE != "live":
+        return None
+    from policies.cluster.live import bind_pod
+
+    return bind_pod
+
+
+_runtime: ExtenderRuntime | None = None
+_lock = threading.Lock()
+
+
+def runtime() -> ExtenderRuntime:
+    """The process's runtime, created on first use (and again after a fork)."""
+    global _runtime
+    current = _runtime
+    if current is not None and current.pid == os.getpid():
+        return current
+    with _lock:
+        if _runtime is None or _runtime.pid != os.getpid():
+            _runtime = ExtenderRuntime()
+        return _runtime
+
+
+def reset_runtime() -> None:
+    """Drops the process's runtime (tests)."""
+    global _runtime
+    with _lock:
+        if _runtime is not None and _runtime.pid == os.getpid():
+            _runtime.close()
+        _runtime = None

@@ -1,0 +1,152 @@
+"""Extender fixtures: a fresh runtime on an isolated Redis database, policies published into it,
+and request bodies shaped exactly as Go's encoding/json writes ExtenderArgs."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+
+from policies.cluster.demo import demo_objects
+from policies.distribution import active_entries_write
+from policies.extender.runtime import reset_runtime, runtime
+from policies.redis import redis_client
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
+
+
+@pytest.fixture
+def extender_redis(settings):
+    settings.REDIS_URL = (
+        os.environ.get("SCHEDWEB_REDIS_URL", "redis://127.0.0.1:6390/0").rsplit("/", 1)[0] + "/12"
+    )
+    settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
+    redis_client.cache_clear()
+    client = redis_client()
+    client.flushdb()
+    reset_runtime()
+    yield client
+    reset_runtime()
+    client.flushdb()
+    redis_client.cache_clear()
+
+
+class Published:
+    """Publishes policy documents straight into Redis (as the distribution task does)."""
+
+    def __init__(self, client) -> None:
+        self.client = client
+        self.versions: dict[str, int] = {}
+
+    def __call__(self, *documents: str) -> None:
+        import yaml
+
+        entries = []
+        for text in documents:
+            name = yaml.safe_load(text)["name"]
+            self.versions[name] = self.versions.get(name, 0) + 1
+            entries.append(
+                {
+                    "name": name,
+                    "version": self.versions[name],
+                    "document": text,
+                    "contentHash": hashlib.sha256(text.encode()).hexdigest(),
+                    "schedulerNames": yaml.safe_load(text)["schedulerNames"],
+                    "activatedAt": "2026-11-22T00:00:00+00:00",
+                }
+            )
+        active_entries_write(entries)
+        runtime().registry.refresh_from_redis()  # what the background thread does within 100 ms
+
+
+@pytest.fixture
+def publish(extender_redis) -> Published:
+    return Published(extender_redis)
+
+
+def example(name: str) -> str:
+    return (EXAMPLES / f"{name}.yaml").read_text()
+
+
+def go_pod(
+    name: str = "web-1",
+    *,
+    scheduler: str = "schedweb",
+    cpu: str = "100m",
+    memory: str = "64Mi",
+    labels=None,
+    uid: str | None = None,
+) -> dict:
+    """A Pod as the scheduler's informer holds it (defaults filled in, no TypeMeta)."""
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": uid or hashlib.md5(name.encode()).hexdigest(),
+            "resourceVersion": "123456",
+            "creationTimestamp": "2026-11-22T00:00:00Z",
+            "labels": labels or {"app": "web"},
+        },
+        "spec": {
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                    "terminationMessagePath": "/dev/termination-log",
+                    "terminationMessagePolicy": "File",
+                    "imagePullPolicy": "IfNotPresent",
+                }
+            ],
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "default",
+            "securityContext": {},
+            "schedulerName": scheduler,
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+                {
+                    "key": "node.kubernetes.io/unreachable",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+            ],
+            "priority": 0,
+            "enableServiceLinks": True,
+            "preemptionPolicy": "PreemptLowerOrEqual",
+        },
+        "status": {"phase": "Pending", "qosClass": "Burstable"},
+    }
+
+
+def demo_node_objects() -> list[dict]:
+    return copy.deepcopy(demo_objects()[0])
+
+
+def args_body(pod: dict, names: list[str] | None = None, *, full: bool = False) -> bytes:
+    """ExtenderArgs with nodeCacheCapable true (names) or false (full Node objects)."""
+    if full:
+        nodes = demo_node_objects()
+        if names is not None:
+            nodes = [n for n in nodes if n["metadata"]["name"] in names]
+        return orjson.dumps(
+            {"Pod": pod, "Nodes": {"metadata": {}, "items": nodes}, "NodeNames": None}
+        )
+    if names is None:
+        names = [n["metadata"]["name"] for n in demo_node_objects()]
+    return orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
+
+
+def post(client, verb: str, body: bytes):
+    return client.generic("POST", f"/extender/{verb}", body, content_type="application/json")

@@ -1,0 +1,277 @@
+"""The extender's wire protocol with bodies as kube-scheduler sends them, in both node modes."""
+
+from __future__ import annotations
+
+import random
+
+import orjson
+import pytest
+
+from policies.extender.runtime import runtime
+
+from .conftest import args_body, demo_node_objects, example, go_pod, post
+
+pytestmark = pytest.mark.django_db
+
+
+def test_filter_rejects_a_long_pod_name_everywhere_with_the_policy_message(client, publish):
+    publish(example("seed-003-name-length"))
+    response = post(client, "filter", args_body(go_pod("abcdefg")))
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    assert response["X-Schedweb-Policy"] == "seed-003-name-length/v1"
+    body = orjson.loads(response.content)
+    assert set(body) == {"NodeNames", "Nodes", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}
+    assert (
+        body["NodeNames"] == []
+        and body["Nodes"] is None
+        and body["FailedNodes"] == {}
+        and body["Error"] == ""
+    )
+    assert len(body["FailedAndUnresolvableNodes"]) == 36
+    assert (
+        body["FailedAndUnresolvableNodes"]["cp-1"]
+        == "short-pod-name: pod name abcdefg is 7 characters, the limit is 4"
+    )
+
+
+def test_filter_and_prioritize_for_a_short_name_prefer_the_shortest_node_name(client, publish):
+    publish(example("seed-003-name-length"))
+    names = ["cp-1", "a-small-1", "worker-medium-a-1"]
+    body = orjson.loads(post(client, "filter", args_body(go_pod("abc"), names)).content)
+    assert body["NodeNames"] == names and body["FailedAndUnresolvableNodes"] == {}
+    response = post(client, "prioritize", args_body(go_pod("abc"), names))
+    assert response.status_code == 200
+    # 20 - len: cp-1 16, a-small-1 11, worker-medium-a-1 3; minmax over the three:
+    # (16-3)*100/13 = 100 -> 10; (11-3)*100/13 = 61.5 -> 6; 0 -> 0
+    assert (
+        response.content
+        == b'[{"Host":"cp-1","Score":10},{"Host":"a-small-1","Score":6},{"Host":"worker-medium-a-1","Score":0}]'
+    )
+
+
+def test_non_cache_capable_filter_echoes_the_passing_node_objects_unmodified(client, publish):
+    publish(example("seed-003-name-length"))
+    names = ["cp-1", "a-small-1"]
+    body = orjson.loads(post(client, "filter", args_body(go_pod("abc"), names, full=True)).content)
+    assert body["NodeNames"] is None
+    sent = [n for n in demo_node_objects() if n["metadata"]["name"] in names]
+    assert body["Nodes"] == {"metadata": {}, "items": sent}
+    rejected = orjson.loads(
+        post(client, "filter", args_body(go_pod("abcdefg"), names, full=True)).content
+    )
+    assert rejected["Nodes"] == {"metadata": {}, "items": []}
+    assert set(rejected["FailedAndUnresolvableNodes"]) == set(names)
+
+
+def test_prioritize_in_both_modes_gives_the_same_integer_scores(client, publish):
+    publish(example("least-allocated"))
+    pod = go_pod("web-2", cpu="500m")
+    names = [n["metadata"]["name"] for n in demo_node_objects()][:12]
+    by_name = orjson.loads(post(client, "prioritize", args_body(pod, names)).content)
+    by_object = orjson.loads(post(client, "prioritize", args_body(pod, names, full=True)).content)
+    assert by_name == by_object
+    assert [e["Host"] for e in by_name] == names
+    assert all(type(e["Score"]) is int and 0 <= e["Score"] <= 10 for e in by_name)
+
+
+def test_pods_of_other_schedulers_pass_through_at_once(client, publish):
+    publish(example("seed-003-name-length"))
+    pod = go_pod("abcdefg", scheduler="default-scheduler")
+    body = orjson.loads(post(client, "filter", args_body(pod, ["cp-1", "x"])).content)
+    assert body == {
+        "NodeNames": ["cp-1", "x"],
+        "Nodes": None,
+        "FailedNodes": {},
+        "FailedAndUnresolvableNodes": {},
+        "Error": "",
+    }
+    response = post(client, "prioritize", args_body(pod, ["cp-1"]))
+    assert response.content == b"[]" and response["X-Schedweb-Policy"] == "none"
+
+
+def test_keys_in_any_casing_are_accepted(client, publish):
+    publish(example("seed-003-name-length"))
+    body = orjson.dumps({"pod": go_pod("abc"), "nodes": None, "nodenames": ["cp-1"]})
+    assert orjson.loads(post(client, "filter", body).content)["NodeNames"] == ["cp-1"]
+
+
+def test_unknown_nodes_pass_with_ignore_and_fail_with_fail(client, publish):
+    policy = example("seed-003-name-length")
+    publish(policy)
+    body = orjson.loads(
+        post(client, "filter", args_body(go_pod("abc"), ["cp-1", "brand-new"])).content
+    )
+    assert body["NodeNames"] == ["cp-1", "brand-new"]
+    publish(policy.replace("failurePolicy: Ignore", "failurePolicy: Fail"))
+    body = orjson.loads(
+        post(client, "filter", args_body(go_pod("abc"), ["cp-1", "brand-new"])).content
+    )
+    assert body["NodeNames"] == ["cp-1"]
+    assert "no data for this node" in body["FailedNodes"]["brand-new"]
+    scores = orjson.loads(
+        post(client, "prioritize", args_body(go_pod("abc"), ["cp-1", "brand-new"])).content
+    )
+    assert scores == [{"Host": "cp-1", "Score": 10}, {"Host": "brand-new", "Score": 0}]
+
+
+def test_an_internal_error_follows_the_failure_policy_and_prioritize_answers_empty(
+    client, publish, monkeypatch
+):
+    policy = example("seed-003-name-length")
+    publish(policy)
+    served = runtime().registry.by_scheduler["schedweb"]
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(served.compiled, "evaluate", broken)
+    body = orjson.loads(post(client, "filter", args_body(go_pod("abcdefg"), ["cp-1"])).content)
+    assert body["NodeNames"] == ["cp-1"] and body["Error"] == ""  # Ignore: fail open
+    assert post(client, "prioritize", args_body(go_pod("abc"), ["cp-1"])).content == b"[]"
+    publish(policy.replace("failurePolicy: Ignore", "failurePolicy: Fail"))
+    served = runtime().registry.by_scheduler["schedweb"]
+    monkeypatch.setattr(served.compiled, "evaluate", broken)
+    body = orjson.loads(post(client, "filter", args_body(go_pod("abc"), ["cp-1"])).content)
+    assert body["NodeNames"] == [] and body["Error"] == "schedweb internal error: boom"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"{not json", "not JSON"),
+        (b"[1, 2]", "must be a JSON object"),
+        (b"{}", "Pod is missing"),
+        (b'{"Pod": {"metadata": {}}, "NodeNames": []}', "Pod.metadata.name is missing"),
+        (
+            b'{"Pod": {"metadata": {"name": "p"}}, "NodeNames": [1]}',
+            "NodeNames must be a list of strings",
+        ),
+        (
+            b'{"Pod": {"metadata": {"name": "p"}}, "NodeNames": null, "Nodes": {"items": [{}]}}',
+            "Nodes.items[0].metadata.name",
+        ),
+    ],
+)
+def test_a_malformed_body_is_a_400_with_a_json_error(client, publish, body, message):
+    publish(example("seed-003-name-length"))
+    for verb in ("filter", "prioritize"):
+        response = post(client, verb, body)
+        assert response.status_code == 400
+        assert message in orjson.loads(response.content)["detail"]
+
+
+def test_only_post_without_a_trailing_slash_is_served(client, publish):
+    publish(example("seed-003-name-length"))
+    response = client.get("/extender/filter")
+    assert response.status_code == 405 and response["Allow"] == "POST"
+    slash = post(client, "filter/", args_body(go_pod("abc"), ["cp-1"]))
+    assert slash.status_code == 404  # never a redirect: Go would turn it into a GET
+
+
+def test_answers_need_no_database_query(client, publish, django_assert_num_queries):
+    publish(example("least-allocated"))
+    post(client, "filter", args_body(go_pod("w"), ["cp-1"]))  # warm up
+    with django_assert_num_queries(0):
+        for verb in ("filter", "prioritize", "preempt"):
+            assert post(client, verb, args_body(go_pod("w"))).status_code == 200
+
+
+def test_preempt_keeps_victims_except_on_nodes_a_filter_says_never_fit(client, publish):
+    publish(example("seed-003-name-length"))
+    meta = {
+        "cp-1": {"Pods": [{"UID": "u1"}], "NumPDBViolations": 0},
+        "a-small-1": {"Pods": [{"UID": "u2"}, {"UID": "u3"}], "NumPDBViolations": 1},
+    }
+    kept = orjson.loads(
+        post(
+            client,
+            "preempt",
+            orjson.dumps(
+                {"Pod": go_pod("abc"), "NodeNameToVictims": None, "NodeNameToMetaVictims": meta}
+            ),
+        ).content
+    )
+    assert kept == {"NodeNameToMetaVictims": meta}
+    dropped = orjson.loads(
+        post(
+            client,
+            "preempt",
+            orjson.dumps(
+                {"Pod": go_pod("abcdefg"), "NodeNameToVictims": None, "NodeNameToMetaVictims": meta}
+            ),
+        ).content
+    )
+    assert dropped == {"NodeNameToMetaVictims": {}}
+    full = {"cp-1": {"Pods": [go_pod("victim", uid="u9")], "NumPDBViolations": 0}}
+    converted = orjson.loads(
+        post(
+            client,
+            "preempt",
+            orjson.dumps(
+                {"Pod": go_pod("abc"), "NodeNameToVictims": full, "NodeNameToMetaVictims": None}
+            ),
+        ).content
+    )
+    assert converted == {
+        "NodeNameToMetaVictims": {"cp-1": {"Pods": [{"UID": "u9"}], "NumPDBViolations": 0}}
+    }
+
+
+def test_bind_without_a_cluster_client_reports_an_error_in_the_protocol(client, publish):
+    publish(example("seed-003-name-length"))
+    body = orjson.dumps(
+        {"PodName": "abc", "PodNamespace": "default", "PodUID": "u", "Node": "cp-1"}
+    )
+    response = post(client, "bind", body)
+    assert response.status_code == 200
+    assert "no Kubernetes client" in orjson.loads(response.content)["Error"]
+    assert post(client, "bind", b'{"PodName": ""}').status_code == 400
+
+
+def test_fuzzed_bodies_never_produce_a_500(client, publish):
+    publish(
+        example("least-allocated"), example("seed-003-name-length").replace("[schedweb]", "[other]")
+    )
+    rng = random.Random(5)
+    valid = args_body(go_pod("w", cpu="250m"), ["cp-1", "a-small-1", "b-large-1"])
+    for _ in range(400):
+        data = bytearray(valid)
+        for _ in range(rng.randint(1, 8)):
+            op = rng.random()
+            position = rng.randrange(len(data))
+            if op < 0.4:
+                data[position] = rng.randrange(256)
+            elif op < 0.7:
+                del data[position : position + rng.randint(1, 20)]
+            else:
+                data[position:position] = rng.choice(
+                    [b"null", b"{}", b"[]", b'"x"', b"-1e999", b"\\u0000", b",", b"9" * 30]
+                )
+        for verb in ("filter", "prioritize", "preempt", "bind"):
+            response = post(client, verb, bytes(data))
+            assert response.status_code in (200, 400), (
+                verb,
+                bytes(data)[:200],
+                response.content[:200],
+            )
+            orjson.loads(response.content)
+
+
+def test_metrics_count_requests_latency_and_decisions(client, publish):
+    publish(example("seed-003-name-length"))
+    post(client, "filter", args_body(go_pod("abc"), ["cp-1", "a-small-1"]))
+    post(client, "prioritize", args_body(go_pod("abc"), ["cp-1", "a-small-1"]))
+    post(client, "filter", b"nope")
+    state = runtime()
+    state.metrics.flush(state.redis)
+    text = client.get("/metrics").content.decode()
+    assert 'schedweb_extender_requests_total{verb="filter",code="200"} 1' in text
+    assert 'schedweb_extender_requests_total{verb="filter",code="400"} 1' in text
+    assert 'schedweb_extender_errors_total{verb="filter",kind="bad_request"} 1' in text
+    assert (
+        'schedweb_extender_decisions_total{policy="seed-003-name-length",version="1",verb="prioritize"} 1'
+        in text
+    )
+    assert 'schedweb_extender_request_duration_seconds_count{verb="prioritize"} 1' in text
+    assert "schedweb_extender_policies_active 1" in text

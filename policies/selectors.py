@@ -319,3 +319,13 @@ def _run_case(
     evaluation = preview_run(compiled=compiled, pod=pod, cluster=target)
     failures = check(evaluation, expect)
     return {"name": name, "passed": not failures, "failures": failures}
+
+
+def scheduler_names_active() -> list[str]:
+    """Every schedulerName served by an active policy version."""
+    from policies.models import PolicyActivation
+
+    names: set[str] = set()
+    for activation in PolicyActivation.objects.filter(active=True).select_related("version"):
+        names.update(activation.version.scheduler_names)
+    return sorted(names)

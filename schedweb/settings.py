@@ -120,6 +120,9 @@ SCHEDWEB_CLUSTER_NAME = env_str("SCHEDWEB_CLUSTER_NAME", "default")
 # Stale after this many seconds without a successful sync or watch event.
 SCHEDWEB_SNAPSHOT_STALE_SECONDS = env_float("SCHEDWEB_SNAPSHOT_STALE_SECONDS", 30.0)
 
+# Extender: the URL prefix kube-scheduler calls (for generated configuration and /connect/).
+SCHEDWEB_EXTENDER_URL = env_str("SCHEDWEB_EXTENDER_URL", "http://127.0.0.1:8000/extender/")
+
 # Extender: sampled decisions written per second per web process (a Celery task stores them).
 SCHEDWEB_DECISIONS_PER_SECOND = env_float("SCHEDWEB_DECISIONS_PER_SECOND", 20.0)
 

@@ -1,0 +1,118 @@
+"""`python manage.py schedulerconfig [--manifests]`: kube-scheduler configuration for this extender.
+
+Without --manifests: a KubeSchedulerConfiguration (v1) to start kube-scheduler with
+(`kube-scheduler --config FILE`). With --manifests: the ServiceAccount, RBAC, ConfigMap and
+Deployment of a second, isolated scheduler (seed 001), configured the same way.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+from policies.schedulerconfig import (
+    SchedulerSetup,
+    dump_yaml,
+    scheduler_configuration,
+    second_scheduler_manifests,
+)
+from policies.selectors import scheduler_names_active
+
+
+class Command(BaseCommand):
+    help = "Print a KubeSchedulerConfiguration (or, with --manifests, a second scheduler's manifests) using this extender."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--url",
+            default=settings.SCHEDWEB_EXTENDER_URL,
+            help="the extender URL prefix (ends with /extender/)",
+        )
+        parser.add_argument(
+            "--scheduler-name",
+            action="append",
+            dest="names",
+            help="profile schedulerName (repeatable); default: those of the active policies",
+        )
+        parser.add_argument(
+            "--scoping",
+            choices=["profile", "resource"],
+            default="profile",
+            help="profile: pass other pods through; resource: only pods requesting schedweb.io/scheduled reach the extender",
+        )
+        parser.add_argument(
+            "--second-scheduler",
+            action="store_true",
+            help="a separate scheduler instance: no default-scheduler profile, its own lease",
+        )
+        parser.add_argument(
+            "--manifests",
+            action="store_true",
+            help="print Kubernetes manifests of a second scheduler Deployment instead",
+        )
+        parser.add_argument(
+            "--kubeconfig",
+            default="/etc/kubernetes/scheduler.conf",
+            help="clientConnection.kubeconfig",
+        )
+        parser.add_argument(
+            "--no-leader-elect",
+            action="store_true",
+            help="disable leader election (single replica, tests)",
+        )
+        parser.add_argument("--namespace", default="kube-system")
+        parser.add_argument(
+            "--name", default="schedweb-scheduler", help="lease and Deployment name"
+        )
+        parser.add_argument(
+            "--ignorable",
+            action="store_true",
+            help="fail open: scheduling continues when the extender is down",
+        )
+        parser.add_argument(
+            "--full-nodes",
+            action="store_true",
+            help="nodeCacheCapable: false (send full Node objects; slower)",
+        )
+        parser.add_argument("--timeout", default="2s", help="httpTimeout")
+        parser.add_argument(
+            "--weight",
+            type=int,
+            default=1,
+            help="extender weight (its 0-10 score x weight x 10 is added)",
+        )
+        parser.add_argument(
+            "--bind", action="store_true", help="let the extender bind pods (bindVerb)"
+        )
+        parser.add_argument(
+            "--no-preempt", action="store_true", help="do not call the extender during preemption"
+        )
+        parser.add_argument(
+            "--all-nodes",
+            action="store_true",
+            help="percentageOfNodesToScore: 100 on schedweb profiles",
+        )
+
+    def handle(self, *args, **options) -> None:
+        names = tuple(options["names"] or scheduler_names_active() or ["schedweb"])
+        setup = SchedulerSetup(
+            extender_url=options["url"],
+            scheduler_names=names,
+            scoping=options["scoping"],
+            keep_default_profile=not (options["second_scheduler"] or options["manifests"]),
+            kubeconfig=options["kubeconfig"],
+            leader_elect=not options["no_leader_elect"],
+            lease_name=options["name"],
+            namespace=options["namespace"],
+            ignorable=options["ignorable"],
+            node_cache_capable=not options["full_nodes"],
+            http_timeout=options["timeout"],
+            weight=options["weight"],
+            bind=options["bind"],
+            preempt=not options["no_preempt"],
+            percentage_of_nodes_to_score=100 if options["all_nodes"] else None,
+        )
+        if options["manifests"]:
+            self.stdout.write(dump_yaml(second_scheduler_manifests(setup)), ending="")
+        else:
+            self.stdout.write(dump_yaml(scheduler_configuration(setup)), ending="")

@@ -1,0 +1,228 @@
+"""KubeSchedulerConfiguration (v1) and second-scheduler manifests that point at this extender.
+
+Two ways to scope which pods reach the extender (extender-protocol.md section 6.3):
+- `profile`: a scheduler profile per schedulerName; extenders are shared by all profiles, so
+  the extender passes other pods through at once (it does).
+- `resource`: `managedResources` with an extended resource that opted-in pods request
+  (ignoredByScheduler, so no node needs to advertise it); only those pods reach the extender.
+And two ways to run it (section 6.4 and seed 001): as extra profiles of an existing scheduler,
+or as a second, isolated kube-scheduler Deployment (`--manifests`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+KUBE_SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler:v1.35.8"
+MANAGED_RESOURCE = "schedweb.io/scheduled"
+
+
+@dataclass(frozen=True)
+class SchedulerSetup:
+    """What the generated configuration needs to know about this installation."""
+
+    extender_url: str  # ends with /extender/
+    scheduler_names: tuple[str, ...] = ("schedweb",)
+    scoping: str = "profile"  # profile | resource
+    keep_default_profile: bool = True
+    kubeconfig: str = "/etc/kubernetes/scheduler.conf"
+    leader_elect: bool = True
+    lease_name: str = "schedweb-scheduler"
+    namespace: str = "kube-system"
+    ignorable: bool = False
+    node_cache_capable: bool = True
+    http_timeout: str = "2s"
+    weight: int = 1
+    bind: bool = False
+    preempt: bool = True
+    percentage_of_nodes_to_score: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def scheduler_configuration(setup: SchedulerSetup) -> dict[str, Any]:
+    """The KubeSchedulerConfiguration as a dict (strictly decoded by kube-scheduler: exact keys)."""
+    profiles: list[dict[str, Any]] = []
+    if setup.keep_default_profile and "default-scheduler" not in setup.scheduler_names:
+        profiles.append({"schedulerName": "default-scheduler"})
+    for name in setup.scheduler_names:
+        profile: dict[str, Any] = {"schedulerName": name}
+        if setup.percentage_of_nodes_to_score is not None:
+            # Let the extender judge every feasible node, not a sample (protocol P7).
+            profile["percentageOfNodesToScore"] = setup.percentage_of_nodes_to_score
+        profiles.append(profile)
+    extender: dict[str, Any] = {
+        "urlPrefix": setup.extender_url,
+        "filterVerb": "filter",
+        "prioritizeVerb": "prioritize",
+        "weight": setup.weight,
+        "enableHTTPS": setup.extender_url.startswith("https://"),
+        "httpTimeout": setup.http_timeout,
+        "nodeCacheCapable": setup.node_cache_capable,
+        "ignorable": setup.ignorable,
+    }
+    if setup.preempt:
+        extender["preemptVerb"] = "preempt"
+    if setup.bind:
+        extender["bindVerb"] = "bind"
+    if setup.scoping == "resource":
+        extender["managedResources"] = [{"name": MANAGED_RESOURCE, "ignoredByScheduler": True}]
+    config: dict[str, Any] = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": setup.kubeconfig},
+        "leaderElection": {"leaderElect": setup.leader_elect},
+        "profiles": profiles,
+        "extenders": [extender],
+    }
+    if setup.leader_elect:
+        # A second scheduler must not take the default scheduler's lease.
+        config["leaderElection"].update(
+            {
+                "resourceLock": "leases",
+                "resourceNamespace": setup.namespace,
+                "resourceName": setup.lease_name,
+            }
+        )
+    return config
+
+
+def second_scheduler_manifests(setup: SchedulerSetup) -> list[dict[str, Any]]:
+    """ServiceAccount, RBAC, ConfigMap and Deployment of an isolated second kube-scheduler (seed 001)."""
+    name = setup.lease_name
+    in_cluster = SchedulerSetup(
+        **{**setup.__dict__, "kubeconfig": "", "keep_default_profile": False}
+    )
+    config = scheduler_configuration(in_cluster)
+    del config["clientConnection"]  # in-cluster: the ServiceAccount's token
+    labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "schedweb"}
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": name, "namespace": setup.namespace},
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"{name}-as-kube-scheduler"},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": setup.namespace}],
+            "roleRef": {
+                "kind": "ClusterRole",
+                "name": "system:kube-scheduler",
+                "apiGroup": "rbac.authorization.k8s.io",
+            },
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"{name}-as-volume-scheduler"},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": setup.namespace}],
+            "roleRef": {
+                "kind": "ClusterRole",
+                "name": "system:volume-scheduler",
+                "apiGroup": "rbac.authorization.k8s.io",
+            },
+        },
+        {
+            # system:kube-scheduler only allows its own lease name; this one may use ours.
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": f"{name}-lease", "namespace": setup.namespace},
+            "rules": [
+                {
+                    "apiGroups": ["coordination.k8s.io"],
+                    "resources": ["leases"],
+                    "verbs": ["create"],
+                },
+                {
+                    "apiGroups": ["coordination.k8s.io"],
+                    "resources": ["leases"],
+                    "resourceNames": [name],
+                    "verbs": ["get", "update"],
+                },
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": f"{name}-lease", "namespace": setup.namespace},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": setup.namespace}],
+            "roleRef": {
+                "kind": "Role",
+                "name": f"{name}-lease",
+                "apiGroup": "rbac.authorization.k8s.io",
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": f"{name}-config", "namespace": setup.namespace},
+            "data": {"scheduler-config.yaml": yaml.safe_dump(config, sort_keys=False)},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": setup.namespace, "labels": labels},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "serviceAccountName": name,
+                        "priorityClassName": "system-cluster-critical",
+                        "containers": [
+                            {
+                                "name": "kube-scheduler",
+                                "image": KUBE_SCHEDULER_IMAGE,
+                                "command": [
+                                    "kube-scheduler",
+                                    "--config=/etc/schedweb/scheduler-config.yaml",
+                                    "--v=2",
+                                ],
+                                "livenessProbe": {
+                                    "httpGet": {
+                                        "path": "/healthz",
+                                        "port": 10259,
+                                        "scheme": "HTTPS",
+                                    },
+                                    "initialDelaySeconds": 15,
+                                },
+                                "readinessProbe": {
+                                    "httpGet": {
+                                        "path": "/healthz",
+                                        "port": 10259,
+                                        "scheme": "HTTPS",
+                                    }
+                                },
+                                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                                "securityContext": {
+                                    "privileged": False,
+                                    "allowPrivilegeEscalation": False,
+                                    "runAsNonRoot": True,
+                                    "runAsUser": 65532,
+                                },
+                                "volumeMounts": [
+                                    {
+                                        "name": "config",
+                                        "mountPath": "/etc/schedweb",
+                                        "readOnly": True,
+                                    }
+                                ],
+                            }
+                        ],
+                        "volumes": [{"name": "config", "configMap": {"name": f"{name}-config"}}],
+                    },
+                },
+            },
+        },
+    ]
+
+
+def dump_yaml(documents: list[dict[str, Any]] | dict[str, Any]) -> str:
+    if isinstance(documents, dict):
+        return yaml.safe_dump(documents, sort_keys=False)
+    return yaml.safe_dump_all(documents, sort_keys=False)

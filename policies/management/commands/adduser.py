@@ -1,0 +1,55 @@
+"""`python manage.py adduser NAME --role ROLE [--password PW] [--token NAME]`.
+
+Creates (or updates the role of) a user; prints a generated password when none is given, and
+with --token also creates an API token and prints it once (for automation and CI set-up).
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.contrib.auth.models import Group, User
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import transaction
+
+from policies import services
+from policies.roles import ROLES
+
+
+class Command(BaseCommand):
+    help = "Create a user with a role (viewer, editor, publisher, admin), optionally with an API token."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("username")
+        parser.add_argument("--role", choices=ROLES, required=True)
+        parser.add_argument("--password", help="default: a random one, printed")
+        parser.add_argument(
+            "--token", metavar="NAME", help="also create an API token with this name and print it"
+        )
+        parser.add_argument(
+            "--if-no-users",
+            action="store_true",
+            help="do nothing when any user exists (first start)",
+        )
+
+    def handle(self, *args, **options) -> None:
+        if options["if_no_users"] and User.objects.exists():
+            return
+        with transaction.atomic():
+            user, created = User.objects.get_or_create(username=options["username"])
+            password = options["password"]
+            if created or password:
+                password = password or secrets.token_urlsafe(12)
+                user.set_password(password)
+            user.is_staff = options["role"] == "admin"
+            user.save()
+            user.groups.remove(*Group.objects.filter(name__in=ROLES))
+            user.groups.add(Group.objects.get_or_create(name=options["role"])[0])
+        self.stdout.write(
+            f"user {user.username}: {'created' if created else 'updated'}, role {options['role']}"
+        )
+        if created and not options["password"]:
+            self.stdout.write(f"password: {password}")
+        if options["token"]:
+            _, raw = services.api_token_create(actor=user, user=user, name=options["token"])
+            self.stdout.write(f"token: {raw}")

@@ -8,7 +8,7 @@ import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
 
-SUITES = ["engine"]
+SUITES = ["engine", "snapshot"]
 
 
 def main(argv: list[str]) -> int:

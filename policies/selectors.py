@@ -6,16 +6,14 @@ loads its inputs here, so that they all see the same cluster for the same source
 
 from __future__ import annotations
 
-import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from policies.cluster.convert import ConversionError, pod_view
-from policies.cluster.demo import demo_state
-from policies.cluster.files import ClusterFileError, load_cluster_file
+from policies.cluster.files import ClusterFileError
 from policies.engine.views import NodeView, PodView
 
 MAX_POD_BYTES = 256 * 1024
@@ -31,15 +29,23 @@ class ClusterUnavailable(RuntimeError):
 
 @dataclass
 class LoadedCluster:
-    """A cluster snapshot plus where it came from, for display and staleness."""
+    """A frozen cluster snapshot plus where it came from, for display and staleness.
+
+    `stale` means "may be behind the real cluster": the watcher reports an error, has not
+    reported for SCHEDWEB_SNAPSHOT_STALE_SECONDS, or Redis could not be read for that long;
+    `error` says why in plain words. A snapshot is never empty for lack of data: without
+    one, loaders raise ClusterUnavailable."""
 
     state: Any  # a frozen ClusterSnapshot (ClusterView)
-    source: str  # demo | file | live
+    source: str  # demo | file | live | inline
     label: str
     version: int = 0
-    age_seconds: float | None = None
+    age_seconds: float | None = None  # since the source last confirmed it current
     stale: bool = False
-    status: str = "ok"
+    status: str = "ok"  # ok | stale | error | starting
+    error: str = ""
+    updated_at: float | None = None  # Unix time of that confirmation (age = now - this)
+    details: dict[str, Any] = field(default_factory=dict)  # source-specific status fields
 
     def nodes(self) -> list[NodeView]:
         return self.state.nodes()
@@ -48,25 +54,12 @@ class LoadedCluster:
         return self.label
 
 
-@functools.cache
-def _demo() -> Any:
-    return demo_state().freeze()
-
-
 def cluster_load(source: str) -> LoadedCluster:
-    """`demo`, `live` (the watcher's snapshot from Redis) or the path of a kubectl JSON/YAML file."""
-    if source == "demo":
-        state = _demo()
-        return LoadedCluster(state=state, source="demo", label="demo")
-    if source == "live":
-        from policies.cluster.store import snapshot_for_reader  # Redis; imported lazily
+    """`demo`, `live` (the watcher's snapshot in Redis) or the path of a kubectl JSON/YAML file.
+    InputError for an unusable file, ClusterUnavailable when live has no snapshot."""
+    from policies.cluster.sources import cluster_source  # Redis and kubernetes: loaded lazily
 
-        return snapshot_for_reader()
-    try:
-        state = load_cluster_file(source)
-    except ClusterFileError as exc:
-        raise InputError(str(exc)) from None
-    return LoadedCluster(state=state.freeze(), source="file", label=f"file {source}")
+    return cluster_source(source).snapshot()
 
 
 def parse_manifest(text: str, *, what: str = "pod") -> dict[str, Any]:

@@ -7,6 +7,8 @@ import logging
 
 from celery import shared_task
 
+from policies.cluster_tasks import cluster_watch, cluster_watch_supervise  # noqa: F401  (registers them)
+
 log = logging.getLogger(__name__)
 
 

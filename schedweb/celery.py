@@ -10,9 +10,13 @@ app = Celery("schedweb")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
-# Periodic work (beat): repair the published set in Redis (a flushed or restarted Redis gets it
+# Periodic work (beat): keep one cluster watcher running (source live), repair the published set in Redis (a flushed or restarted Redis gets it
 # back within a minute) and record where decided pods were bound.
 app.conf.beat_schedule = {
+    "cluster-watch-supervise": {
+        "task": "policies.cluster_tasks.cluster_watch_supervise",
+        "schedule": 15.0,
+    },
     "distribute-active-policies": {
         "task": "policies.tasks.distribute_active_policies",
         "schedule": 60.0,

@@ -119,6 +119,8 @@ if SCHEDWEB_CLUSTER_SOURCE not in ("live", "file", "demo"):
 SCHEDWEB_CLUSTER_NAME = env_str("SCHEDWEB_CLUSTER_NAME", "default")
 # Stale after this many seconds without a successful sync or watch event.
 SCHEDWEB_SNAPSHOT_STALE_SECONDS = env_float("SCHEDWEB_SNAPSHOT_STALE_SECONDS", 30.0)
+# One watch task runs this long, then re-arms itself (bounded memory, visible sync runs).
+SCHEDWEB_WATCH_SECONDS = env_float("SCHEDWEB_WATCH_SECONDS", 540.0)
 
 # Extender: the URL prefix kube-scheduler calls (for generated configuration and /connect/).
 SCHEDWEB_EXTENDER_URL = env_str("SCHEDWEB_EXTENDER_URL", "http://127.0.0.1:8000/extender/")

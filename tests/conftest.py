@@ -9,14 +9,9 @@ pytest_plugins = [
     "tests.cluster.fixtures"
 ]  # session fixture `control_plane`: real etcd + kube-apiserver
 
-_DB_FIXTURES = {
-    "db",
-    "transactional_db",
-    "django_db_setup",
-    "django_db_blocker",
-    "admin_client",
-    "client_logged_in",
-}
+# Only fixtures that open the test database (pytest-django's autouse fixtures pull
+# django_db_blocker into every test, so it says nothing).
+_DB_FIXTURES = {"db", "transactional_db", "admin_client", "admin_user", "django_user_model"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

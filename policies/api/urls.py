@@ -2,6 +2,8 @@
 
 from django.urls import path
 
+from policies import cluster_views
+
 from . import views
 
 urlpatterns = [
@@ -22,4 +24,7 @@ urlpatterns = [
     path("tokens", views.TokenListCreate.as_view()),
     path("tokens/<int:token_id>", views.TokenRevoke.as_view()),
     path("me", views.Me.as_view()),
+    path("cluster", cluster_views.ClusterStatusView.as_view()),
+    path("cluster/nodes", cluster_views.ClusterNodesView.as_view()),
+    path("cluster/pods", cluster_views.ClusterPodsView.as_view()),
 ]

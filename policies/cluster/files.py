@@ -8,7 +8,10 @@ kinds (Services, Deployments... from `kubectl get all`) are skipped.
 
 from __future__ import annotations
 
+import gc
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,7 @@ import orjson
 import yaml
 
 from policies.cluster.convert import ConversionError, node_view, pod_view
-from policies.cluster.state import ClusterState
+from policies.cluster.state import ClusterState, gc_paused
 from policies.engine.views import NodeView, PodView
 
 _LIST_ITEM_KIND = {"NodeList": "Node", "PodList": "Pod", "List": None}
@@ -29,33 +32,63 @@ class ClusterFileError(ValueError):
 
 def load_cluster_file(path: str | os.PathLike[str]) -> ClusterState:
     """A ClusterState from a JSON or YAML file of Nodes and Pods, or ClusterFileError."""
-    node_views: list[NodeView] = []
-    pod_views: list[PodView] = []
-    for index, (item, default_kind) in enumerate(_items(path, _parse(path))):
-        if type(item) is not dict:
-            raise ClusterFileError(
-                f"{path}: item {index}: expected an object, got {_kind_of(item)}"
-            )
-        kind = item.get("kind") or default_kind
-        if not kind:
-            raise ClusterFileError(f"{path}: item {index}: has no kind (expected Node or Pod)")
-        try:
-            if kind == "Node":
-                node_views.append(node_view(item, requested={}, pod_count=0))
-            elif kind == "Pod":
-                pod_views.append(pod_view(item))
-        except ConversionError as exc:
-            raise ClusterFileError(f"{path}: item {index}: {exc}") from None
-    return ClusterState.from_views(nodes=node_views, pods=pod_views)
-
-
-def _parse(path: str | os.PathLike[str]) -> list[Any]:
-    """The file's documents: one for JSON, one or more for YAML."""
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise ClusterFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if not data.strip():
+    return load_cluster_bytes(data, name=str(path))
+
+
+FREEZE_ABOVE_BYTES = 4_000_000  # smaller loads (a test case's inline cluster) only pause the GC
+
+
+@contextmanager
+def bulk_load(*, freeze: bool = True) -> Iterator[None]:
+    """Around building a large snapshot: the cyclic GC is paused while it is built, then the
+    objects are moved to the permanent generation (gc.freeze) before it is enabled again.
+
+    A 50 000-pod snapshot is ~3 million acyclic objects that live until the next snapshot
+    replaces them (refcounting frees them then; freezing only stops the collector from
+    scanning them). Without this, re-enabling the GC costs a 1.8 s collection at once and
+    every later full collection ~3 s - a pause in whatever request runs then. Collecting
+    first (cheap: earlier snapshots are frozen) keeps unrelated garbage out of the freeze.
+    freeze=False: only pause the GC (small loads, where a collection would cost more)."""
+    if freeze:
+        gc.collect()
+    with gc_paused():
+        yield
+        if freeze:
+            gc.freeze()
+
+
+def load_cluster_bytes(data: bytes, *, name: str) -> ClusterState:
+    """A ClusterState from the bytes of such a file (an upload, a test case's inline cluster);
+    `name` stands for the file in error messages. Built under bulk_load(): with the collector
+    running, the load took 10-12 s instead of 4 s at 5000 nodes/50 000 pods."""
+    node_views: list[NodeView] = []
+    pod_views: list[PodView] = []
+    with bulk_load(freeze=len(data) > FREEZE_ABOVE_BYTES):
+        for index, (item, default_kind) in enumerate(_items(name, _parse(data, name))):
+            if type(item) is not dict:
+                raise ClusterFileError(
+                    f"{name}: item {index}: expected an object, got {_kind_of(item)}"
+                )
+            kind = item.get("kind") or default_kind
+            if not kind:
+                raise ClusterFileError(f"{name}: item {index}: has no kind (expected Node or Pod)")
+            try:
+                if kind == "Node":
+                    node_views.append(node_view(item, requested={}, pod_count=0))
+                elif kind == "Pod":
+                    pod_views.append(pod_view(item))
+            except ConversionError as exc:
+                raise ClusterFileError(f"{name}: item {index}: {exc}") from None
+        return ClusterState.from_views(nodes=node_views, pods=pod_views)
+
+
+def _parse(data: bytes, path: str) -> list[Any]:
+    """The file's documents: one for JSON, one or more for YAML."""
+    if not data or data.isspace():  # not strip(): that would copy a 200 MB file
         raise ClusterFileError(f"{path}: the file is empty")
     try:
         return [orjson.loads(data)]
@@ -73,7 +106,7 @@ def _parse(path: str | os.PathLike[str]) -> list[Any]:
     return docs
 
 
-def _items(path: str | os.PathLike[str], docs: list[Any]) -> list[tuple[Any, str | None]]:
+def _items(path: str, docs: list[Any]) -> list[tuple[Any, str | None]]:
     """Flattens the documents to (item, kind implied by its list) pairs."""
     items: list[tuple[Any, str | None]] = []
     for doc in docs:

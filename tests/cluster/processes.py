@@ -12,7 +12,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
@@ -41,10 +41,20 @@ def log_tail(*, path: Path, lines: int = 40) -> str:
 class ManagedProcess:
     """One long-running binary with its log file; `stop()` leaves no process of its group alive."""
 
-    def __init__(self, *, name: str, argv: Sequence[str | os.PathLike], log_path: Path) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        argv: Sequence[str | os.PathLike],
+        log_path: Path,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
         self.name = name
         self.argv = [str(arg) for arg in argv]
         self.log_path = log_path
+        self.env = dict(env) if env is not None else None  # None: inherit ours
+        self.cwd = cwd
         self._popen: subprocess.Popen[bytes] | None = None
 
     @property
@@ -70,6 +80,8 @@ class ManagedProcess:
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
+                    env=self.env,
+                    cwd=self.cwd,
                     preexec_fn=_die_with_parent,  # one prctl call: safe between fork and exec
                 )
             except OSError as err:

@@ -1,0 +1,715 @@
+"""The cluster snapshot in Redis: one writer (the watcher), any number of incremental readers.
+
+Keys, per cluster (`schedweb:{cluster}:`):
+
+    snap:full     hash    version, epoch, state (ClusterState.to_bytes), written_at
+    snap:version  int     bumped by every change; readers poll only this (plus meta)
+    snap:epoch    str     changes when the history restarts (Redis lost it, or a first write)
+    snap:events   stream  one delta per version, id "<version>-0", fields op + data,
+                          MAXLEN ~ 100 000 (op: node, node.delete, pod, pod.delete, reset)
+    snap:meta     hash    source, server, status (starting|ok|error), error, heartbeat_at,
+                          last_event_at, last_sync_at, last_full_at, nodes, pods, version
+    watch:lock    str     the watcher's token, with a TTL it renews (one watcher per cluster)
+    watch:starting str    set by the supervisor when it queues a watch (no double queueing)
+
+Versions and the epoch: the state in `snap:full` is the state after applying every delta up to
+its version, so a reader loads it once and then applies the stream's deltas after its version.
+The stream, the counter and the epoch change together (a Lua script for deltas, MULTI for a
+full write). A reader reloads the full snapshot when the epoch changed (Redis restarted and the
+watcher wrote a new history), the version went backwards, a delta it needs was trimmed, or it
+meets a `reset` entry (the writer replaced the whole state). Timestamps are Unix seconds.
+
+Readers never present an empty cluster as real: no snapshot -> `ClusterUnavailable` with the
+watcher's status message; a snapshot whose watcher reports an error, whose heartbeat is older
+than SCHEDWEB_SNAPSHOT_STALE_SECONDS, or that could not be checked against Redis for that long
+is returned marked `stale`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import logging
+import os
+import re
+import secrets
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+import redis
+
+from policies.cluster.convert import ConversionError
+from policies.cluster.files import FREEZE_ABOVE_BYTES, bulk_load
+from policies.cluster.state import ClusterSnapshot, ClusterState
+from policies.selectors import ClusterUnavailable, LoadedCluster
+
+log = logging.getLogger(__name__)
+
+EVENTS_MAXLEN = 100_000  # deltas kept; a reader further behind reloads the full snapshot
+CATCH_UP_MAX = 20_000  # beyond this many deltas a full reload is cheaper than applying them
+_XRANGE_BATCH = 2_000
+_DELTA_BATCH = 500  # deltas per script call: keeps each Redis command short
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+
+# Delta operations (the stream's `op` field).
+NODE = "node"  # data: the Node JSON (managedFields and images removed)
+NODE_DELETE = "node.delete"  # data: the node name
+POD = "pod"  # data: the Pod JSON (managedFields removed)
+POD_DELETE = "pod.delete"  # data: the pod key (uid)
+RESET = "reset"  # the whole state was replaced: reload snap:full
+OPS = frozenset({NODE, NODE_DELETE, POD, POD_DELETE, RESET})
+
+# KEYS: version, events, epoch. ARGV: epoch, maxlen, then op/data pairs.
+# Returns the new version, or -1 when Redis does not hold this writer's epoch (it restarted,
+# was flushed, or another writer reset the history): the writer must write a full snapshot.
+_DELTAS_LUA = """
+if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -1 end
+local v = tonumber(redis.call('GET', KEYS[1]) or '0')
+for i = 3, #ARGV, 2 do
+  v = v + 1
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], v .. '-0', 'op', ARGV[i], 'data', ARGV[i + 1])
+end
+redis.call('SET', KEYS[1], v)
+return v
+"""
+# KEYS: lock. ARGV: token, ttl ms. 1 = renewed, 2 = it had expired and was taken again,
+# 0 = someone else holds it.
+_RENEW_LUA = """
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end
+if not holder then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 2 end
+return 0
+"""
+_RELEASE_LUA = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class SnapshotLost(RuntimeError):
+    """Redis no longer holds this writer's history (restarted, flushed, or reset by another
+    writer): the writer must write a full snapshot before any further delta."""
+
+
+def cluster_name_check(cluster: str) -> str:
+    """The cluster name, if it is safe inside a Redis key; ValueError naming the rule if not."""
+    if type(cluster) is not str or not _NAME.match(cluster):
+        raise ValueError(
+            f"invalid cluster name {cluster!r}: use 1-63 letters, digits, '.', '_' or '-',"
+            " starting with a letter or digit"
+        )
+    return cluster
+
+
+@dataclasses.dataclass(frozen=True)
+class StoreKeys:
+    """The Redis keys of one cluster."""
+
+    cluster: str
+
+    def _key(self, suffix: str) -> str:
+        return f"schedweb:{self.cluster}:{suffix}"
+
+    @property
+    def full(self) -> str:
+        return self._key("snap:full")
+
+    @property
+    def version(self) -> str:
+        return self._key("snap:version")
+
+    @property
+    def epoch(self) -> str:
+        return self._key("snap:epoch")
+
+    @property
+    def events(self) -> str:
+        return self._key("snap:events")
+
+    @property
+    def meta(self) -> str:
+        return self._key("snap:meta")
+
+    @property
+    def lock(self) -> str:
+        return self._key("watch:lock")
+
+    @property
+    def starting(self) -> str:
+        return self._key("watch:starting")
+
+    def all(self) -> list[str]:
+        return [
+            self.full,
+            self.version,
+            self.epoch,
+            self.events,
+            self.meta,
+            self.lock,
+            self.starting,
+        ]
+
+
+class SnapshotStore:
+    """One cluster's keys on one Redis: the lock, the meta hash, and housekeeping. The writer
+    and readers build on it."""
+
+    def __init__(self, cluster: str, *, client: redis.Redis | None = None) -> None:
+        self.cluster = cluster_name_check(cluster)
+        self.keys = StoreKeys(cluster)
+        self._client = client
+
+    @property
+    def client(self) -> redis.Redis:
+        """The Redis client: the one given, else the process's (policies.redis)."""
+        if self._client is None:
+            from policies.redis import redis_client
+
+            self._client = redis_client()
+        return self._client
+
+    # -- the watcher lock ------------------------------------------------------------------
+
+    def lock_acquire(self, *, ttl: float) -> str | None:
+        """A new token if the lock was free (now held for `ttl` seconds), else None."""
+        token = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
+        if self.client.set(self.keys.lock, token, nx=True, px=int(ttl * 1000)):
+            return token
+        return None
+
+    def lock_renew(self, token: str, *, ttl: float) -> str:
+        """ "held" (renewed), "retaken" (it had expired, e.g. Redis restarted) or "lost"."""
+        result = self.client.eval(_RENEW_LUA, 1, self.keys.lock, token, int(ttl * 1000))
+        return {1: "held", 2: "retaken"}.get(int(result), "lost")
+
+    def lock_release(self, token: str) -> None:
+        """Releases the lock if `token` still holds it."""
+        self.client.eval(_RELEASE_LUA, 1, self.keys.lock, token)
+
+    def lock_holder(self) -> str | None:
+        """Who holds the lock (host:pid:random), if anyone."""
+        value = self.client.get(self.keys.lock)
+        return value.decode() if value is not None else None
+
+    # -- status -----------------------------------------------------------------------------
+
+    def meta_read(self) -> dict[str, str]:
+        """The watcher's status hash (empty when no watcher ever wrote one)."""
+        return _decode_hash(self.client.hgetall(self.keys.meta))
+
+    def meta_write(self, fields: Mapping[str, Any]) -> None:
+        """Sets status fields (None -> "")."""
+        if fields:
+            self.client.hset(self.keys.meta, mapping=_encode_hash(fields))
+
+    def clear(self) -> None:
+        """Deletes every key of this cluster (tests, and an operator resetting a cluster)."""
+        self.client.delete(*self.keys.all())
+
+
+class SnapshotWriter:
+    """The single writer of a cluster's snapshot (the watcher, holding the lock).
+
+    `full(state, reset=True)` replaces the stored state (first write, a relist that changed
+    much, Redis lost the data); `full(state, reset=False)` is a checkpoint of an unchanged
+    version so that new readers start close to the head; `deltas([(op, data), ...])` appends
+    changes, one version each, in one round trip per 500.
+    """
+
+    def __init__(
+        self, store: SnapshotStore, *, maxlen: int = EVENTS_MAXLEN, pod_objects: bool = True
+    ) -> None:
+        self.store = store
+        self.maxlen = maxlen
+        # Pods' raw objects are kept: previews of a live pod read `pod.object`. Without them
+        # the snapshot is a quarter of the size (to_bytes(pod_objects=False)).
+        self.pod_objects = pod_objects
+        self.epoch = ""
+        self.version = 0
+        self._deltas = store.client.register_script(_DELTAS_LUA)
+
+    def adopt(self, *, epoch: str, version: int) -> None:
+        """Continue an existing history (a watcher resuming what a previous one wrote)."""
+        self.epoch, self.version = epoch, version
+
+    def full(self, state: ClusterState, *, reset: bool) -> int:
+        """Writes the whole state; returns its version (see the class docstring)."""
+        if reset or not self.epoch:
+            return self._reset(state)
+        self._checkpoint(state)
+        return self.version
+
+    def _reset(self, state: ClusterState) -> int:
+        keys, client = self.store.keys, self.store.client
+        stored_epoch, stored_version = client.mget(keys.epoch, keys.version)
+        stored_epoch = stored_epoch.decode() if stored_epoch is not None else ""
+        # Same history when Redis still holds our epoch; otherwise start a new one, numbered
+        # on from the highest version seen, so versions never go backwards for a reader.
+        epoch = self.epoch if self.epoch and stored_epoch == self.epoch else uuid.uuid4().hex[:16]
+        version = max(int(stored_version or 0), self.version) + 1
+        state.version = version
+        data = state.to_bytes(pod_objects=self.pod_objects)
+        pipe = client.pipeline(transaction=True)
+        if epoch != stored_epoch:
+            pipe.delete(keys.events)
+        pipe.hset(
+            keys.full,
+            mapping={"version": version, "epoch": epoch, "state": data, "written_at": time.time()},
+        )
+        pipe.set(keys.version, version)
+        pipe.set(keys.epoch, epoch)
+        pipe.xadd(
+            keys.events,
+            {"op": RESET, "data": b""},
+            id=f"{version}-0",
+            maxlen=self.maxlen,
+            approximate=True,
+        )
+        pipe.execute()
+        self.epoch, self.version = epoch, version
+        return version
+
+    def _checkpoint(self, state: ClusterState) -> None:
+        keys = self.store.keys
+        state.version = self.version
+        data = state.to_bytes(pod_objects=self.pod_objects)
+        with self.store.client.pipeline(transaction=True) as pipe:
+            pipe.watch(keys.epoch, keys.version)
+            epoch, version = pipe.mget(keys.epoch, keys.version)
+            if epoch is None or epoch.decode() != self.epoch or int(version or 0) != self.version:
+                raise SnapshotLost("Redis no longer holds this snapshot's history")
+            pipe.multi()
+            pipe.hset(
+                keys.full,
+                mapping={
+                    "version": self.version,
+                    "epoch": self.epoch,
+                    "state": data,
+                    "written_at": time.time(),
+                },
+            )
+            try:
+                pipe.execute()
+            except redis.WatchError:
+                raise SnapshotLost("the snapshot changed while a checkpoint was written") from None
+
+    def deltas(self, batch: Iterable[tuple[str, bytes | str]]) -> int:
+        """Appends changes (op, data) in order; returns the version after the last one.
+        SnapshotLost when Redis no longer holds this writer's epoch."""
+        if not self.epoch:
+            raise SnapshotLost("no full snapshot written yet")
+        keys = self.store.keys
+        args: list[Any] = []
+        for op, data in batch:
+            args += (op, data)
+            if len(args) >= 2 * _DELTA_BATCH:
+                self._append(keys, args)
+                args = []
+        if args:
+            self._append(keys, args)
+        return self.version
+
+    def delta(self, op: str, data: bytes | str) -> int:
+        """One change (see deltas)."""
+        return self.deltas([(op, data)])
+
+    def _append(self, keys: StoreKeys, args: list[Any]) -> None:
+        result = int(
+            self._deltas(
+                keys=[keys.version, keys.events, keys.epoch], args=[self.epoch, self.maxlen, *args]
+            )
+        )
+        if result < 0:
+            raise SnapshotLost(
+                "Redis no longer holds this snapshot's history (restarted or flushed?)"
+            )
+        self.version = result
+
+    def status(self, **fields: Any) -> None:
+        """Updates the meta hash (status, error, heartbeat_at, counts...)."""
+        self.store.meta_write(fields)
+
+
+class SnapshotReader:
+    """An in-memory copy of a cluster's snapshot, kept current from Redis.
+
+    `current` is the last LoadedCluster (a frozen ClusterSnapshot plus status): no I/O, safe
+    from any thread. `refresh()` does one round trip when nothing changed; otherwise it
+    applies the new deltas to its own ClusterState and swaps in a new frozen snapshot
+    (holders of the old one are unaffected). `load()` = refresh, then current, for callers
+    without a BackgroundRefresher.
+    """
+
+    def __init__(
+        self,
+        cluster: str,
+        *,
+        client: redis.Redis | None = None,
+        stale_seconds: float | None = None,
+        label_keys: Iterable[str] = (),
+        catch_up_max: int = CATCH_UP_MAX,
+    ) -> None:
+        self.store = SnapshotStore(cluster, client=client)
+        self.cluster = self.store.cluster
+        self.stale_seconds = stale_seconds if stale_seconds is not None else _stale_setting()
+        self.catch_up_max = catch_up_max
+        self._label_keys = tuple(label_keys)
+        self._lock = threading.Lock()
+        self._state: ClusterState | None = None
+        self._snapshot: ClusterSnapshot | None = None
+        self._epoch = ""
+        self._version = 0
+        self._meta: dict[str, str] = {}
+        self._missing = False  # Redis answered but holds no snapshot (any more)
+        self._unreadable = ""  # why the stored snapshot could not be loaded, if it could not
+        self._unreadable_at: tuple[bytes, bytes] | None = None  # its (version, epoch)
+        self._loaded: LoadedCluster | None = None
+        self._failing_since: float | None = None  # monotonic time of the first Redis error
+        self._last_error = ""
+        self.full_loads = 0  # counters for tests and metrics
+        self.deltas_applied = 0
+        self.refreshes = 0
+
+    # -- reading (no I/O) ------------------------------------------------------------------
+
+    @property
+    def current(self) -> LoadedCluster | None:
+        """The last snapshot with its status, or None before the first successful load."""
+        loaded = self._loaded
+        failing = self._failing_since
+        if loaded is None or failing is None or loaded.stale:
+            return loaded
+        if time.monotonic() - failing <= self.stale_seconds:
+            return loaded
+        return dataclasses.replace(
+            loaded, stale=True, status="error", error=f"redis: {self._last_error}"
+        )
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    @property
+    def epoch(self) -> str:
+        return self._epoch
+
+    @property
+    def failing(self) -> bool:
+        """True while refreshes fail (Redis unreachable); the snapshot is then kept."""
+        return self._failing_since is not None
+
+    @property
+    def meta(self) -> dict[str, str]:
+        """The watcher's status hash as last read."""
+        return self._meta
+
+    def load(self) -> LoadedCluster:
+        """Refreshes, then returns the snapshot. Without any snapshot: ClusterUnavailable
+        whose message says why (the watcher's error, Redis unreachable, none written yet)."""
+        try:
+            self.refresh()
+        except redis.RedisError as exc:
+            self.note_error(exc)
+            if self._loaded is None:
+                raise ClusterUnavailable(
+                    f"the live snapshot of cluster {self.cluster} cannot be read:"
+                    f" Redis is unreachable ({_short(exc)})"
+                ) from None
+        current = self.current
+        if current is None:
+            raise ClusterUnavailable(self.unavailable_reason())
+        return current
+
+    def unavailable_reason(self) -> str:
+        """Why there is no snapshot, in plain words."""
+        meta = self._meta
+        status, error = meta.get("status", ""), meta.get("error", "")
+        if self._unreadable:
+            return f"no usable snapshot of cluster {self.cluster}: {self._unreadable}"
+        if error:
+            return f"no snapshot of cluster {self.cluster} yet: {error}"
+        if status == "starting":
+            return (
+                f"no snapshot of cluster {self.cluster} yet: the watcher is listing the"
+                " cluster; try again in a few seconds"
+            )
+        return (
+            f"no snapshot of cluster {self.cluster} yet: no watcher has written one"
+            " (is the Celery worker with beat running?)"
+        )
+
+    def take_state(self) -> tuple[ClusterState, int, str] | None:
+        """Loads the stored snapshot and hands over its mutable state, version and epoch (a
+        watcher resuming the history); None if Redis holds none. Use the reader no further."""
+        self.refresh()
+        with self._lock:
+            if self._state is None or self._missing:
+                return None
+            taken = (self._state, self._version, self._epoch)
+            self._state = None
+            return taken
+
+    # -- refreshing ----------------------------------------------------------------------------
+
+    def note_error(self, exc: BaseException) -> None:
+        """Records a failed refresh: the snapshot is kept, and marked stale after the limit."""
+        if self._failing_since is None:
+            self._failing_since = time.monotonic()
+        self._last_error = _short(exc)
+
+    def refresh(self) -> bool:
+        """Brings the snapshot up to date; True if it changed. Raises redis.RedisError."""
+        with self._lock:
+            keys = self.store.keys
+            pipe = self.store.client.pipeline(transaction=False)
+            pipe.get(keys.version)
+            pipe.get(keys.epoch)
+            pipe.hgetall(keys.meta)
+            raw_version, raw_epoch, raw_meta = pipe.execute()
+            self._failing_since = None
+            self.refreshes += 1
+            self._meta = _decode_hash(raw_meta)
+            changed = False
+            if raw_version is None or raw_epoch is None:
+                self._missing = True  # never written, or Redis lost it: keep what we hold
+            else:
+                self._missing = False
+                version, epoch = int(raw_version), raw_epoch.decode()
+                if self._state is None or epoch != self._epoch or version < self._version:
+                    changed = self._load_full()
+                elif version > self._version:
+                    changed = self._catch_up(version)
+            if changed and self._state is not None:
+                self._snapshot = self._state.freeze()
+            self._publish()
+            return changed
+
+    def _load_full(self) -> bool:
+        """Loads snap:full, then the deltas written since. False if there is none."""
+        keys = self.store.keys
+        # Do not parse the same unreadable blob again on every refresh.
+        unreadable = self._unreadable_at
+        if (
+            unreadable
+            and tuple(self.store.client.hmget(keys.full, "version", "epoch")) == unreadable
+        ):
+            return False
+        pipe = self.store.client.pipeline(transaction=True)
+        pipe.hmget(keys.full, "version", "epoch", "state")
+        pipe.get(keys.version)
+        (raw_version, raw_epoch, data), head = pipe.execute()
+        if data is None or raw_version is None:
+            self._missing = True
+            return False
+        label_keys = set(self._label_keys)
+        if self._state is not None:
+            label_keys |= self._state.indexed_labels()
+        try:
+            with bulk_load(freeze=len(data) > FREEZE_ABOVE_BYTES):
+                state = ClusterState.from_bytes(data, label_keys=label_keys)
+        except ValueError as exc:  # written by another version of schedweb, or damaged
+            log.error("snapshot of %s cannot be read: %s", self.cluster, exc)
+            self._unreadable = f"the stored snapshot cannot be read ({exc})"
+            self._unreadable_at = (raw_version, raw_epoch)
+            return False
+        self._unreadable, self._unreadable_at = "", None
+        self._state, self._epoch = state, raw_epoch.decode()
+        self._version = state.version = int(raw_version)
+        self.full_loads += 1
+        if head is not None and int(head) > self._version:
+            self._catch_up(int(head), allow_reload=False)
+        return True
+
+    def _catch_up(self, target: int, *, allow_reload: bool = True) -> bool:
+        """Applies deltas (version, target]; reloads the full snapshot if they are not all
+        there (trimmed, reset) or too many."""
+        if target - self._version > self.catch_up_max and allow_reload:
+            return self._load_full()
+        state = self._state
+        assert state is not None
+        client, key = self.store.client, self.store.keys.events
+        expected = self._version + 1
+        while expected <= target:
+            entries = client.xrange(key, min=f"{expected}-0", max="+", count=_XRANGE_BATCH)
+            if not entries:
+                break
+            for entry_id, fields in entries:
+                number = int(entry_id.split(b"-", 1)[0])
+                op = fields.get(b"op", b"").decode()
+                if number != expected or op == RESET:
+                    # A gap (trimmed, or a new history) or a replaced state: start over.
+                    return self._load_full() if allow_reload else self._give_up(number)
+                _apply(state, op, fields.get(b"data", b""))
+                self.deltas_applied += 1
+                expected += 1
+        self._version = state.version = expected - 1
+        return True
+
+    def _give_up(self, number: int) -> bool:
+        log.warning(
+            "snapshot of %s: delta %d does not follow version %d; keeping version %d",
+            self.cluster,
+            number,
+            self._version,
+            self._version,
+        )
+        return True
+
+    def _publish(self) -> None:
+        """Rebuilds `current` from the snapshot and the meta (cheap: no copy of the data)."""
+        if self._snapshot is None:
+            self._loaded = None
+            return
+        meta = self._meta
+        now = time.time()
+        status = meta.get("status") or "unknown"
+        error = meta.get("error", "")
+        heartbeat = _float(meta.get("heartbeat_at"))
+        age = max(0.0, now - heartbeat) if heartbeat else None
+        stale = status != "ok" or age is None or age > self.stale_seconds
+        if self._unreadable:
+            stale, status, error = True, "error", f"{self._unreadable}; showing the last one"
+        elif self._missing:
+            stale, status = True, "error"
+            error = (
+                "Redis no longer holds the snapshot (restarted or flushed?); showing the last one"
+            )
+        elif stale and not error:
+            if status == "starting":
+                error = "the watcher is listing the cluster"
+            elif age is not None:
+                error = (
+                    f"the watcher has not reported for {age:.0f} s (is the Celery worker running?)"
+                )
+            else:
+                error = "no watcher is keeping this snapshot current"
+        label = f"live {self.cluster} v{self._version}"
+        if stale:
+            label += f" (stale: {error})" if error else " (stale)"
+        self._loaded = LoadedCluster(
+            state=self._snapshot,
+            source="live",
+            label=label,
+            version=self._version,
+            age_seconds=age,
+            stale=stale,
+            status="stale" if stale and status == "ok" else status,
+            error=error,
+            updated_at=heartbeat,
+            details=dict(meta, cluster=self.cluster, epoch=self._epoch),
+        )
+
+
+class BackgroundRefresher:
+    """A daemon thread calling reader.refresh() every `interval` seconds, for processes that
+    answer from `reader.current` without any I/O in the request (the extender). Redis errors
+    are recorded, never raised: the last snapshot stays, marked stale after the limit."""
+
+    def __init__(self, reader: SnapshotReader, *, interval: float = 0.15) -> None:
+        self.reader = reader
+        self.interval = interval
+        self.errors = 0
+        self.last_error = ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> BackgroundRefresher:
+        """Starts the thread (idempotent)."""
+        if self._thread is None or not self._thread.is_alive():
+            self._stop.clear()
+            self._thread = threading.Thread(
+                target=self._run, name=f"snapshot-refresh-{self.reader.cluster}", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self, *, timeout: float = 5.0) -> None:
+        """Stops the thread and waits for it (a refresh in progress finishes first)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def __enter__(self) -> BackgroundRefresher:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self.reader.refresh()
+            except Exception as exc:  # Redis down, a bad snapshot: keep the last, keep trying
+                self.errors += 1
+                self.last_error = _short(exc)
+                self.reader.note_error(exc)
+                if not isinstance(exc, redis.RedisError):
+                    log.exception("snapshot refresh of %s failed", self.reader.cluster)
+            if self._stop.wait(self.interval):
+                return
+
+
+@functools.cache
+def _shared_reader(cluster: str, redis_url: str) -> SnapshotReader:
+    return SnapshotReader(cluster)
+
+
+def reader_for(cluster: str) -> SnapshotReader:
+    """The process's reader of `cluster` (one per cluster and Redis URL), for web requests."""
+    from django.conf import settings
+
+    return _shared_reader(cluster_name_check(cluster), settings.REDIS_URL)
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def _apply(state: ClusterState, op: str, data: bytes) -> None:
+    """One delta applied to a reader's state; a bad one is logged and skipped."""
+    try:
+        if op == NODE:
+            state.apply_node(orjson.loads(data))
+        elif op == POD:
+            state.apply_pod(orjson.loads(data))
+        elif op == NODE_DELETE:
+            state.delete_node(data.decode())
+        elif op == POD_DELETE:
+            state.delete_pod(data.decode())
+        else:
+            log.warning("unknown snapshot delta op %r skipped", op)
+    except (ConversionError, orjson.JSONDecodeError, UnicodeDecodeError) as exc:
+        log.warning("snapshot delta %s skipped: %s", op, exc)
+
+
+def _decode_hash(raw: Mapping[bytes, bytes]) -> dict[str, str]:
+    return {k.decode(): v.decode(errors="replace") for k, v in raw.items()}
+
+
+def _encode_hash(fields: Mapping[str, Any]) -> dict[str, str]:
+    return {k: "" if v is None else str(v) for k, v in fields.items()}
+
+
+def _float(value: str | None) -> float | None:
+    with contextlib.suppress(TypeError, ValueError):
+        return float(value) if value else None
+    return None
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
+def _stale_setting() -> float:
+    try:
+        from django.conf import settings
+
+        return float(settings.SCHEDWEB_SNAPSHOT_STALE_SECONDS)
+    except Exception:  # Django not configured (a script): the documented default
+        return 30.0

@@ -1,0 +1,312 @@
+"""The Redis snapshot store: writer, incremental readers, staleness, lock, outages.
+
+Real Redis (the shared test instance, database 13; a private redis-server for the outage), no
+Kubernetes: states are built from tests/builders.py objects.
+"""
+
+from __future__ import annotations
+
+import time
+
+import orjson
+import pytest
+import redis
+
+from policies.cluster.state import ClusterState
+from policies.cluster.store import (
+    NODE,
+    NODE_DELETE,
+    POD,
+    POD_DELETE,
+    BackgroundRefresher,
+    SnapshotLost,
+    SnapshotReader,
+    SnapshotStore,
+    SnapshotWriter,
+    cluster_name_check,
+)
+from policies.selectors import ClusterUnavailable
+from tests.builders import make_node, make_pod
+
+from .conftest import LIVE_DB_URL, wait_until
+
+
+def _state() -> ClusterState:
+    # n1: 4 CPU; web-1 (250m) bound to it -> n1 requested 250m
+    return ClusterState.from_objects(
+        [make_node("n1", cpu="4"), make_node("n2", cpu="8")],
+        [make_pod("web-1", cpu="250m", node_name="n1")],
+    )
+
+
+def _healthy(store: SnapshotStore) -> None:
+    store.meta_write({"status": "ok", "heartbeat_at": time.time()})
+
+
+class CountingConnection(redis.Connection):
+    """Counts round trips: one packed send per command or per pipeline."""
+
+    sends = 0
+
+    def send_packed_command(self, command, check_health=True):
+        CountingConnection.sends += 1
+        return super().send_packed_command(command, check_health)
+
+
+@pytest.fixture
+def store(cluster_name, live_redis) -> SnapshotStore:
+    return SnapshotStore(cluster_name, client=live_redis)
+
+
+@pytest.fixture
+def writer(store) -> SnapshotWriter:
+    return SnapshotWriter(store)
+
+
+def test_a_reader_loads_the_full_snapshot_once_then_applies_only_the_new_deltas(store, writer):
+    state = _state()
+    writer.full(state, reset=True)
+    _healthy(store)
+    reader = SnapshotReader(store.cluster, client=store.client)
+    assert reader.refresh() is True
+    assert reader.current.version == writer.version == 1
+    assert reader.current.state.node("n1")["requested"]["cpu"] == 250
+
+    # A second pod on n1 (500m) and a relabelled n2: n1 requested = 250 + 500 = 750m.
+    pod = state.apply_pod(make_pod("web-2", cpu="500m", node_name="n1"))
+    node = state.apply_node(make_node("n2", cpu="8", labels={"disk": "ssd"}))
+    writer.deltas([(POD, orjson.dumps(pod["object"])), (NODE, orjson.dumps(node["object"]))])
+
+    assert reader.refresh() is True
+    assert (reader.full_loads, reader.deltas_applied) == (1, 2)
+    assert reader.current.version == 3
+    assert reader.current.state.node("n1")["requested"]["cpu"] == 750
+    assert reader.current.state.node("n2")["labels"]["disk"] == "ssd"
+
+
+def test_deletions_reach_the_reader_and_free_the_nodes_usage(store, writer):
+    state = _state()
+    writer.full(state, reset=True)
+    reader = SnapshotReader(store.cluster, client=store.client)
+    reader.refresh()
+    state.delete_pod("uid-default-web-1")
+    state.delete_node("n2")
+    writer.deltas([(POD_DELETE, "uid-default-web-1"), (NODE_DELETE, "n2")])
+    reader.refresh()
+    snapshot = reader.current.state
+    assert [n["name"] for n in snapshot.nodes()] == ["n1"]
+    assert snapshot.pod_count() == 0
+    assert snapshot.node("n1")["requested"]["cpu"] == 0  # 250m freed
+
+
+def test_a_refresh_when_nothing_changed_is_one_round_trip_and_keeps_the_snapshot(
+    cluster_name, live_redis
+):
+    client = redis.Redis(
+        connection_pool=redis.ConnectionPool.from_url(
+            LIVE_DB_URL, connection_class=CountingConnection
+        )
+    )
+    store = SnapshotStore(cluster_name, client=client)
+    SnapshotWriter(store).full(_state(), reset=True)
+    reader = SnapshotReader(cluster_name, client=client)
+    reader.refresh()
+    before = reader.current.state
+    CountingConnection.sends = 0
+    assert reader.refresh() is False
+    assert CountingConnection.sends == 1
+    assert reader.current.state is before  # the same frozen snapshot: nothing rebuilt
+
+
+def test_a_snapshot_handed_out_never_changes_when_the_reader_moves_on(store, writer):
+    state = _state()
+    writer.full(state, reset=True)
+    reader = SnapshotReader(store.cluster, client=store.client)
+    reader.refresh()
+    old = reader.current.state
+    view = state.apply_node(make_node("n3"))
+    writer.delta(NODE, orjson.dumps(view["object"]))
+    reader.refresh()
+    assert reader.current.state.node_count() == 3
+    assert old.node_count() == 2 and old.node("n3") is None
+
+
+def test_it_reloads_the_full_snapshot_when_the_deltas_it_needs_were_trimmed(store, writer):
+    state = _state()
+    writer.full(state, reset=True)
+    reader = SnapshotReader(store.cluster, client=store.client)
+    reader.refresh()
+    for i in range(5):
+        view = state.apply_node(make_node(f"x{i}"))
+        writer.delta(NODE, orjson.dumps(view["object"]))
+    writer.full(state, reset=False)  # checkpoint at v6
+    store.client.xtrim(store.keys.events, maxlen=1, approximate=False)  # only v6 remains
+    assert reader.refresh() is True
+    assert reader.full_loads == 2
+    assert reader.current.version == 6
+    assert reader.current.state.node_count() == 7
+
+
+@pytest.mark.parametrize(
+    "versions_after",
+    [
+        # Redis lost everything; a writer starts a new history numbered on: epoch differs.
+        "higher",
+        # A new history numbered from 1 while the reader is at 3: the version went backwards.
+        "lower",
+    ],
+)
+def test_a_new_history_makes_the_reader_reload(store, writer, versions_after):
+    state = _state()
+    writer.full(state, reset=True)
+    view = state.apply_node(make_node("n3"))
+    writer.deltas([(NODE, orjson.dumps(view["object"]))] * 2)  # v3
+    reader = SnapshotReader(store.cluster, client=store.client)
+    reader.refresh()
+    store.client.delete(*store.keys.all())
+    fresh = SnapshotWriter(store)
+    if versions_after == "higher":
+        fresh.adopt(epoch="", version=10)
+    new_state = ClusterState.from_objects([make_node("only")], [])
+    version = fresh.full(new_state, reset=True)
+    assert version == (11 if versions_after == "higher" else 1)
+    assert reader.refresh() is True
+    assert reader.full_loads == 2
+    assert [n["name"] for n in reader.current.state.nodes()] == ["only"]
+
+
+def test_a_reset_replaces_the_state_for_incremental_readers(store, writer):
+    writer.full(_state(), reset=True)
+    reader = SnapshotReader(store.cluster, client=store.client)
+    reader.refresh()
+    writer.full(ClusterState.from_objects([make_node("fresh")], []), reset=True)
+    assert writer.version == 2
+    reader.refresh()
+    assert reader.full_loads == 2
+    assert [n["name"] for n in reader.current.state.nodes()] == ["fresh"]
+
+
+def test_a_reader_reports_why_there_is_no_snapshot_and_never_an_empty_cluster(store):
+    reader = SnapshotReader(store.cluster, client=store.client)
+    with pytest.raises(ClusterUnavailable, match="no watcher has written one"):
+        reader.load()
+    store.meta_write(
+        {"status": "error", "error": "unauthorized: the API server rejected the credentials"}
+    )
+    with pytest.raises(ClusterUnavailable, match="unauthorized: the API server rejected"):
+        reader.load()
+    store.meta_write({"status": "starting", "error": ""})
+    with pytest.raises(ClusterUnavailable, match="listing the cluster"):
+        reader.load()
+
+
+@pytest.mark.parametrize(
+    ("meta", "stale", "message"),
+    [
+        # a healthy watcher that reported 1 s ago (limit 30 s)
+        ({"status": "ok", "heartbeat_at": -1}, False, ""),
+        # the watcher's last report is 60 s old: it is gone (a killed worker)
+        ({"status": "ok", "heartbeat_at": -60}, True, "has not reported for 60 s"),
+        # the watcher is alive but its watch fails
+        (
+            {
+                "status": "error",
+                "error": "forbidden: the account needs list and watch on nodes and pods (RBAC)",
+                "heartbeat_at": -1,
+            },
+            True,
+            "forbidden",
+        ),
+        # no watcher ever reported on this snapshot
+        ({}, True, "no watcher"),
+    ],
+)
+def test_a_snapshot_is_marked_stale_when_its_watcher_fails_or_falls_silent(
+    store, writer, meta, stale, message
+):
+    writer.full(_state(), reset=True)
+    if meta:
+        store.meta_write({**meta, "heartbeat_at": time.time() + meta["heartbeat_at"]})
+    loaded = SnapshotReader(store.cluster, client=store.client, stale_seconds=30).load()
+    assert loaded.state.node_count() == 2
+    assert loaded.stale is stale
+    assert message in loaded.error
+    assert ("stale" in loaded.describe()) is stale
+
+
+def test_deltas_after_redis_lost_the_history_raise_snapshot_lost(store, writer):
+    writer.full(_state(), reset=True)
+    store.client.delete(store.keys.epoch, store.keys.version)
+    with pytest.raises(SnapshotLost):
+        writer.delta(NODE_DELETE, "n1")
+    with pytest.raises(SnapshotLost):
+        writer.full(_state(), reset=False)
+    assert writer.full(_state(), reset=True) == 2  # a new history, numbered on
+    assert store.client.get(store.keys.epoch).decode() == writer.epoch
+
+
+def test_the_watch_lock_is_exclusive_renewable_and_released(store):
+    token = store.lock_acquire(ttl=10)
+    assert token and store.lock_holder() == token
+    assert store.lock_acquire(ttl=10) is None
+    assert store.lock_renew(token, ttl=10) == "held"
+    assert store.lock_renew("someone-else", ttl=10) == "lost"
+    store.client.delete(store.keys.lock)  # expired, or Redis restarted
+    assert store.lock_renew(token, ttl=10) == "retaken"
+    store.lock_release("someone-else")
+    assert store.lock_holder() == token
+    store.lock_release(token)
+    assert store.lock_holder() is None
+
+
+@pytest.mark.parametrize("name", ["", "a b", "a:b", "x" * 64, "-lead", "é"])
+def test_it_refuses_cluster_names_that_are_unsafe_in_redis_keys(name):
+    with pytest.raises(ValueError, match="invalid cluster name"):
+        cluster_name_check(name)
+
+
+def test_a_redis_outage_keeps_the_last_snapshot_and_marks_it_stale_after_the_limit(private_redis):
+    store = SnapshotStore("outage", client=private_redis.client())
+    SnapshotWriter(store).full(_state(), reset=True)
+    _healthy(store)
+    reader = SnapshotReader("outage", client=private_redis.client(), stale_seconds=0.5)
+    with BackgroundRefresher(reader, interval=0.05) as refresher:
+        wait_until(lambda: reader.current is not None, what="the first load")
+        assert reader.current.stale is False
+        private_redis.stop()
+        wait_until(lambda: refresher.errors > 0, timeout=5, what="a failed refresh")
+        during = reader.current
+        assert during.state.node_count() == 2  # the last snapshot, not an empty one
+        stale = wait_until(
+            lambda: reader.current if reader.current.stale else None, timeout=5, what="stale"
+        )
+        assert stale.status == "error" and stale.error.startswith("redis:")
+        assert stale.state.node_count() == 2
+        private_redis.start()  # empty: it lost the snapshot
+        missing = wait_until(
+            lambda: reader.current if "no longer holds" in reader.current.error else None,
+            timeout=5,
+            what="the reader noticing the lost snapshot",
+        )
+        assert missing.stale and missing.state.node_count() == 2
+
+
+def test_an_unreadable_stored_snapshot_is_reported_not_raised_and_not_parsed_again(store, writer):
+    writer.full(_state(), reset=True)
+    store.client.hset(store.keys.full, "state", b'{"format": 999}')
+    reader = SnapshotReader(store.cluster, client=store.client)
+    with pytest.raises(ClusterUnavailable, match="cannot be read"):
+        reader.load()
+    parsed = []
+    original = ClusterState.from_bytes
+    ClusterState.from_bytes = classmethod(
+        lambda cls, *a, **k: parsed.append(1) or original(*a, **k)
+    )
+    try:
+        with pytest.raises(ClusterUnavailable, match="cannot be read"):
+            reader.load()
+    finally:
+        ClusterState.from_bytes = original
+    assert parsed == []
+    writer.full(_state(), reset=True)  # a good snapshot again
+    assert reader.load().state.node_count() == 2

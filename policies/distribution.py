@@ -31,10 +31,14 @@ def active_entries_write(entries: list[dict[str, Any]]) -> int:
     return int(pipe.execute()[-1])
 
 
-def active_counter_read() -> int:
-    """The counter alone: one round trip, for readers checking whether to reload."""
+def active_counter_read() -> int | None:
+    """The counter alone: one round trip, for readers checking whether to reload.
+
+    None when the key does not exist: Redis was flushed or restarted empty. Readers then keep
+    what they serve until the periodic distribution writes the set again.
+    """
     value = redis_client().get(COUNTER_KEY)
-    return int(value) if value is not None else 0
+    return int(value) if value is not None else None
 
 
 def active_entries_read() -> tuple[int, dict[str, dict[str, Any]]]:

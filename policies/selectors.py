@@ -322,3 +322,19 @@ def scheduler_names_active() -> list[str]:
     for activation in PolicyActivation.objects.filter(active=True).select_related("version"):
         names.update(activation.version.scheduler_names)
     return sorted(names)
+
+
+def decision_list(*, pod: str = "", namespace: str = "", policy: str = "", node: str = ""):
+    """Recorded extender decisions, newest first, filtered."""
+    from policies.models import Decision
+
+    queryset = Decision.objects.all()
+    if pod:
+        queryset = queryset.filter(pod_name=pod)
+    if namespace:
+        queryset = queryset.filter(pod_namespace=namespace)
+    if policy:
+        queryset = queryset.filter(policy_name=policy)
+    if node:
+        queryset = queryset.filter(chosen_node=node)
+    return queryset

@@ -59,3 +59,46 @@ def decisions_resolve_chosen() -> int:
     except ClusterUnavailable:
         return 0
     return resolve(cluster=cluster)
+
+
+@shared_task(time_limit=30, ignore_result=True)
+def pods_requeue_unblocked() -> dict:
+    """Nudges kube-scheduler to retry pods a policy rejected that would now pass (policies/requeue.py)."""
+    from django.conf import settings
+
+    if settings.SCHEDWEB_CLUSTER_SOURCE != "live":
+        return {}
+    from policies.cluster.live import LiveClient
+    from policies.distribution import active_entries_read
+    from policies.redis import redis_client
+    from policies.requeue import requeue_unblocked
+    from policies.selectors import ClusterUnavailable, cluster_default
+
+    client = redis_client()
+    if not client.exists(f"schedweb:requeue:{settings.SCHEDWEB_CLUSTER_NAME}"):
+        return {}
+    try:
+        snapshot = cluster_default()
+    except ClusterUnavailable:
+        return {}
+    _, policies = active_entries_read()
+    counts = requeue_unblocked(
+        client=client,
+        cluster=settings.SCHEDWEB_CLUSTER_NAME,
+        snapshot=snapshot,
+        policies=policies,
+        kube=_kube_client(LiveClient),
+    )
+    if counts.get("requeued"):
+        log.info("requeued %d pods a policy would now admit", counts["requeued"])
+    return counts
+
+
+_kube = None
+
+
+def _kube_client(factory):
+    global _kube
+    if _kube is None:
+        _kube = factory.from_settings()
+    return _kube

@@ -251,3 +251,17 @@ class NewTokenSerializer(TokenSerializer):
 class MeSerializer(serializers.Serializer):
     username = serializers.CharField()
     role = serializers.CharField(allow_null=True)
+
+
+class DecisionSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    createdAt = serializers.DateTimeField()
+    pod = serializers.DictField()
+    policy = serializers.CharField()
+    version = serializers.IntegerField()
+    verb = serializers.CharField()
+    chosenNode = serializers.CharField(allow_blank=True)
+    chosenAt = serializers.DateTimeField(allow_null=True)
+    scores = serializers.ListField(child=serializers.CharField())
+    weights = serializers.ListField(child=serializers.IntegerField())
+    nodes = serializers.ListField(child=serializers.DictField())

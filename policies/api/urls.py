@@ -24,6 +24,8 @@ urlpatterns = [
     path("tokens", views.TokenListCreate.as_view()),
     path("tokens/<int:token_id>", views.TokenRevoke.as_view()),
     path("me", views.Me.as_view()),
+    path("decisions", views.DecisionList.as_view()),
+    path("decisions/<int:decision_id>", views.DecisionDetail.as_view()),
     path("cluster", cluster_views.ClusterStatusView.as_view()),
     path("cluster/nodes", cluster_views.ClusterNodesView.as_view()),
     path("cluster/pods", cluster_views.ClusterPodsView.as_view()),

@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 from policies import selectors, services
 from policies.engine.compare import compare_evaluations
 from policies.engine.policy import compile_policy, validate_policy
-from policies.models import ApiToken, Policy, PolicyTestCase, PolicyVersion
+from policies.models import ApiToken, Decision, Policy, PolicyTestCase, PolicyVersion
 from policies.roles import user_role
 
 from . import serializers as s
@@ -612,3 +612,61 @@ class Me(ApiView):
     @extend_schema(operation_id="me", responses={200: s.MeSerializer})
     def get(self, request: Request) -> Response:
         return Response({"username": request.user.username, "role": user_role(request.user)})
+
+
+# --- decisions ------------------------------------------------------------------------------------
+
+
+def decision_dict(decision: Decision) -> dict[str, Any]:
+    recorded = decision.nodes or {}
+    return {
+        "id": decision.pk,
+        "createdAt": _iso(decision.created_at),
+        "pod": {
+            "namespace": decision.pod_namespace,
+            "name": decision.pod_name,
+            "uid": decision.pod_uid,
+        },
+        "policy": decision.policy_name,
+        "version": decision.policy_version,
+        "verb": decision.verb,
+        "chosenNode": decision.chosen_node,
+        "chosenAt": _iso(decision.chosen_at),
+        "scores": recorded.get("scores", []),
+        "weights": recorded.get("weights", []),
+        "nodes": recorded.get("nodes", []),
+    }
+
+
+class DecisionList(ApiView):
+    @extend_schema(
+        operation_id="decisions_list",
+        description="Sampled extender decisions, newest first: the pod, the policy version that answered, every node's outcome and the node the pod was bound to.",
+        parameters=[
+            OpenApiParameter("pod", str, description="Pod name."),
+            OpenApiParameter("namespace", str),
+            OpenApiParameter("policy", str),
+            OpenApiParameter("node", str, description="Chosen node."),
+            OpenApiParameter("limit", int),
+            OpenApiParameter("offset", int),
+        ],
+        responses={200: paginated(s.DecisionSerializer), **errors(400)},
+    )
+    def get(self, request: Request) -> Response:
+        queryset = selectors.decision_list(
+            pod=request.query_params.get("pod", ""),
+            namespace=request.query_params.get("namespace", ""),
+            policy=request.query_params.get("policy", ""),
+            node=request.query_params.get("node", ""),
+        )
+        paginator = Pagination()
+        page = paginator.paginate_queryset(queryset, request, view=self)
+        return paginator.get_paginated_response([decision_dict(d) for d in page])
+
+
+class DecisionDetail(ApiView):
+    @extend_schema(
+        operation_id="decisions_retrieve", responses={200: s.DecisionSerializer, **errors(404)}
+    )
+    def get(self, request: Request, decision_id: int) -> Response:
+        return Response(decision_dict(get_object_or_404(Decision, pk=decision_id)))

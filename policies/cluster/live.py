@@ -278,12 +278,55 @@ class LiveClient:
             "metadata": metadata,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
+        try:
+            response = self._open(
+                self._core().create_namespaced_pod_binding,
+                {"name": name, "namespace": namespace, "body": body},
+                timeout=(CONNECT_TIMEOUT, 10.0),
+            )
+        except KubeError as exc:
+            if exc.http_status != 409:
+                raise
+            # 409: already bound, or the uid precondition failed (a recreated pod). kube-scheduler
+            # retries binds whose answer it lost, so a bind to the node the pod is on succeeds.
+            current = self.pod_node(namespace=namespace, name=name)
+            if current == node:
+                return
+            if current:
+                raise KubeError(
+                    "conflict", f"pod is already bound to {current}", http_status=409
+                ) from None
+            raise
+        response.read()  # drain it: a connection returned unread would break the next request
+        response.release_conn()
+
+    def annotate_pod(self, *, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        """Merge-patches annotations onto a pod (the requeue nudge: an update to a pending pod
+        makes kube-scheduler reconsider it)."""
         response = self._open(
-            self._core().create_namespaced_pod_binding,
-            {"name": name, "namespace": namespace, "body": body},
+            self._core().patch_namespaced_pod,
+            {
+                "name": name,
+                "namespace": namespace,
+                "body": {"metadata": {"annotations": annotations}},
+            },
             timeout=(CONNECT_TIMEOUT, 10.0),
         )
+        response.read()
         response.release_conn()
+
+    def pod_node(self, *, namespace: str, name: str) -> str:
+        """The node a pod is bound to ("" while pending)."""
+        response = self._open(
+            self._core().read_namespaced_pod,
+            {"name": name, "namespace": namespace},
+            timeout=(CONNECT_TIMEOUT, 10.0),
+        )
+        try:
+            data = orjson.loads(response.read())
+        finally:
+            response.release_conn()
+        return (data.get("spec") or {}).get("nodeName") or ""
 
     # -- errors -------------------------------------------------------------------------------
 

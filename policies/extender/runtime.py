@@ -73,8 +73,8 @@ class PolicyRegistry:
         from policies.distribution import active_counter_read, active_entries_read
 
         counter = active_counter_read()
-        if counter == self.counter:
-            return False
+        if counter is None or counter == self.counter:
+            return False  # None: an empty Redis; keep serving what we hold
         counter, entries = active_entries_read()
         self.install(list(entries.values()), source="redis")
         self.counter = counter
@@ -126,6 +126,7 @@ class ExtenderRuntime:
         self.redis = redis_client()
         self.metrics = Metrics()
         self.decisions = DecisionBuffer(per_second=settings.SCHEDWEB_DECISIONS_PER_SECOND)
+        self.rejections: deque[dict[str, Any]] = deque(maxlen=10_000)
         self.registry = PolicyRegistry()
         self.snapshots = snapshot_provider()
         self.redis_ok = True
@@ -138,6 +139,7 @@ class ExtenderRuntime:
             metrics=self.metrics,
             record=self.decisions.append,
             binder=binder(),
+            rejected=self.rejections.append,
         )
         self._stop = threading.Event()
         self._thread = threading.Thread(
@@ -151,18 +153,19 @@ class ExtenderRuntime:
         self._thread.join(2)
 
     def _initial_load(self) -> None:
+        """Policies from Redis; from the database when Redis is down or holds none yet."""
+        problem = "Redis holds no published set"
         try:
-            self.registry.refresh_from_redis()
+            if self.registry.refresh_from_redis():
+                problem = ""
         except Exception as exc:
             self.redis_ok, self.last_error = False, f"redis: {exc}"
+            problem = str(exc)
+        if problem:
             try:
                 self.registry.load_from_database()
-            except (
-                Exception
-            ) as db_exc:  # nothing to serve: every pod passes through until Redis returns
-                log.error(
-                    "extender start: no policies from Redis (%s) or the database (%s)", exc, db_exc
-                )
+            except Exception as db_exc:  # nothing to serve: pods pass through until Redis has a set
+                log.error("extender start: no policies (%s; database: %s)", problem, db_exc)
         self.snapshots.refresh()
 
     def _run(self) -> None:
@@ -177,6 +180,8 @@ class ExtenderRuntime:
                 self.snapshots.refresh()
             except Exception as exc:
                 self.last_error = f"snapshot: {exc}"
+            if self.rejections:
+                self._flush_rejections()
             now = time.monotonic()
             if now - last_metrics >= METRICS_FLUSH_SECONDS:
                 last_metrics = now
@@ -185,6 +190,17 @@ class ExtenderRuntime:
             if now - last_decisions >= DECISIONS_FLUSH_SECONDS:
                 last_decisions = now
                 self._flush_decisions()
+
+    def _flush_rejections(self) -> None:
+        from policies.requeue import rejections_record
+
+        batch = []
+        while self.rejections:
+            batch.append(self.rejections.popleft())
+        try:
+            rejections_record(self.redis, cluster=settings.SCHEDWEB_CLUSTER_NAME, rejections=batch)
+        except Exception:  # Redis down: put them back for the next loop
+            self.rejections.extendleft(reversed(batch))
 
     def _flush_decisions(self) -> None:
         batch = self.decisions.take()

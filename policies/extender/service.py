@@ -78,12 +78,14 @@ class Extender:
         metrics: Metrics,
         record: Callable[[dict[str, Any]], None] | None = None,
         binder: Callable[[protocol.BindingArgs], str] | None = None,
+        rejected: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self._policies = policies
         self._snapshot = snapshot
         self.metrics = metrics
         self._record = record or (lambda decision: None)
         self._binder = binder
+        self._rejected = rejected or (lambda entry: None)
         self._pods = _PodCache()
 
     # -- helpers -------------------------------------------------------------------------------
@@ -208,6 +210,17 @@ class Extender:
         if evaluation.applies and len(passed) <= 1:
             # No prioritize call follows when at most one node is left (protocol section 3.0).
             decision = _decision(pod, served, "filter", evaluation)
+        if evaluation.applies and not passed and pod["uid"]:
+            # Rejected everywhere: kube-scheduler may not retry it for minutes (policies/requeue.py).
+            self._rejected(
+                {
+                    "uid": pod["uid"],
+                    "namespace": pod["namespace"],
+                    "name": pod["name"],
+                    "policy": served.name,
+                    "at": time.time(),
+                }
+            )
         return answer, decision
 
     def _filter_failure(

@@ -1,0 +1,93 @@
+"""Requeueing pods a policy rejected everywhere, once the cluster changed so that it would not.
+
+kube-scheduler retries a pod that an extender rejected only on node events, on deletions of
+assigned pods, or after five minutes in its unschedulable pool: pod additions and bindings do
+not requeue it (k8s.io/kubernetes v1.35 pkg/scheduler/backend/queue/scheduling_queue.go,
+AssignedPodAdded moves only pods with cross-topology terms). A gang member rejected because its
+group was incomplete would therefore wait minutes after the group completes. Any update of the
+pending pod itself does requeue it, so schedweb re-evaluates the pods it rejected against the
+current snapshot and annotates those that would now pass on some node.
+
+    extender (filter rejected every node) -> Redis hash schedweb:requeue:<cluster>
+    beat, every 2 s -> requeue_unblocked(): evaluate, annotate `schedweb.io/requeue` (again
+                       every 5 s), forget once the pod is bound, gone or 10 minutes old
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import orjson
+
+from policies.engine.policy import compile_policy
+
+log = logging.getLogger(__name__)
+
+ANNOTATION = "schedweb.io/requeue"
+MAX_AGE_SECONDS = 600  # kube-scheduler flushes its unschedulable pool after 5 minutes anyway
+NUDGE_EVERY_SECONDS = 5.0  # a nudge can land while the pod is mid-cycle; repeat until it is bound
+
+
+def requeue_key(cluster: str) -> str:
+    return f"schedweb:requeue:{cluster}"
+
+
+def rejections_record(client, *, cluster: str, rejections: list[dict[str, Any]]) -> None:
+    """Called by extender processes (background thread): remember pods rejected everywhere."""
+    if rejections:
+        client.hset(requeue_key(cluster), mapping={r["uid"]: orjson.dumps(r) for r in rejections})
+
+
+_compiled: dict[str, Any] = {}
+
+
+def _policy(entry: dict[str, Any]):
+    key = entry["contentHash"]
+    if key not in _compiled:
+        _compiled.clear() if len(_compiled) > 64 else None
+        _compiled[key] = compile_policy(entry["document"])
+    return _compiled[key]
+
+
+def requeue_unblocked(
+    *, client, cluster: str, snapshot, policies: dict[str, dict[str, Any]], kube
+) -> dict[str, int]:
+    """Annotates rejected pods that the active policy would now admit somewhere.
+
+    `policies`: active entries by policy name (distribution format); `kube`: has
+    annotate_pod(namespace=, name=, annotations=). Returns counts for logging and tests.
+    """
+    key = requeue_key(cluster)
+    raw = client.hgetall(key)
+    counts = {"checked": 0, "requeued": 0, "forgotten": 0}
+    now = time.time()
+    state = snapshot.state
+    nodes = state.nodes()
+    for uid_bytes, data in raw.items():
+        uid = uid_bytes.decode()
+        entry = orjson.loads(data)
+        pod = state.pod(uid)
+        policy_entry = policies.get(entry["policy"])
+        gone = pod is None or bool(pod["nodeName"])
+        if gone or policy_entry is None or now - entry["at"] > MAX_AGE_SECONDS:
+            client.hdel(key, uid)  # bound, gone, policy withdrawn, or too old
+            counts["forgotten"] += 1
+            continue
+        counts["checked"] += 1
+        if now - entry.get("nudged", 0) < NUDGE_EVERY_SECONDS:
+            continue
+        evaluation = _policy(policy_entry).evaluate(pod, nodes, state, scores=False)
+        if not any(evaluation.passed):
+            continue
+        annotations = {ANNOTATION: f"{now:.3f}"}
+        try:
+            kube.annotate_pod(namespace=pod["namespace"], name=pod["name"], annotations=annotations)
+        except Exception as exc:  # the next run tries again
+            log.warning("could not requeue %s/%s: %s", pod["namespace"], pod["name"], exc)
+            continue
+        # Kept until the pod is bound: a nudge that lands mid-cycle may be lost.
+        client.hset(key, uid, orjson.dumps({**entry, "nudged": now}))
+        counts["requeued"] += 1
+    return counts

@@ -1,0 +1,106 @@
+"""End-to-end fixtures: an own kube-apiserver (its node set is the test's alone), the schedweb
+stack as processes, and a stock kube-scheduler started with `manage.py schedulerconfig`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cluster import resources
+from tests.cluster.controlplane import ControlPlane
+
+from .stack import RedisServer, SchedwebStack
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+
+def wait_until(
+    check: Callable[[], object], *, timeout: float, interval: float = 0.1, what: str = "condition"
+) -> object:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory) -> Iterator[ControlPlane]:
+    with ControlPlane(tmp_path_factory.mktemp("e2e-plane")) as control_plane:
+        yield control_plane
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path_factory.mktemp("e2e-redis")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def stack(plane, redis_server, tmp_path_factory) -> Iterator[SchedwebStack]:
+    running = SchedwebStack(
+        tmp_path_factory.mktemp("e2e-stack"), kubeconfig=plane.kubeconfig, redis=redis_server
+    )
+    try:
+        running.start()
+        yield running
+    finally:
+        running.stop()
+        for log in ("web.log", "worker.log"):
+            path: Path = running.workdir / log
+            if path.exists():
+                print(
+                    f"--- {log} (tail)\n"
+                    + "\n".join(path.read_text(errors="replace").splitlines()[-30:])
+                )
+
+
+def make_nodes(
+    api, names: list[str], *, cpu: str = "8", memory: str = "32Gi", labels: dict | None = None
+) -> None:
+    for name in names:
+        resources.node_create(
+            api=api,
+            manifest=resources.node_manifest(
+                name=name, cpu=cpu, memory=memory, labels=labels or {}
+            ),
+        )
+
+
+def create_pod(
+    api,
+    name: str,
+    *,
+    scheduler: str = "schedweb",
+    namespace: str = "default",
+    labels: dict | None = None,
+    cpu: str = "100m",
+    memory: str = "64Mi",
+) -> dict:
+    manifest = resources.pod_manifest(
+        name=name,
+        namespace=namespace,
+        scheduler_name=scheduler,
+        labels=labels or {},
+        cpu=cpu,
+        memory=memory,
+    )
+    return resources.pod_create(api=api, manifest=manifest)
+
+
+def node_of(api, name: str, namespace: str = "default") -> str:
+    return resources.pod_get(api=api, name=name, namespace=namespace)["spec"].get("nodeName", "")
+
+
+def events_for(api, name: str, namespace: str = "default") -> list[dict]:
+    listed = api.get(
+        f"/api/v1/namespaces/{namespace}/events?fieldSelector=involvedObject.name%3D{name}"
+    )
+    return listed.get("items", [])

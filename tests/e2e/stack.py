@@ -1,0 +1,292 @@
+"""The whole product as separate processes, for end-to-end tests and benchmarks.
+
+gunicorn (the web app and the extender), a Celery worker with beat (cluster watcher, policy
+distribution, decisions) and a private redis-server, all on 127.0.0.1, pointed at a real
+kube-apiserver. Tests drive it over HTTP like users and kube-scheduler do.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from tests.cluster.processes import ManagedProcess, free_ports
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+
+
+class StackError(RuntimeError):
+    """A part of the stack did not start or answer."""
+
+
+class RedisServer:
+    """A private redis-server (tests stop and restart it)."""
+
+    def __init__(self, workdir: Path, port: int | None = None) -> None:
+        self.workdir = workdir
+        self.port = port or free_ports(count=1)[0]
+        self.process: ManagedProcess | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> RedisServer:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise StackError("redis-server is not installed (scripts/bootstrap.sh installs it)")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.process = ManagedProcess(
+            name="redis-server",
+            argv=[
+                binary,
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            log_path=self.workdir / "redis.log",
+        )
+        self.process.start()
+        self.process.wait_ready(check=self._ping, timeout=10, what="PING")
+        return self
+
+    def _ping(self) -> bool:
+        import socket
+
+        with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop(grace=3)
+            self.process = None
+
+
+class SchedwebStack:
+    """Web (gunicorn) + worker (Celery with beat) against `kubeconfig`, with its own database."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        kubeconfig: Path,
+        redis: RedisServer,
+        web_workers: int = 2,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
+        self.workdir = workdir
+        self.redis = redis
+        self.port = free_ports(count=1)[0]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.web_workers = web_workers
+        self.env = {
+            "PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(workdir),
+            "PYTHONPATH": str(ROOT),
+            "DJANGO_SETTINGS_MODULE": "schedweb.settings",
+            "SCHEDWEB_DEBUG": "0",
+            "SCHEDWEB_SECRET_KEY": "e2e-not-secret",
+            "SCHEDWEB_ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "SCHEDWEB_DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
+            "SCHEDWEB_REDIS_URL": redis.url,
+            "SCHEDWEB_KUBECONFIG": str(kubeconfig),
+            "SCHEDWEB_CLUSTER_SOURCE": "live",
+            "SCHEDWEB_CLUSTER_NAME": "e2e",
+            "SCHEDWEB_EXTENDER_URL": f"{self.url}/extender/",
+            "SCHEDWEB_LOG_LEVEL": "WARNING",
+            **(extra_env or {}),
+        }
+        self.web: ManagedProcess | None = None
+        self.worker: ManagedProcess | None = None
+        self.token = ""
+
+    def manage(self, *args: str) -> str:
+        result = subprocess.run(
+            [str(VENV_BIN / "python"), str(ROOT / "manage.py"), *args],
+            env=self.env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if result.returncode != 0:
+            raise StackError(
+                f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+            )
+        return result.stdout
+
+    def start(self) -> SchedwebStack:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.manage("migrate", "--noinput", "-v0")
+        out = self.manage("adduser", "e2e", "--role", "admin", "--token", "e2e")
+        self.token = next(
+            line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("token: ")
+        )
+        self.start_worker()
+        self.start_web()
+        return self
+
+    def start_worker(self) -> None:
+        self.worker = ManagedProcess(
+            name="celery-worker",
+            argv=[
+                VENV_BIN / "celery",
+                "-A",
+                "schedweb",
+                "worker",
+                "-B",
+                "--loglevel=INFO",
+                "--concurrency=2",
+                "--schedule",
+                str(self.workdir / "beat-schedule"),
+                "--without-gossip",
+                "--without-mingle",
+            ],
+            log_path=self.workdir / "worker.log",
+            env=self.env,
+            cwd=ROOT,
+        )
+        self.worker.start()
+
+    def start_web(self, *, wait_for_snapshot: bool = True) -> None:
+        self.web = ManagedProcess(
+            name="gunicorn",
+            argv=[
+                VENV_BIN / "gunicorn",
+                "schedweb.wsgi",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                str(self.web_workers),
+                "--threads",
+                "4",
+                "--graceful-timeout",
+                "2",
+            ],
+            log_path=self.workdir / "web.log",
+            env=self.env,
+            cwd=ROOT,
+        )
+        self.web.start()
+        self.web.wait_ready(
+            check=lambda: self._ready(wait_for_snapshot), timeout=60, what="/readyz with a snapshot"
+        )
+
+    def _ready(self, want_snapshot: bool) -> bool:
+        try:
+            status, body = self.request("GET", "/readyz")
+        except (urllib.error.URLError, OSError):
+            return False
+        if not want_snapshot:
+            return status in (200, 503)
+        return body.get("checks", {}).get("snapshot") == "ok"
+
+    def stop_web(self) -> None:
+        if self.web is not None:
+            self.web.stop(grace=5)
+            self.web = None
+
+    def stop(self) -> None:
+        self.stop_web()
+        if self.worker is not None:
+            self.worker.stop(grace=10)
+            self.worker = None
+
+    def request(
+        self, method: str, path: str, body: Any = None, *, headers: dict[str, str] | None = None
+    ) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        if self.token:
+            request.add_header("Authorization", f"Bearer {self.token}")
+        for key, value in (headers or {}).items():
+            request.add_header(key, value)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                raw = response.read()
+                status = response.status
+        except urllib.error.HTTPError as exc:
+            raw, status = exc.read(), exc.code
+        try:
+            return status, json.loads(raw) if raw else None
+        except ValueError:
+            return status, raw.decode(errors="replace")
+
+    def publish(self, document: str, message: str = "e2e") -> int:
+        """Creates or updates the policy named in `document` and publishes it; returns the version."""
+        import yaml
+
+        name = yaml.safe_load(document)["name"]
+        status, body = self.request("GET", f"/api/v1/policies/{name}")
+        if status == 404:
+            status, body = self.request("POST", "/api/v1/policies", {"document": document})
+            if status != 201:
+                raise StackError(f"creating {name}: {status} {body}")
+        else:
+            status, body = self.request(
+                "PUT",
+                f"/api/v1/policies/{name}",
+                {"document": document},
+                headers={"If-Match": body["etag"]},
+            )
+            if status != 200:
+                raise StackError(f"saving {name}: {status} {body}")
+        status, body = self.request(
+            "POST", f"/api/v1/policies/{name}/publish", {"message": message}
+        )
+        if status != 201:
+            raise StackError(f"publishing {name}: {status} {body}")
+        return body["version"]["number"]
+
+    def deactivate(self, name: str) -> None:
+        status, body = self.request("POST", f"/api/v1/policies/{name}/deactivate")
+        if status != 200:
+            raise StackError(f"deactivating {name}: {status} {body}")
+
+    def wait_serving(self, name: str, version: int, *, timeout: float = 10.0) -> float:
+        """Seconds until every web worker answers with `name/v<version>` (from /readyz)."""
+        start = time.monotonic()
+        label = f"{name}/v{version}"
+        seen_ok = 0
+        while time.monotonic() - start < timeout:
+            _, body = self.request("GET", "/readyz")
+            if (
+                isinstance(body, dict)
+                and label in body.get("extender", {}).get("policies", {}).values()
+            ):
+                seen_ok += 1
+                if seen_ok >= 4 * self.web_workers:  # several answers: every worker very likely
+                    return time.monotonic() - start
+            else:
+                seen_ok = 0
+            time.sleep(0.05)
+        raise StackError(f"{label} not served within {timeout} s")
+
+    def scheduler_config(self, *extra: str) -> str:
+        """`manage.py schedulerconfig` for this stack, with the kube-apiserver's admin kubeconfig."""
+        return self.manage(
+            "schedulerconfig",
+            "--url",
+            f"{self.url}/extender/",
+            "--no-leader-elect",
+            "--kubeconfig",
+            self.env["SCHEDWEB_KUBECONFIG"],
+            *extra,
+        )

@@ -1,0 +1,162 @@
+"""Requeueing pods a policy rejected once the cluster would let them pass (policies/requeue.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import pytest
+
+from policies.cluster.state import ClusterState
+from policies.requeue import ANNOTATION, rejections_record, requeue_key, requeue_unblocked
+from policies.selectors import LoadedCluster
+from tests.builders import make_node, make_pod
+
+from .conftest import example
+
+GANG = example("seed-002-gang")
+ENTRY = {
+    "name": "seed-002-gang",
+    "version": 1,
+    "document": GANG,
+    "contentHash": hashlib.sha256(GANG.encode()).hexdigest(),
+}
+
+
+class RecordingKube:
+    """Stands in for the API server: records the annotation patches it was asked for."""
+
+    def __init__(self) -> None:
+        self.patched: list[tuple[str, str]] = []
+
+    def annotate_pod(self, *, namespace: str, name: str, annotations: dict) -> None:
+        assert ANNOTATION in annotations
+        self.patched.append((namespace, name))
+
+
+def member(name: str, uid: str, node: str = "") -> dict:
+    pod = make_pod(
+        name=name, labels={"podGroup": "g", "minAvailable": "3"}, scheduler_name="schedweb"
+    )
+    pod["metadata"]["uid"] = uid
+    if node:
+        pod["spec"]["nodeName"] = node
+    return pod
+
+
+@pytest.fixture
+def redis_db(extender_redis):
+    return extender_redis
+
+
+def test_a_rejected_gang_member_is_requeued_once_its_group_is_complete(redis_db):
+    state = ClusterState.from_objects(
+        [make_node(name="n1")], [member("m0", "u0"), member("m1", "u1")]
+    )
+    rejections_record(
+        redis_db,
+        cluster="c",
+        rejections=[
+            {
+                "uid": "u0",
+                "namespace": "default",
+                "name": "m0",
+                "policy": "seed-002-gang",
+                "at": time.time(),
+            }
+        ],
+    )
+    kube = RecordingKube()
+    # 2 of 3 members: still blocked, nothing patched, still remembered
+    counts = requeue_unblocked(
+        client=redis_db,
+        cluster="c",
+        snapshot=LoadedCluster(state.freeze(), "live", "live"),
+        policies={"seed-002-gang": ENTRY},
+        kube=kube,
+    )
+    assert counts == {"checked": 1, "requeued": 0, "forgotten": 0} and kube.patched == []
+    # the third member arrives: m0 would now pass, so it is annotated and forgotten
+    state.apply_pod(member("m2", "u2"))
+    counts = requeue_unblocked(
+        client=redis_db,
+        cluster="c",
+        snapshot=LoadedCluster(state.freeze(), "live", "live"),
+        policies={"seed-002-gang": ENTRY},
+        kube=kube,
+    )
+    assert counts["requeued"] == 1 and kube.patched == [("default", "m0")]
+    # remembered until bound, nudged again only after a pause
+    counts = requeue_unblocked(
+        client=redis_db,
+        cluster="c",
+        snapshot=LoadedCluster(state.freeze(), "live", "live"),
+        policies={"seed-002-gang": ENTRY},
+        kube=kube,
+    )
+    assert counts["requeued"] == 0 and len(kube.patched) == 1
+    state.apply_pod(member("m0", "u0", node="n1"))
+    counts = requeue_unblocked(
+        client=redis_db,
+        cluster="c",
+        snapshot=LoadedCluster(state.freeze(), "live", "live"),
+        policies={"seed-002-gang": ENTRY},
+        kube=kube,
+    )
+    assert counts["forgotten"] == 1 and redis_db.hlen(requeue_key("c")) == 0
+
+
+def test_bound_gone_or_unpoliced_pods_are_forgotten(redis_db):
+    state = ClusterState.from_objects([make_node(name="n1")], [member("m0", "u0", node="n1")])
+    now = time.time()
+    rejections_record(
+        redis_db,
+        cluster="c",
+        rejections=[
+            {
+                "uid": "u0",
+                "namespace": "default",
+                "name": "m0",
+                "policy": "seed-002-gang",
+                "at": now,
+            },  # bound since
+            {
+                "uid": "gone",
+                "namespace": "default",
+                "name": "x",
+                "policy": "seed-002-gang",
+                "at": now,
+            },  # deleted
+        ],
+    )
+    counts = requeue_unblocked(
+        client=redis_db,
+        cluster="c",
+        snapshot=LoadedCluster(state.freeze(), "live", "live"),
+        policies={},
+        kube=RecordingKube(),
+    )
+    assert counts == {"checked": 0, "requeued": 0, "forgotten": 2}
+    assert redis_db.hlen(requeue_key("c")) == 0
+
+
+@pytest.mark.django_db
+def test_the_extender_remembers_pods_it_rejected_everywhere(client, publish, settings):
+    import orjson
+
+    from policies.extender.runtime import runtime
+
+    from .conftest import args_body, go_pod, post
+
+    publish(example("seed-003-name-length"))
+    post(client, "filter", args_body(go_pod("abcdefg"), ["cp-1", "a-small-1"]))
+    post(
+        client, "filter", args_body(go_pod("abc"), ["cp-1", "a-small-1"])
+    )  # passes: not remembered
+    state = runtime()
+    state._flush_rejections()
+    stored = {
+        k.decode(): orjson.loads(v)
+        for k, v in state.redis.hgetall(requeue_key(settings.SCHEDWEB_CLUSTER_NAME)).items()
+    }
+    assert [entry["name"] for entry in stored.values()] == ["abcdefg"]

@@ -8,7 +8,7 @@ import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
 
-SUITES = ["engine", "snapshot"]
+SUITES = ["engine", "snapshot", "extender"]
 
 
 def main(argv: list[str]) -> int:

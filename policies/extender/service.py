@@ -79,11 +79,13 @@ class Extender:
         record: Callable[[dict[str, Any]], None] | None = None,
         binder: Callable[[protocol.BindingArgs], str] | None = None,
         rejected: Callable[[dict[str, Any]], None] | None = None,
+        sample: Callable[[], bool] | None = None,
     ) -> None:
         self._policies = policies
         self._snapshot = snapshot
         self.metrics = metrics
         self._record = record or (lambda decision: None)
+        self._sample = sample or (lambda: True)
         self._binder = binder
         self._rejected = rejected or (lambda entry: None)
         self._pods = _PodCache()
@@ -207,7 +209,7 @@ class Extender:
             served.label,
         )
         decision = None
-        if evaluation.applies and len(passed) <= 1:
+        if evaluation.applies and len(passed) <= 1 and self._sample():
             # No prioritize call follows when at most one node is left (protocol section 3.0).
             decision = _decision(pod, served, "filter", evaluation)
         if evaluation.applies and not passed and pod["uid"]:
@@ -271,7 +273,7 @@ class Extender:
             return self._observe(
                 "prioritize", started, Answer(200, b"[]", served.label), served, "internal"
             )
-        if evaluation.applies:
+        if evaluation.applies and self._sample():
             self._record(_decision(pod, served, "prioritize", evaluation))
         return self._observe("prioritize", started, Answer(200, body_out, served.label), served)
 

@@ -25,17 +25,53 @@ def _json(body: bytes, status: int = 200, *, policy: str = "") -> HttpResponse:
     return response
 
 
+def _answer(verb: str, body: bytes) -> tuple[int, bytes, str]:
+    """(status, JSON body, policy label) for a POST to /extender/<verb>: shared by both entries."""
+    limit = settings.SCHEDWEB_EXTENDER_MAX_BODY_BYTES
+    if len(body) > limit:
+        return 413, protocol.error_body(f"the body is larger than {limit} bytes"), ""
+    answer = getattr(runtime().extender, verb)(body)
+    return answer.status, answer.body, answer.policy
+
+
 def _handle(request: HttpRequest, verb: str) -> HttpResponse:
     if request.method != "POST":
         response = _json(protocol.error_body(f"{verb} takes POST"), 405)
         response["Allow"] = "POST"
         return response
     limit = settings.SCHEDWEB_EXTENDER_MAX_BODY_BYTES
-    body = request.read(limit + 1)
-    if len(body) > limit:
-        return _json(protocol.error_body(f"the body is larger than {limit} bytes"), 413)
-    answer = getattr(runtime().extender, verb)(body)
-    return _json(answer.body, answer.status, policy=answer.policy)
+    status, body, policy = _answer(verb, request.read(limit + 1))
+    return _json(body, status, policy=policy)
+
+
+_REASONS = {200: "OK", 400: "Bad Request", 413: "Payload Too Large"}
+
+
+def wsgi_extender(environ: dict, start_response) -> list[bytes] | None:
+    """The extender verbs as a bare WSGI app (schedweb/wsgi.py); None: not ours, ask Django."""
+    verb = environ.get("PATH_INFO", "")[len("/extender/") :]
+    if verb not in VERBS:
+        return None
+    limit = settings.SCHEDWEB_EXTENDER_MAX_BODY_BYTES
+    stream = environ["wsgi.input"]
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or -1)
+    except ValueError:
+        length = -1
+    if length > limit:
+        status, body, policy = (
+            413,
+            protocol.error_body(f"the body is {length} bytes; the limit is {limit}"),
+            "",
+        )
+    else:
+        data = stream.read(length) if length >= 0 else stream.read(limit + 1)
+        status, body, policy = _answer(verb, data)
+    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+    if policy:
+        headers.append(("X-Schedweb-Policy", policy))
+    start_response(f"{status} {_REASONS.get(status, 'OK')}", headers)
+    return [body]
 
 
 @csrf_exempt

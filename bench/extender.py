@@ -1,0 +1,301 @@
+"""Extender benchmarks (issue 5), measured in one run on this machine:
+
+1. server-side latency per verb for 500 candidate names: the extender service in process, and the
+   same requests over HTTP to gunicorn (sequential client, keep-alive), median and p99;
+2. where a request's time goes (parse, pod view, evaluate, respond);
+3. kube-scheduler throughput for 1000 pods over 500 nodes, without an extender and with ours
+   (filter + prioritize, the 2-filter + 3-score policy of bench/engine.py), same binaries, same
+   API server, and the ratio.
+
+Needs the Kubernetes test binaries (scripts/k8s-binaries.sh) and redis-server.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+from .engine import POLICY
+from .stats import measure
+
+NODES = 500
+PODS = 1000
+
+
+def _pod(name: str, scheduler: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": "bench"}},
+        "spec": {
+            "schedulerName": scheduler,
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                }
+            ],
+        },
+    }
+
+
+def _service_latency(policy_text: str) -> dict[str, float]:
+    """The extender service in process over a generated 500-node snapshot."""
+    from policies.cluster.demo import generate_cluster
+    from policies.cluster.state import ClusterState
+    from policies.engine.policy import compile_policy
+    from policies.extender.metrics import Metrics
+    from policies.extender.service import Extender, ServedPolicy
+    from policies.selectors import LoadedCluster
+
+    nodes_json, pods_json = generate_cluster(NODES, NODES * 4, seed=3)
+    snapshot = LoadedCluster(
+        ClusterState.from_objects(nodes_json, pods_json).freeze(), "live", "bench"
+    )
+    served = ServedPolicy("bench-2-3", 1, compile_policy(policy_text))
+    extender = Extender(
+        policies=lambda: {"schedweb": served}, snapshot=lambda: snapshot, metrics=Metrics()
+    )
+    names = [n["name"] for n in snapshot.state.nodes()]
+    pods = [
+        dict(
+            _pod(f"p{i}", "schedweb"),
+            metadata={
+                "name": f"p{i}",
+                "namespace": "default",
+                "uid": f"u{i}",
+                "resourceVersion": "1",
+            },
+        )
+        for i in range(50)
+    ]
+    bodies = [orjson.dumps({"Pod": p, "Nodes": None, "NodeNames": names}) for p in pods]
+    results = {}
+    print(f"== extender service in process: {NODES} node names per request (nodeCacheCapable)")
+    for verb in ("filter", "prioritize"):
+        call = getattr(extender, verb)
+        timing = measure(lambda i, call=call: call(bodies[i % len(bodies)]), runs=400)
+        print(f"  {verb:10s} {timing.ms()}")
+        results[f"service_{verb}_median_ms"] = timing.median * 1e3
+        results[f"service_{verb}_p99_ms"] = timing.p99 * 1e3
+    # Where the time goes, for one filter + prioritize pair.
+    from policies.cluster.convert import pod_view
+
+    body = bodies[0]
+    parse = measure(lambda i: orjson.loads(body), runs=400)
+    view = measure(lambda i: pod_view(pods[i % len(pods)]), runs=400)
+    known = [snapshot.state.node(n) for n in names]
+    evaluate_f = measure(
+        lambda i: served.compiled.evaluate(pod_view(pods[0]), known, snapshot.state, scores=False),
+        runs=300,
+    )
+    evaluate_p = measure(
+        lambda i: served.compiled.evaluate(pod_view(pods[0]), known, snapshot.state), runs=300
+    )
+    response = measure(lambda i: orjson.dumps([{"Host": n, "Score": 5} for n in names]), runs=400)
+    print("  where a request's time goes (medians):")
+    print(f"    JSON parse of the body      {parse.median * 1e3:7.3f} ms")
+    print(
+        f"    pod view from the Pod       {view.median * 1e3:7.3f} ms (cached between filter and prioritize)"
+    )
+    print(f"    evaluate, filters only      {evaluate_f.median * 1e3:7.3f} ms")
+    print(f"    evaluate, filters + scores  {evaluate_p.median * 1e3:7.3f} ms")
+    print(f"    JSON of a 500-host answer   {response.median * 1e3:7.3f} ms")
+    return results
+
+
+def _http_latency(stack, names: list[str]) -> dict[str, float]:
+    """Sequential keep-alive client against gunicorn: what kube-scheduler sees, minus Go."""
+    connection = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=10)
+    bodies = [
+        orjson.dumps(
+            {
+                "Pod": dict(
+                    _pod(f"h{i}", "schedweb"),
+                    metadata={
+                        "name": f"h{i}",
+                        "namespace": "default",
+                        "uid": f"hu{i}",
+                        "resourceVersion": "1",
+                    },
+                ),
+                "Nodes": None,
+                "NodeNames": names,
+            }
+        )
+        for i in range(50)
+    ]
+    results = {}
+    print(f"== extender over HTTP (gunicorn, sequential keep-alive client, {len(names)} names)")
+    for verb in ("filter", "prioritize"):
+
+        def call(i: int, verb=verb) -> None:
+            connection.request(
+                "POST",
+                f"/extender/{verb}",
+                bodies[i % len(bodies)],
+                {"Content-Type": "application/json"},
+            )
+            response = connection.getresponse()
+            response.read()
+            assert response.status == 200, response.status
+
+        timing = measure(call, runs=400, warmup=20)
+        print(f"  {verb:10s} {timing.ms()}")
+        results[f"http_{verb}_median_ms"] = timing.median * 1e3
+        results[f"http_{verb}_p99_ms"] = timing.p99 * 1e3
+    connection.close()
+    return results
+
+
+def _scheduled(process) -> float:
+    """kube-scheduler's own count of successfully scheduled pods."""
+    total = 0.0
+    for line in process.get("/metrics").splitlines():
+        if line.startswith("scheduler_schedule_attempts_total{") and 'result="scheduled"' in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def _throughput(plane, config: str, scheduler_name: str, label: str) -> float:
+    """Pods per second for PODS pods created beforehand, from scheduler start to the last bind."""
+    from tests.cluster import resources
+
+    for i in range(PODS):
+        resources.pod_create(
+            api=plane.api, manifest=_pod(f"{scheduler_name}-{i:04d}", scheduler_name)
+        )
+    start = time.monotonic()
+    process = plane.start_scheduler(config)
+    try:
+        first = last = None
+        while True:
+            done = _scheduled(process)
+            now = time.monotonic()
+            if done > 0 and first is None:
+                first = now
+            if done >= PODS:
+                last = now
+                break
+            if now - start > 600:
+                raise RuntimeError(
+                    f"{label}: only {done:.0f} of {PODS} pods scheduled in 10 minutes"
+                )
+            time.sleep(0.05)
+    finally:
+        process.stop()
+    elapsed = last - (first or start)
+    rate = PODS / elapsed
+    print(f"  {label:26s} {PODS} pods in {elapsed:6.2f} s = {rate:7.1f} pods/s")
+    return rate
+
+
+def run() -> dict[str, float]:
+    import yaml
+
+    from tests.cluster import resources
+    from tests.cluster.binaries import BinariesMissing, binaries_find
+    from tests.cluster.controlplane import ControlPlane
+    from tests.e2e.stack import RedisServer, SchedwebStack
+
+    results = _service_latency(POLICY)
+    try:
+        binaries_find()
+    except BinariesMissing as exc:
+        print(f"== kube-scheduler throughput: skipped ({exc})")
+        return results
+    workdir = Path(tempfile.mkdtemp(prefix="schedweb-bench-"))
+    with ControlPlane(workdir / "plane") as plane:
+        names = [f"bench-node-{i:03d}" for i in range(NODES)]
+        zones = ["zone-a", "zone-b", "zone-c"]
+        for i, name in enumerate(names):
+            labels = {"topology.kubernetes.io/zone": zones[i % 3]}
+            resources.node_create(
+                api=plane.api,
+                manifest=resources.node_manifest(
+                    name=name, cpu="32", memory="128Gi", labels=labels
+                ),
+            )
+        redis = RedisServer(workdir / "redis").start()
+        stack = SchedwebStack(workdir / "stack", kubeconfig=plane.kubeconfig, redis=redis)
+        try:
+            stack.start()
+            policy = yaml.safe_load(POLICY)
+            policy["schedulerNames"] = ["schedweb", "bench-ext"]
+            version = stack.publish(yaml.safe_dump(policy, sort_keys=False), "bench")
+            stack.wait_serving("bench-2-3", version)
+            results |= _http_latency(stack, names)
+            print(
+                f"== kube-scheduler throughput: {PODS} pods over {NODES} nodes (pods created first)"
+            )
+            # Both schedulers get the same client QPS: the default (50/s) would cap both at the
+            # API client, not at scheduling, and hide the extender's cost.
+            client = {"qps": 1000, "burst": 1000}
+            plain = yaml.safe_dump(
+                {
+                    "apiVersion": "kubescheduler.config.k8s.io/v1",
+                    "kind": "KubeSchedulerConfiguration",
+                    "clientConnection": client,
+                    "profiles": [{"schedulerName": "bench-noext"}],
+                }
+            )
+            without = _throughput(plane, plain, "bench-noext", "without an extender")
+            config = yaml.safe_load(
+                stack.scheduler_config(
+                    "--scheduler-name", "bench-ext", "--no-preempt", "--second-scheduler"
+                )
+            )
+            config["clientConnection"].update(client)
+            with_ours = _throughput(
+                plane, yaml.safe_dump(config), "bench-ext", "with the schedweb extender"
+            )
+            ratio = with_ours / without
+            print(
+                f"  ratio with/without: {ratio:.2f} (target at least 0.3, aim 0.5; published Go extender: 0.11)"
+            )
+            totals = stack.request("GET", "/metrics")[1]
+            results |= {
+                "throughput_without": without,
+                "throughput_with": with_ours,
+                "throughput_ratio": ratio,
+            }
+            _server_side_from_metrics(totals if isinstance(totals, str) else "")
+        finally:
+            stack.stop()
+            redis.stop()
+    return results
+
+
+def _server_side_from_metrics(text: str) -> None:
+    """Median and p99 bucket bounds of the extender's own latency histogram during the run."""
+    buckets: dict[str, list[tuple[float, float]]] = {}
+    for line in text.splitlines():
+        if line.startswith("schedweb_extender_request_duration_seconds_bucket"):
+            labels, value = line.rsplit(" ", 1)
+            verb = labels.split('verb="')[1].split('"')[0]
+            bound = labels.split('le="')[1].split('"')[0]
+            buckets.setdefault(verb, []).append(
+                (float("inf") if bound == "+Inf" else float(bound), float(value))
+            )
+    if not buckets:
+        return
+    print(
+        "  extender latency during the run (server side, from its histogram; bucket upper bounds):"
+    )
+    for verb, points in sorted(buckets.items()):
+        total = points[-1][1]
+        if not total:
+            continue
+        p50 = next(b for b, c in points if c >= 0.5 * total)
+        p99 = next(b for b, c in points if c >= 0.99 * total)
+        print(f"    {verb:10s} n={total:.0f}  median <= {p50 * 1e3:g} ms  p99 <= {p99 * 1e3:g} ms")
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(), indent=2))

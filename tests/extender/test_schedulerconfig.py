@@ -72,3 +72,12 @@ def test_manifests_define_a_second_scheduler_with_its_rbac_and_config():
     pod = docs[6]["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "schedweb-scheduler"
     assert pod["containers"][0]["command"][1] == "--config=/etc/schedweb/scheduler-config.yaml"
+
+
+@pytest.mark.django_db
+def test_replacing_the_main_schedulers_config_keeps_its_lease_a_second_scheduler_gets_its_own():
+    [main] = generate("--url", "http://10.0.0.5:8000/extender/")
+    assert main["leaderElection"]["resourceName"] == "kube-scheduler"
+    [second] = generate("--url", "http://10.0.0.5:8000/extender/", "--second-scheduler")
+    assert second["leaderElection"]["resourceName"] == "schedweb-scheduler"
+    assert [p["schedulerName"] for p in second["profiles"]] == ["schedweb"]

@@ -62,7 +62,9 @@ class Command(BaseCommand):
         )
         parser.add_argument("--namespace", default="kube-system")
         parser.add_argument(
-            "--name", default="schedweb-scheduler", help="lease and Deployment name"
+            "--name",
+            default="schedweb-scheduler",
+            help="lease and Deployment name of a second scheduler (the main one keeps kube-scheduler)",
         )
         parser.add_argument(
             "--ignorable",
@@ -95,14 +97,17 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         names = tuple(options["names"] or scheduler_names_active() or ["schedweb"])
+        separate = options["second_scheduler"] or options["manifests"]
         setup = SchedulerSetup(
             extender_url=options["url"],
             scheduler_names=names,
             scoping=options["scoping"],
-            keep_default_profile=not (options["second_scheduler"] or options["manifests"]),
+            keep_default_profile=not separate,
             kubeconfig=options["kubeconfig"],
             leader_elect=not options["no_leader_elect"],
-            lease_name=options["name"],
+            # Replacing the main scheduler's configuration keeps its lease: system:kube-scheduler
+            # may only update the lease named kube-scheduler.
+            lease_name=(separate and options["name"]) or "kube-scheduler",
             namespace=options["namespace"],
             ignorable=options["ignorable"],
             node_cache_capable=not options["full_nodes"],

@@ -1,12 +1,6 @@
 """Server-rendered pages and operational endpoints."""
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
-
-
-def home(request: HttpRequest) -> HttpResponse:
-    """The dashboard."""
-    return render(request, "home.html", {})
 
 
 def _api_error(request: HttpRequest, status: int, code: str, detail: str) -> HttpResponse | None:

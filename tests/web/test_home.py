@@ -1,10 +1,13 @@
-"""The home page and liveness endpoint answer."""
+"""The site root is the dashboard behind sign-in; liveness answers without it."""
+
+import pytest
 
 
-def test_home_page_renders(client):
+@pytest.mark.django_db
+def test_anonymous_root_redirects_to_sign_in(client):
     response = client.get("/")
-    assert response.status_code == 200
-    assert b"schedweb" in response.content
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/?next=/")
 
 
 def test_healthz_says_ok(client):

@@ -1,0 +1,719 @@
+"""Ops pages: sign-in, the dashboard, sampled extender decisions and the connect page.
+
+    GET /                      dashboard: active policies, cluster snapshot, extender health,
+                               recent decisions and audit events
+    GET /dashboard/health      the health card alone (htmx polls it every 5 s)
+    GET|POST /login/           Django's LoginView with our template; POST /logout/
+    GET /decisions/            sampled decisions, filtered (pod, namespace, policy, node), paged
+    GET /decisions/<id>/       why the pod went where it went: every node's breakdown
+    GET /connect/              KubeSchedulerConfiguration, second-scheduler manifests and the
+                               extender's RBAC for this installation (htmx re-renders the options)
+
+Every source the dashboard reads may be down: each section then says so in a sentence instead of
+failing the page (DESIGN.md section 10). Pages need the viewer role; nothing here writes.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.views import LoginView, LogoutView, redirect_to_login
+from django.core.paginator import Paginator
+from django.db import DatabaseError, connection
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_GET
+
+from policies import selectors
+from policies.cluster_views import cluster_status
+from policies.extender.metrics import recent_summary
+from policies.models import AuditEvent, Decision, PolicyActivation
+from policies.redis import redis_client
+from policies.roles import DESCRIPTIONS, user_role
+from policies.schedulerconfig import (
+    MANAGED_RESOURCE,
+    SchedulerSetup,
+    dump_yaml,
+    scheduler_configuration,
+    second_scheduler_manifests,
+)
+from policies.ui.context import role
+
+log = logging.getLogger(__name__)
+
+RECENT = 10  # rows of recent decisions and audit events on the dashboard
+DECISIONS_PER_PAGE = 50
+HEALTH_MINUTES = 5  # the extender health window (metrics are bucketed per minute)
+HEALTH_POLL_SECONDS = 5
+
+# --- access -------------------------------------------------------------------------------------
+
+
+def viewer_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Login required plus the viewer role; htmx callers get HX-Redirect to the sign-in page.
+
+    The session lives in the database: when it does not answer, nobody can be identified, so the
+    answer is a standalone 503 page saying what is down (never a 500)."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            authenticated = request.user.is_authenticated
+            role = user_role(request.user) if authenticated else None
+        except DatabaseError as exc:
+            return _database_down(request, exc)
+        if not authenticated:
+            if request.headers.get("HX-Request"):
+                # The browser's page, not the fragment's URL, is where to come back to
+                # (LoginView checks `next` is on this host before using it).
+                current = urlsplit(request.headers.get("HX-Current-URL", ""))
+                back = current.path + (f"?{current.query}" if current.query else "") or "/"
+                response = HttpResponse(status=204)
+                response["HX-Redirect"] = f"{settings.LOGIN_URL}?{urlencode({'next': back})}"
+                return response
+            return redirect_to_login(request.get_full_path())
+        if role is None:
+            return render(
+                request,
+                "ops/forbidden.html",
+                {"user_role": None, "needed": "viewer", "allows": DESCRIPTIONS["viewer"]},
+                status=403,
+            )
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _database_down(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """A page (or the health fragment) that touches neither the session nor the user."""
+    log.warning("database unavailable while loading the session: %s", exc)
+    context = {
+        "redis": _check_redis(),
+        "error": exc.__class__.__name__,
+        "fragment": bool(request.headers.get("HX-Request")),
+    }
+    # htmx swaps only 2xx answers: the health card gets its sentence with 200, pages get 503.
+    return HttpResponse(
+        render_to_string("ops/unavailable.html", context),
+        status=200 if context["fragment"] else 503,
+    )
+
+
+def _page(
+    request: HttpRequest, template: str, context: dict[str, Any], *, status: int = 200
+) -> HttpResponse:
+    """render() plus the user's role for the user menu (also provided by ui.context.role)."""
+    return render(request, template, {**role(request), **context}, status=status)
+
+
+# --- sign-in and sign-out -----------------------------------------------------------------------
+
+
+class SignInView(LoginView):
+    """Django's LoginView with our look; signed-in users skip it."""
+
+    template_name = "registration/login.html"
+    redirect_authenticated_user = True
+
+
+class SignOutView(LogoutView):
+    """POST signs out and returns to the sign-in page with a note; GET asks to confirm."""
+
+    next_page = "/login/"
+    http_method_names = ["get", "post", "options"]
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return redirect(self.next_page)
+        return _page(request, "ops/signout.html", {})
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        was_signed_in = request.user.is_authenticated
+        response = super().post(request, *args, **kwargs)
+        if was_signed_in:
+            messages.info(request, "You have signed out.")
+        return response
+
+
+# --- dashboard ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Section:
+    """What one dashboard card shows: its rows, or the sentence that says why it cannot."""
+
+    items: list[Any] = field(default_factory=list)
+    error: str = ""
+
+
+def _section(load: Callable[[], list[Any]], *, what: str) -> Section:
+    """Runs `load`; a database that does not answer becomes a sentence naming `what`."""
+    try:
+        return Section(items=load())
+    except DatabaseError as exc:
+        log.warning("dashboard: %s unavailable: %s", what, exc)
+        return Section(
+            error=f"The database is not answering ({exc.__class__.__name__}), so {what} cannot "
+            "be shown. Extenders keep serving the policy versions they hold."
+        )
+
+
+def active_policies() -> list[dict[str, Any]]:
+    """Every active policy version with who activated it and when, by policy name."""
+    activations = (
+        PolicyActivation.objects.filter(active=True)
+        .select_related("policy", "version", "version__author", "activated_by")
+        .order_by("policy__name")
+    )
+    return [
+        {
+            "name": a.policy.name,
+            "description": a.policy.description,
+            "version": a.version.number,
+            "scheduler_names": a.version.scheduler_names,
+            "by": a.activated_by.get_username() if a.activated_by else "system",
+            "author": a.version.author.get_username() if a.version.author else "system",
+            "at": a.activated_at,
+            "reason": a.reason,
+            "message": a.version.message,
+        }
+        for a in activations
+    ]
+
+
+_AUDIT_VERBS = {
+    "policy.create": "created",
+    "policy.import": "imported",
+    "policy.update_draft": "edited the draft of",
+    "policy.publish": "published",
+    "policy.rollback": "rolled back",
+    "policy.deactivate": "deactivated",
+    "policy.delete": "deleted",
+    "testcase.create": "added a test case to",
+    "testcase.update": "changed a test case of",
+    "testcase.delete": "deleted a test case of",
+    "token.create": "created an API token",
+    "token.revoke": "revoked an API token",
+}
+
+
+def audit_row(*, event: AuditEvent) -> dict[str, Any]:
+    """An audit event as a sentence: who, did what, to which policy (version), when."""
+    detail = event.detail if isinstance(event.detail, dict) else {}
+    verb = _AUDIT_VERBS.get(event.action, event.action)
+    note = ""
+    if event.action == "policy.rollback" and event.version:
+        note = f"to v{event.version}"
+    elif event.action == "policy.publish" and detail.get("message"):
+        note = str(detail["message"])
+    elif event.action.startswith("testcase.") and detail.get("name"):
+        note = str(detail["name"])
+    elif event.action.startswith("token.") and detail.get("user"):
+        note = f"for {detail['user']}"
+    return {
+        "actor": event.actor_name or "system",
+        "action": event.action,
+        "verb": verb,
+        "policy": event.policy_name,
+        "version": event.version if event.action != "policy.rollback" else None,
+        "note": note,
+        "at": event.created_at,
+        # deleted policies have no page to link to
+        "link": bool(event.policy_name) and event.action != "policy.delete",
+    }
+
+
+def _check_database() -> str:
+    """Empty when the database answers SELECT 1, else the error's class name."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except DatabaseError as exc:
+        return exc.__class__.__name__
+    return ""
+
+
+def _check_redis() -> str:
+    """Empty when Redis answers PING, else the error's class name."""
+    try:
+        redis_client().ping()
+    except Exception as exc:  # redis raises several unrelated types (connection, timeout, auth)
+        return exc.__class__.__name__
+    return ""
+
+
+def _extender_summary(*, redis_error: str) -> dict[str, Any]:
+    """recent_summary() for the card, or the sentence saying why there are no numbers."""
+    if redis_error:
+        return {"error": "Redis is down: no extender numbers until it is back."}
+    try:
+        summary = recent_summary(redis_client(), minutes=HEALTH_MINUTES)
+    except Exception as exc:
+        log.warning("dashboard: extender metrics unavailable: %s", exc)
+        problem = exc.__class__.__name__
+        return {"error": f"The extender's numbers could not be read from Redis ({problem})."}
+    requests = summary["requests"] or 0
+    errors = summary["errors"] or 0
+    return {
+        "error": "",
+        "rps": summary["requestsPerSecond"],
+        "p99": summary["p99Ms"],
+        "requests": int(requests),
+        "errors": int(errors),
+        # error share = errors * 100 / requests, in percent
+        "error_pct": (errors * 100 / requests) if requests else 0.0,
+    }
+
+
+def _cluster() -> dict[str, Any]:
+    """cluster_views.cluster_status() without its sync-run history; never raises."""
+    try:
+        status, _loaded = cluster_status(runs=1)
+    except Exception as exc:  # a live source reads Redis and the database; both may fail
+        log.warning("dashboard: cluster status unavailable: %s", exc)
+        return {
+            "available": False,
+            "source": settings.SCHEDWEB_CLUSTER_SOURCE,
+            "status": "unavailable",
+            "stale": True,
+            "error": f"The cluster status could not be read ({exc.__class__.__name__}).",
+        }
+    return status
+
+
+def health_context() -> dict[str, Any]:
+    """Everything the health card shows; each part degrades to a sentence on its own."""
+    database_error = _check_database()
+    redis_error = _check_redis()
+    return {
+        "database_error": database_error,
+        "redis_error": redis_error,
+        "extender": _extender_summary(redis_error=redis_error),
+        "cluster": _cluster(),
+        "minutes": HEALTH_MINUTES,
+        "poll_seconds": HEALTH_POLL_SECONDS,
+    }
+
+
+@require_GET
+@viewer_page
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """The landing page: what serves, what the cluster looks like, how the extender does."""
+    context = {
+        "policies": _section(active_policies, what="the active policies"),
+        "health": health_context(),
+        "decisions": _section(
+            lambda: [decision_summary(decision=d) for d in selectors.decision_list()[:RECENT]],
+            what="recent decisions",
+        ),
+        "audit": _section(
+            lambda: [audit_row(event=e) for e in selectors.audit_list()[:RECENT]],
+            what="the audit log",
+        ),
+    }
+    return _page(request, "ops/dashboard.html", context)
+
+
+@require_GET
+@viewer_page
+def dashboard_health(request: HttpRequest) -> HttpResponse:
+    """The health card alone, for htmx polling (always 200: its sentences carry the trouble)."""
+    return _page(request, "ops/_health.html", {"health": health_context()})
+
+
+# --- decisions ----------------------------------------------------------------------------------
+
+
+def _number(value: Any) -> float | None:
+    """`value` when it is a number (not a bool), else None: records are JSON, read defensively."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _fmt(value: Any, places: int = 2) -> str:
+    """A number for a table cell, like |floatformat:-places (whole numbers without decimals);
+    formatted here because a template filter per cell dominates the page's render time."""
+    if isinstance(value, bool) or value is None:
+        return "—"
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return str(int(value))
+    if isinstance(value, float):
+        return f"{value:.{places}f}"
+    return str(value)  # a raw score that is not a number (a CEL string): shown as recorded
+
+
+def _record(decision: Decision) -> tuple[list[str], list[int], list[dict[str, Any]], bool]:
+    """The stored record's score names, weights and node entries; False when it is unreadable."""
+    data = decision.nodes
+    if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
+        return [], [], [], False
+    scores = [str(s) for s in data.get("scores") or []]
+    weights = [_number(w) or 0 for w in data.get("weights") or []]  # unreadable weight: 0
+    nodes = [n for n in data["nodes"] if isinstance(n, dict) and n.get("n")]
+    return scores, weights, nodes, len(nodes) == len(data["nodes"])
+
+
+def _winners(nodes: list[dict[str, Any]]) -> list[str]:
+    """Passing nodes with the highest total (the extender's favourites; ties all win)."""
+    totals = [
+        (n["n"], n["total"]) for n in nodes if n.get("ok") and _number(n.get("total")) is not None
+    ]
+    if not totals:
+        return []
+    best = max(t for _, t in totals)
+    return [name for name, t in totals if t == best]
+
+
+def decision_summary(*, decision: Decision) -> dict[str, Any]:
+    """A decision as one row: pod, policy version, verb, passing/total, winners, chosen node."""
+    _scores, _weights, nodes, _ok = _record(decision)
+    return {
+        "id": decision.pk,
+        "at": decision.created_at,
+        "namespace": decision.pod_namespace,
+        "pod": decision.pod_name,
+        "policy": decision.policy_name,
+        "version": decision.policy_version,
+        "verb": decision.verb,
+        "passing": sum(1 for n in nodes if n.get("ok")),
+        "total": len(nodes),
+        "winners": _winners(nodes),
+        "chosen": decision.chosen_node,
+    }
+
+
+def decision_breakdown(*, decision: Decision) -> dict[str, Any]:
+    """Every node of a decision: verdict, failing rule, each score raw -> normalized -> weighted
+    (weighted = normalized x weight, as the engine computes it), total and extender score."""
+    scores, weights, nodes, readable = _record(decision)
+    winners = set(_winners(nodes))
+    rows = []
+    for entry in nodes:
+        raw = entry.get("raw") if isinstance(entry.get("raw"), list) else []
+        norm = entry.get("norm") if isinstance(entry.get("norm"), list) else []
+        cells = []
+        for k, name in enumerate(scores):
+            r = raw[k] if k < len(raw) else None
+            n = _number(norm[k]) if k < len(norm) else None
+            w = weights[k] if k < len(weights) else 0
+            weighted = n * w if n is not None else None
+            cells.append(
+                {
+                    "name": name,
+                    "raw": r,
+                    "normalized": n,
+                    "weight": w,
+                    "weighted": weighted,
+                    "text": (_fmt(r), _fmt(n), _fmt(w), _fmt(weighted, 1)),
+                    "sort": "" if weighted is None else repr(weighted),
+                }
+            )
+        errors = [e for e in entry.get("errors") or [] if isinstance(e, dict)]
+        total = _number(entry.get("total"))
+        rows.append(
+            {
+                "node": str(entry["n"]),
+                "ok": bool(entry.get("ok")),
+                "rule": entry.get("rule") or "",
+                "message": entry.get("msg") or "",
+                "errors": errors,
+                "scores": cells if entry.get("ok") and raw else [],
+                "total": total,
+                "total_text": _fmt(total),
+                # the minibar's width: total is 0..100 by construction; clamped for a bad record
+                "total_pct": round(min(max(total or 0, 0), 100)),
+                "ext": _number(entry.get("ext")),
+                "winner": entry["n"] in winners,
+                "chosen": entry["n"] == decision.chosen_node,
+            }
+        )
+    # Passing nodes first, best total first; rejected ones after, by name.
+    rows.sort(key=lambda r: (not r["ok"], -(r["total"] or 0), r["node"]))
+    passing = sum(1 for r in rows if r["ok"])
+    chosen_in_list = any(r["chosen"] for r in rows)
+    return {
+        "summary": decision_summary(decision=decision),
+        "scores": [
+            {"name": name, "weight": weights[k] if k < len(weights) else 0}
+            for k, name in enumerate(scores)
+        ],
+        "rows": rows,
+        "passing": passing,
+        "rejected": len(rows) - passing,
+        "errors": sum(len(r["errors"]) for r in rows),
+        "readable": readable,
+        "chosen_in_list": chosen_in_list,
+        "chosen_is_winner": decision.chosen_node in winners,
+        # The playground opens this pod with this version (its URL contract, ui-playground brief).
+        "playground": f"/policies/{decision.policy_name}/?"
+        + urlencode(
+            {
+                "version": decision.policy_version,
+                "pod": f"{decision.pod_namespace}/{decision.pod_name}",
+            },
+            safe="/",
+        ),
+    }
+
+
+class DecisionFilterForm(forms.Form):
+    """The decision list's filters: exact names, as kube-scheduler reports them."""
+
+    pod = forms.CharField(required=False, max_length=253, label="Pod name")
+    namespace = forms.CharField(required=False, max_length=253)
+    policy = forms.CharField(required=False, max_length=63)
+    node = forms.CharField(required=False, max_length=253, label="Chosen node")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        for name, value in data.items():
+            if isinstance(value, str) and "\x00" in value:
+                self.add_error(name, "must not contain a NUL character")
+        return data
+
+
+@require_GET
+@viewer_page
+def decision_list(request: HttpRequest) -> HttpResponse:
+    """Sampled extender decisions, newest first, filtered and paginated."""
+    form = DecisionFilterForm(request.GET)
+    if form.is_valid():
+        filters = {k: v.strip() for k, v in form.cleaned_data.items()}
+        queryset = selectors.decision_list(**filters)
+    else:  # the errors show at their fields; nothing matches a filter that cannot be read
+        filters, queryset = {}, Decision.objects.none()
+    page = Paginator(queryset, DECISIONS_PER_PAGE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "form": form,
+        "filtered": any(filters.values()),
+        "page": page,
+        "rows": [decision_summary(decision=d) for d in page.object_list],
+        "query": query.urlencode(),
+        "policy_names": Decision.objects.order_by("policy_name")
+        .values_list("policy_name", flat=True)
+        .distinct(),
+    }
+    return _page(request, "ops/decisions.html", context)
+
+
+@require_GET
+@viewer_page
+def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
+    """Why the pod went where it went: every node's verdict and score breakdown."""
+    decision = get_object_or_404(Decision, pk=decision_id)
+    return _page(
+        request,
+        "ops/decision.html",
+        {"decision": decision, "breakdown": decision_breakdown(decision=decision)},
+    )
+
+
+# --- connect ------------------------------------------------------------------------------------
+
+# A Kubernetes schedulerName is a DNS-1123 subdomain: lower-case alphanumerics, '-' and '.',
+# starting and ending alphanumeric, at most 253 characters.
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+MAX_SCHEDULER_NAMES = 10
+CONNECT_TABS = ("profile", "resource", "manifests", "rbac")
+DEFAULT_LEASE = "kube-scheduler"  # the lease kube-scheduler's own RBAC role is limited to
+
+
+class ConnectForm(forms.Form):
+    """The options of the generated configuration; the defaults suit most installations."""
+
+    scheduler_names = forms.CharField(
+        required=False,
+        max_length=1000,
+        label="Scheduler names",
+        help_text="Comma-separated profile names. Empty: the active policies' names.",
+    )
+    weight = forms.IntegerField(
+        min_value=1,
+        max_value=100,
+        initial=1,
+        help_text="The extender's 0-10 score times weight times 10 joins the plugins' scores.",
+    )
+    ignorable = forms.BooleanField(
+        required=False,
+        label="Ignorable (fail open)",
+        help_text="Scheduling goes on without schedweb when it does not answer.",
+    )
+    node_cache_capable = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="nodeCacheCapable",
+        help_text="Send node names only (recommended: bodies 200x smaller).",
+    )
+    bind = forms.BooleanField(
+        required=False,
+        label="Bind through schedweb",
+        help_text="schedweb creates pods/binding; at most one extender may bind.",
+    )
+    # The output tab on show, so that a re-render (and a shared link) keeps it.
+    tab = forms.ChoiceField(required=False, choices=[(t, t) for t in CONNECT_TABS])
+
+    def clean_scheduler_names(self) -> list[str]:
+        names: list[str] = []
+        for raw in self.cleaned_data["scheduler_names"].split(","):
+            name = raw.strip()
+            if not name:
+                continue
+            if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+                raise forms.ValidationError(
+                    f"{name[:60]!r} is not a valid schedulerName: use lower-case letters, digits, "
+                    "'-' and '.', starting and ending with a letter or digit"
+                )
+            if name not in names:
+                names.append(name)
+        if len(names) > MAX_SCHEDULER_NAMES:
+            raise forms.ValidationError(f"at most {MAX_SCHEDULER_NAMES} scheduler names")
+        return names
+
+
+def extender_urls(*, prefix: str) -> dict[str, str]:
+    """The exact URLs kube-scheduler calls: prefix + verb, no trailing slash (protocol P14)."""
+    base = prefix if prefix.endswith("/") else prefix + "/"
+    return {verb: base + verb for verb in ("filter", "prioritize", "preempt", "bind")}
+
+
+def extender_cluster_role(*, bind: bool, name: str = "schedweb-extender") -> list[dict[str, Any]]:
+    """The RBAC schedweb itself needs: list/watch nodes and pods (the snapshot), patch pods (the
+    requeue nudge annotation), and create pods/binding when it binds."""
+    rules: list[dict[str, Any]] = [
+        {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["list", "watch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]},
+    ]
+    if bind:
+        rules.append({"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]})
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": "schedweb", "namespace": "schedweb"}],
+            "roleRef": {
+                "kind": "ClusterRole",
+                "name": name,
+                "apiGroup": "rbac.authorization.k8s.io",
+            },
+        },
+    ]
+
+
+def _cli(*, names: list[str], data: dict[str, Any], extra: str = "") -> str:
+    """The `schedulerconfig` command line that prints the same configuration."""
+    parts = ["python manage.py schedulerconfig"]
+    parts += [f"--scheduler-name {n}" for n in names]
+    if extra:
+        parts.append(extra)
+    if data["weight"] != 1:
+        parts.append(f"--weight {data['weight']}")
+    if data["ignorable"]:
+        parts.append("--ignorable")
+    if not data["node_cache_capable"]:
+        parts.append("--full-nodes")
+    if data["bind"]:
+        parts.append("--bind")
+    return " ".join(parts)
+
+
+def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
+    """Generated YAML for both scopings, the second scheduler and the extender's RBAC."""
+    names = data["scheduler_names"] or selectors.scheduler_names_active() or ["schedweb"]
+    url = settings.SCHEDWEB_EXTENDER_URL
+    common = {
+        "extender_url": url,
+        "scheduler_names": tuple(names),
+        "ignorable": data["ignorable"],
+        "node_cache_capable": data["node_cache_capable"],
+        "weight": data["weight"],
+        "bind": data["bind"],
+    }
+    # Profiles and managedResources extend the cluster's own scheduler (default-scheduler kept,
+    # its kubeconfig): it must keep its lease, the only one system:kube-scheduler may update.
+    profile = SchedulerSetup(**common, scoping="profile", lease_name=DEFAULT_LEASE)
+    resource = SchedulerSetup(**common, scoping="resource", lease_name=DEFAULT_LEASE)
+    second = SchedulerSetup(**common, scoping="profile", keep_default_profile=False)
+    return {
+        "names": names,
+        "url": url,
+        "urls": extender_urls(prefix=url),
+        "https": url.startswith("https://"),
+        "profile": dump_yaml(scheduler_configuration(profile)),
+        "resource": dump_yaml(scheduler_configuration(resource)),
+        "manifests": dump_yaml(second_scheduler_manifests(second)),
+        "rbac": dump_yaml(extender_cluster_role(bind=data["bind"])),
+        "managed_resource": MANAGED_RESOURCE,
+        "opt_in_pod": dump_yaml(_opt_in_pod(names[0])),
+        "cli_profile": _cli(names=names, data=data, extra=f"--name {DEFAULT_LEASE}"),
+        "cli_resource": _cli(
+            names=names, data=data, extra=f"--scoping resource --name {DEFAULT_LEASE}"
+        ),
+        "cli_manifests": _cli(names=names, data=data, extra="--manifests"),
+    }
+
+
+def _opt_in_pod(scheduler_name: str) -> dict[str, Any]:
+    """How a pod opts in under resource scoping: its schedulerName plus the managed resource."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "example"},
+        "spec": {
+            "schedulerName": scheduler_name,
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "registry.example.com/app:1.0",
+                    "resources": {"limits": {MANAGED_RESOURCE: "1"}},
+                }
+            ],
+        },
+    }
+
+
+@require_GET
+@viewer_page
+def connect(request: HttpRequest) -> HttpResponse:
+    """How to point kube-scheduler here; htmx re-renders the options and outputs together."""
+    bound = "weight" in request.GET  # the form always sends weight; a plain visit gets defaults
+    form = ConnectForm(request.GET) if bound else ConnectForm(initial={"weight": 1})
+    status = 200
+    if not bound:
+        data = {
+            "scheduler_names": [],
+            "weight": 1,
+            "ignorable": False,
+            "node_cache_capable": True,
+            "bind": False,
+        }
+    elif form.is_valid():
+        data = form.cleaned_data
+    else:
+        data, status = None, 422  # 422: htmx swaps it in (base.html), the errors show at fields
+    tab = request.GET.get("tab", "")
+    context = {
+        "form": form,
+        "out": connect_outputs(data=data) if data is not None else None,
+        "active_names": selectors.scheduler_names_active(),
+        "tab": tab if tab in CONNECT_TABS else CONNECT_TABS[0],
+    }
+    template = "ops/_connect.html" if request.headers.get("HX-Request") else "ops/connect.html"
+    return _page(request, template, context, status=status)

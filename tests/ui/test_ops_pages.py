@@ -1,0 +1,621 @@
+"""The ops pages: sign-in and sign-out, the dashboard (and its polled health card), decisions and
+the connect page. Status codes, login redirects, role refusals, htmx fragments, and sources that
+are down (Redis, the database, the cluster) becoming sentences instead of 500s.
+
+Decisions are recorded the way the extender records them (policies.extender.service._decision over
+a real evaluation of the demo cluster); expected values come from the engine's own rows, never
+from the view code. These tests route through this module's `urlpatterns` (the ops URLs in front
+of the product's), so they run before the lead wires policies/ui/ops_urls.py in.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from unittest import mock
+
+import pytest
+import yaml
+from django.contrib.auth.models import Group, User
+from django.db import OperationalError
+from django.test import Client
+from django.urls import include, path
+
+from policies import services
+from policies.engine.policy import compile_policy
+from policies.extender.metrics import MINUTE_KEY, Metrics
+from policies.extender.service import ServedPolicy, _decision
+from policies.models import Decision
+from policies.redis import redis_client
+from policies.selectors import cluster_load, pod_view_from_text
+from schedweb.urls import handler404, handler500  # noqa: F401
+from schedweb.urls import urlpatterns as product
+
+urlpatterns = [path("", include("policies.ui.ops_urls")), *product]
+pytestmark = [pytest.mark.urls(__name__), pytest.mark.django_db]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
+SHARED_REDIS = os.environ.get("SCHEDWEB_REDIS_URL", "redis://127.0.0.1:6390/0")
+OPS_REDIS = SHARED_REDIS.rsplit("/", 1)[0] + "/11"  # a database of its own: metric keys are global
+PAGES = ["/", "/dashboard/health", "/decisions/", "/decisions/1/", "/connect/"]
+
+
+# --- fixtures -------------------------------------------------------------------------------------
+
+
+def make_user(username: str, role: str | None, *, password: str = "pw-" + "x" * 12) -> User:
+    """A user in the group of `role` (none: no role at all)."""
+    user = User.objects.create_user(username=username, password=password)
+    if role:
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
+
+
+def client_for(role: str | None, username: str | None = None) -> Client:
+    client = Client()
+    client.force_login(make_user(username or f"{role or 'nobody'}-user", role))
+    return client
+
+
+@pytest.fixture(autouse=True)
+def demo_cluster(settings):
+    settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
+    settings.SCHEDWEB_EXTENDER_URL = "http://10.0.0.7:8000/extender/"
+
+
+@pytest.fixture
+def ops_redis(settings):
+    """The process's Redis client on a database of these tests, metric buckets cleared."""
+    settings.REDIS_URL = OPS_REDIS
+    redis_client.cache_clear()
+    client = redis_client()
+    try:
+        client.ping()
+    except Exception:
+        pytest.fail(f"no Redis at {OPS_REDIS}: run `scripts/services.sh redis 6390`", pytrace=False)
+
+    def clear() -> None:
+        keys = list(client.scan_iter(MINUTE_KEY.format(minute="*")))
+        if keys:
+            client.delete(*keys)
+
+    clear()
+    yield client
+    clear()
+    redis_client.cache_clear()
+
+
+@pytest.fixture
+def redis_down(settings):
+    """Redis pointed at a loopback port nobody listens on (connection refused at once)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"
+    redis_client.cache_clear()
+    yield
+    redis_client.cache_clear()
+
+
+@pytest.fixture
+def publisher() -> User:
+    return make_user("pat", "publisher")
+
+
+@pytest.fixture
+def published(publisher):
+    """bin-packing, published as v1 by pat (its document targets schedulerName schedweb)."""
+    document = (EXAMPLES / "bin-packing.yaml").read_text()
+    policy = services.policy_create(actor=publisher, document=document)
+    services.policy_publish(actor=publisher, policy=policy, message="first cut")
+    return policy
+
+
+def record_decision(
+    *,
+    pod_file: str = "web.yaml",
+    verb: str = "prioritize",
+    chosen: str = "",
+    at: float | None = None,
+):
+    """A decision as the extender stores it: bin-packing v1 over the demo cluster.
+    Returns (Decision, the engine's Evaluation)."""
+    compiled = compile_policy((EXAMPLES / "bin-packing.yaml").read_text())
+    cluster = cluster_load("demo")
+    pod = pod_view_from_text((EXAMPLES / "pods" / pod_file).read_text())
+    evaluation = compiled.evaluate(pod, cluster.nodes(), cluster.state)
+    served = ServedPolicy(name="bin-packing", version=1, compiled=compiled)
+    item = _decision(pod, served, verb, evaluation)
+    if at is not None:
+        item["at"] = at
+    services.decisions_store(batch=[item])
+    decision = Decision.objects.order_by("-pk").first()
+    if chosen:
+        decision.chosen_node = chosen
+        decision.save(update_fields=["chosen_node"])
+    return decision, evaluation
+
+
+# --- sign-in, sign-out, access --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_every_page_sends_an_anonymous_visitor_to_sign_in(client, url):
+    response = client.get(url)
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/?next=")
+
+
+def test_an_htmx_poll_without_a_session_redirects_the_whole_page(client):
+    response = client.get(
+        "/dashboard/health",
+        headers={"HX-Request": "true", "HX-Current-URL": "http://testserver/?x=1"},
+    )
+    assert response.status_code == 204
+    assert response["HX-Redirect"] == "/login/?next=%2F%3Fx%3D1"
+
+
+def test_the_sign_in_page_renders_a_form_with_labels(client):
+    response = client.get("/login/?next=/decisions/")
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="login-form"' in body
+    assert '<label for="id_username">' in body and '<label for="id_password">' in body
+    assert 'value="/decisions/"' in body
+
+
+def test_a_wrong_password_gets_a_clear_error_and_no_session(client):
+    make_user("ann", "viewer", password="right-password-1")
+    response = client.post("/login/", {"username": "ann", "password": "wrong"})
+    assert response.status_code == 200
+    assert "Wrong username or password" in response.content.decode()
+    assert client.get("/").status_code == 302
+
+
+def test_the_right_password_goes_to_next(client):
+    make_user("ann", "viewer", password="right-password-1")
+    response = client.post(
+        "/login/", {"username": "ann", "password": "right-password-1", "next": "/decisions/"}
+    )
+    assert (response.status_code, response["Location"]) == (302, "/decisions/")
+    assert client.get("/").status_code == 200
+
+
+def test_a_next_on_another_host_is_ignored(client):
+    make_user("ann", "viewer", password="right-password-1")
+    response = client.post(
+        "/login/",
+        {"username": "ann", "password": "right-password-1", "next": "https://evil.example/"},
+    )
+    assert response["Location"] == "/"
+
+
+def test_signing_out_takes_a_post_and_says_so(client):
+    client.force_login(make_user("ann", "viewer"))
+    confirm = client.get("/logout/")
+    assert confirm.status_code == 200 and 'action="/logout/"' in confirm.content.decode()
+    assert client.get("/").status_code == 200  # a GET signs nobody out
+    response = client.post("/logout/", follow=True)
+    assert response.redirect_chain[0] == ("/login/", 302)
+    assert "You have signed out." in response.content.decode()
+    assert client.get("/").status_code == 302
+
+
+@pytest.mark.parametrize("role", ["viewer", "editor", "publisher", "admin"])
+def test_the_user_menu_shows_the_username_and_the_role_badge(role):
+    body = client_for(role, username=f"{role}-jo").get("/").content.decode()
+    assert f'<span class="nowrap">{role}-jo</span>' in body
+    badge = body.split("data-role-badge>", 1)[1].split("</span>", 1)[0]
+    assert f">{role}" in badge
+    assert 'action="/logout/"' in body
+
+
+@pytest.mark.parametrize("url", ["/", "/decisions/", "/connect/"])
+def test_a_user_without_a_role_is_refused_with_a_reason(url):
+    response = client_for(None).get(url)
+    assert response.status_code == 403
+    body = response.content.decode()
+    assert "needs the viewer role" in body and "no role" in body
+
+
+@pytest.mark.parametrize("url", ["/", "/decisions/", "/connect/", "/dashboard/health"])
+def test_the_read_only_pages_refuse_a_post(url):
+    client = client_for("admin")
+    client.handler.enforce_csrf_checks = False
+    assert client.post(url).status_code == 405
+
+
+# --- dashboard ------------------------------------------------------------------------------------
+
+
+def test_the_dashboard_lists_the_active_policy_with_its_version_names_and_publisher(published):
+    body = client_for("viewer").get("/").content.decode()
+    section = body.split('id="active-policies"', 1)[1].split("</section>", 1)[0]
+    assert 'href="/policies/bin-packing/"' in section
+    assert ">v1<" in section
+    assert '<code class="ops-chip">schedweb</code>' in section
+    assert "published by <strong>pat</strong>" in section
+
+
+def test_a_rollback_shows_who_rolled_back(published, publisher):
+    services.policy_update_draft(
+        actor=publisher,
+        policy=published,
+        document=published.draft.replace("weight: 2", "weight: 3"),
+        if_match=published.etag,
+    )
+    published.refresh_from_db()
+    services.policy_publish(actor=publisher, policy=published, message="heavier cpu")
+    services.policy_rollback(actor=make_user("rob", "publisher"), policy=published, number=1)
+    section = client_for("viewer").get("/").content.decode().split('id="active-policies"', 1)[1]
+    assert ">v1<" in section.split("</section>", 1)[0]
+    assert "rolled back by <strong>rob</strong>" in section
+
+
+def test_the_dashboard_shows_the_ten_newest_decisions_and_audit_events(published, publisher):
+    now = time.time()
+    decisions = [record_decision(at=now - 60 * i)[0] for i in range(12)]  # i=0 is the newest
+    body = client_for("viewer").get("/").content.decode()
+    recent = body.split('id="recent-decisions"', 1)[1].split("</section>", 1)[0]
+    shown = [d for d in decisions if f'href="/decisions/{d.pk}/"' in recent]
+    assert shown == decisions[:10]
+    audit = body.split('id="recent-audit"', 1)[1].split("</section>", 1)[0]
+    # pat created then published bin-packing: both are in the feed, newest first
+    assert audit.index('data-action="policy.publish"') < audit.index('data-action="policy.create"')
+    assert "<strong>pat</strong> published" in audit and "first cut" in audit
+
+
+def test_the_dashboard_without_policies_or_decisions_says_what_to_do():
+    body = client_for("viewer").get("/").content.decode()
+    assert "No active policies" in body
+    assert "No decisions yet" in body
+    assert "Nothing has changed yet" in body
+
+
+def test_redis_down_is_a_sentence_on_the_dashboard_and_its_health_card(redis_down):
+    client = client_for("viewer")
+    for url in ("/", "/dashboard/health"):
+        response = client.get(url)
+        assert response.status_code == 200
+        body = response.content.decode()
+        assert "Redis is down: extenders keep serving the last versions they hold" in body
+        assert "down (ConnectionError)" in body
+        assert "no extender numbers until it is back" in body
+
+
+def test_the_health_card_alone_is_a_fragment_that_keeps_polling(ops_redis):
+    response = client_for("viewer").get("/dashboard/health", headers={"HX-Request": "true"})
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert body.lstrip().startswith('<section id="health"')
+    assert 'hx-trigger="every 5s"' in body and "<html" not in body
+
+
+def test_the_extender_numbers_come_from_the_minute_buckets_in_redis(ops_redis):
+    metrics = Metrics()
+    # 99 fast requests (<= 1 ms bucket) and 1 slow one (<= 5 ms bucket), one of them an error:
+    # 99 of 100 observations lie in buckets up to 1 ms, 99 >= 0.99 * 100, so p99 = 1.0 ms.
+    for _ in range(99):
+        metrics.observe(verb="filter", code=200, seconds=0.0008, policy="bin-packing", version=1)
+    metrics.observe(verb="filter", code=400, seconds=0.004, error="bad_request")
+    metrics.flush(ops_redis)
+    body = client_for("viewer").get("/dashboard/health").content.decode()
+    p99 = body.split('id="health-p99"', 1)[1].split("</div>", 1)[0]
+    assert '1.0<span class="ops-unit">ms</span>' in p99
+    assert "100 requests in 5 min" in body
+    errors = body.split('id="health-errors"', 1)[1].split("</div>", 1)[0]
+    # 1 error of 100 requests = 1.0%
+    assert ">1<" in errors and "1.0% of requests" in errors
+
+
+def test_no_extender_traffic_points_to_the_connect_page(ops_redis):
+    body = client_for("viewer").get("/dashboard/health").content.decode()
+    assert "no requests in 5 min" in body and 'href="/connect/"' in body
+
+
+def test_a_live_source_without_a_snapshot_says_why(settings, ops_redis):
+    settings.SCHEDWEB_CLUSTER_SOURCE = "live"
+    settings.SCHEDWEB_CLUSTER_NAME = "ops-test-nothing-here"
+    response = client_for("viewer").get("/")
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "No cluster snapshot" in body
+    assert 'data-status="ok"' not in body
+
+
+def test_a_database_error_in_one_section_is_a_sentence(published):
+    with mock.patch(
+        "policies.selectors.decision_list", side_effect=OperationalError("disk I/O error")
+    ):
+        response = client_for("viewer").get("/")
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "The database is not answering (OperationalError), so recent decisions cannot" in body
+    assert 'href="/policies/bin-packing/"' in body  # the other sections still show
+
+
+def test_a_database_that_cannot_load_the_session_gets_a_page_not_a_500(redis_down):
+    client = client_for("viewer")
+    with mock.patch(
+        "django.contrib.auth.get_user", side_effect=OperationalError("connection refused")
+    ):
+        page = client.get("/decisions/")
+        card = client.get("/dashboard/health", headers={"HX-Request": "true"})
+    assert page.status_code == 503
+    assert "schedweb cannot reach its database" in page.content.decode()
+    assert "Extenders keep serving" in page.content.decode()
+    assert "Redis is down too (ConnectionError)" in page.content.decode()
+    assert card.status_code == 200  # htmx swaps it in place of the numbers
+    assert card.content.decode().startswith('<section id="health"')
+
+
+# --- decisions ------------------------------------------------------------------------------------
+
+
+def test_the_decision_list_shows_passing_counts_winners_and_the_chosen_node():
+    decision, evaluation = record_decision(chosen="")
+    winner = evaluation.winners()[0]
+    decision.chosen_node = winner
+    decision.save()
+    response = client_for("viewer").get("/decisions/")
+    (summary,) = response.context["rows"]
+    assert summary["winners"] == evaluation.winners()
+    row = response.content.decode().split(f'href="/decisions/{decision.pk}/"', 1)[1]
+    row = row.split("</tr>", 1)[0]
+    assert f"{sum(evaluation.passed)} / {evaluation.size}" in row
+    assert f"{winner}</td>" in row  # the chosen node's cell, with no "not top" badge
+    assert "not top" not in row
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"namespace": "web"}, {"web"}),
+        ({"namespace": "batch"}, {"batch"}),
+        ({"pod": "web-6d5f8b7c9d-x2k4p"}, {"web"}),
+        ({"policy": "another"}, set()),
+    ],
+)
+def test_the_decision_list_filters_by_exact_names(params, expected):
+    record_decision(pod_file="web.yaml")
+    record_decision(pod_file="batch.yaml")
+    response = client_for("viewer").get("/decisions/", params)
+    rows = response.context["rows"]
+    assert {r["namespace"] for r in rows} == expected
+
+
+def test_the_decision_list_filters_by_chosen_node():
+    first, evaluation = record_decision(chosen="")
+    record_decision()
+    node = evaluation.passing()[0]
+    first.chosen_node = node
+    first.save()
+    rows = client_for("viewer").get("/decisions/", {"node": node}).context["rows"]
+    assert [r["id"] for r in rows] == [first.pk]
+
+
+def test_the_decision_list_is_paginated_newest_first():
+    now = time.time()
+    made = [record_decision(at=now - i)[0].pk for i in range(51)]  # made[0] is the newest
+    client = client_for("viewer")
+    first = client.get("/decisions/")
+    second = client.get("/decisions/", {"page": 2})
+    # 51 decisions at 50 a page: 50 on page 1, the oldest alone on page 2
+    assert [r["id"] for r in first.context["rows"]] == made[:50]
+    assert [r["id"] for r in second.context["rows"]] == made[50:]
+    assert "page 1 of 2" in first.content.decode()
+    assert client.get("/decisions/", {"page": "junk"}).context["page"].number == 1
+
+
+def test_a_filter_that_cannot_be_read_is_an_error_at_its_field():
+    record_decision()
+    response = client_for("viewer").get("/decisions/", {"namespace": "x" * 300})
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "Ensure this value has at most 253 characters (it has 300)." in body
+    assert response.context["rows"] == []
+
+
+def test_the_breakdown_shows_every_node_with_the_engines_arithmetic():
+    decision, evaluation = record_decision()
+    chosen = evaluation.winners()[0]
+    decision.chosen_node = chosen
+    decision.save()
+    response = client_for("viewer").get(f"/decisions/{decision.pk}/")
+    assert response.status_code == 200
+    rows = {r["node"]: r for r in response.context["breakdown"]["rows"]}
+    assert set(rows) == set(evaluation.node_names)
+    for result in evaluation.rows():
+        row = rows[result.node]
+        assert row["ok"] == result.passed
+        assert row["rule"] == (result.failed_rule or "")
+        assert row["chosen"] == (result.node == chosen)
+        # weighted = normalized x weight (engine: ScoreDetail.weighted), normalized stored to 3 places
+        for cell, detail in zip(row["scores"], result.scores):
+            assert cell["raw"] == detail.raw
+            assert cell["weighted"] == pytest.approx(detail.weighted, abs=0.001 * detail.weight)
+    body = response.content.decode()
+    chosen_row = body.split(f'<tr data-node="{chosen}"', 1)[1].split("</tr>", 1)[0]
+    assert 'class="is-chosen"' in chosen_row and ">chosen<" in chosen_row
+    assert body.count('class="is-chosen"') == 1
+    assert 'href="/policies/bin-packing/?version=1&amp;pod=web/web-6d5f8b7c9d-x2k4p"' in body
+
+
+def test_a_rejected_node_shows_its_failing_rule_and_message():
+    decision, evaluation = record_decision(pod_file="batch.yaml")
+    rejected = [r for r in evaluation.rows() if not r.passed]
+    assert rejected, "the batch pod should not fit everywhere in the demo cluster"
+    body = client_for("viewer").get(f"/decisions/{decision.pk}/").content.decode()
+    row = body.split(f'<tr data-node="{rejected[0].node}"', 1)[1].split("</tr>", 1)[0]
+    assert rejected[0].failed_rule in row
+    assert "badge--reject" in row
+
+
+def test_a_chosen_node_that_is_not_the_top_score_is_explained():
+    decision, evaluation = record_decision()
+    ranked = sorted((r for r in evaluation.rows() if r.passed), key=lambda r: r.total, reverse=True)
+    runner_up = next(r.node for r in ranked if r.total < ranked[0].total)
+    decision.chosen_node = runner_up
+    decision.save()
+    body = client_for("viewer").get(f"/decisions/{decision.pk}/").content.decode()
+    assert "Why not the top score?" in body
+    assert "not the top score" in body
+
+
+def test_a_filter_decision_has_verdicts_but_no_score_columns():
+    decision, _ = record_decision(verb="filter")
+    decision.nodes = {
+        "scores": [],
+        "weights": [],
+        "nodes": [{"n": "a", "ok": True}, {"n": "b", "ok": False, "rule": "r", "msg": "m"}],
+    }
+    decision.save()
+    response = client_for("viewer").get(f"/decisions/{decision.pk}/")
+    body = response.content.decode()
+    assert response.context["breakdown"]["scores"] == []
+    assert 'data-key="total"' not in body
+    assert "a filter call carries no scores" in body
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        [1, 2],
+        "garbage",
+        {"nodes": "not a list"},
+        {"scores": ["s"], "weights": ["x"], "nodes": [{"n": "a", "ok": True, "raw": "?"}, 7]},
+    ],
+)
+def test_an_unreadable_record_is_shown_as_far_as_it_goes(stored):
+    decision, _ = record_decision()
+    Decision.objects.filter(pk=decision.pk).update(nodes=stored)
+    response = client_for("viewer").get(f"/decisions/{decision.pk}/")
+    assert response.status_code == 200
+    assert "could not be read" in response.content.decode()
+
+
+def test_an_unknown_decision_is_a_404():
+    assert client_for("viewer").get("/decisions/999999/").status_code == 404
+
+
+# --- connect --------------------------------------------------------------------------------------
+
+
+def test_the_connect_page_fills_in_this_installation(published):
+    response = client_for("viewer").get("/connect/")
+    assert response.status_code == 200
+    out = response.context["out"]
+    profile = yaml.safe_load(out["profile"])
+    extender = profile["extenders"][0]
+    assert extender["urlPrefix"] == "http://10.0.0.7:8000/extender/"
+    assert [p["schedulerName"] for p in profile["profiles"]] == ["default-scheduler", "schedweb"]
+    assert (extender["weight"], extender["nodeCacheCapable"], extender["ignorable"]) == (
+        1,
+        True,
+        False,
+    )
+    assert "bindVerb" not in extender and "managedResources" not in extender
+    resource = yaml.safe_load(out["resource"])
+    assert resource["extenders"][0]["managedResources"] == [
+        {"name": "schedweb.io/scheduled", "ignoredByScheduler": True}
+    ]
+    kinds = [d["kind"] for d in yaml.safe_load_all(out["manifests"])]
+    assert kinds[-1] == "Deployment" and "ConfigMap" in kinds
+    assert out["urls"]["filter"] == "http://10.0.0.7:8000/extender/filter"
+    body = response.content.decode()
+    for block in ("config-profile", "config-resource", "config-manifests", "config-rbac"):
+        assert f'id="{block}"' in body
+    assert body.count("data-copy") >= 4
+
+
+def test_the_options_re_render_as_a_fragment_for_htmx():
+    client = client_for("viewer")
+    response = client.get(
+        "/connect/",
+        {"scheduler_names": "batch, gpu", "weight": "5", "ignorable": "on", "bind": "on"},
+        headers={"HX-Request": "true"},
+    )
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert body.lstrip().startswith('<div id="connect"') and "<html" not in body
+    config = yaml.safe_load(response.context["out"]["profile"])
+    extender = config["extenders"][0]
+    # unchecked nodeCacheCapable is absent from the query: full Node objects
+    assert (extender["weight"], extender["ignorable"], extender["nodeCacheCapable"]) == (
+        5,
+        True,
+        False,
+    )
+    assert extender["bindVerb"] == "bind"
+    assert [p["schedulerName"] for p in config["profiles"]] == ["default-scheduler", "batch", "gpu"]
+
+
+@pytest.mark.parametrize(("bind", "binding_rule"), [(False, False), (True, True)])
+def test_the_extender_rbac_grants_binding_only_when_it_binds(bind, binding_rule):
+    params = {"weight": "1", "node_cache_capable": "on", **({"bind": "on"} if bind else {})}
+    out = client_for("viewer").get("/connect/", params).context["out"]
+    role = next(d for d in yaml.safe_load_all(out["rbac"]) if d["kind"] == "ClusterRole")
+    grants = {(r, v) for rule in role["rules"] for r in rule["resources"] for v in rule["verbs"]}
+    assert {("nodes", "list"), ("nodes", "watch"), ("pods", "list"), ("pods", "watch")} <= grants
+    assert ("pods", "patch") in grants
+    assert (("pods/binding", "create") in grants) is binding_rule
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"weight": "0"}, "Ensure this value is greater than or equal to 1."),
+        ({"weight": "many"}, "Enter a whole number."),
+        ({"weight": "1", "scheduler_names": "Bad_Name"}, "is not a valid schedulerName"),
+        (
+            {"weight": "1", "scheduler_names": ",".join(f"s{i}" for i in range(11))},
+            "at most 10 scheduler names",
+        ),
+    ],
+)
+def test_bad_options_are_a_422_with_the_error_at_the_field(params, message):
+    response = client_for("viewer").get("/connect/", params, headers={"HX-Request": "true"})
+    assert response.status_code == 422
+    body = response.content.decode()
+    assert message in body
+    assert 'aria-invalid="true"' in body
+    assert "Fix the options to see the configuration" in body
+
+
+def test_the_connect_page_defaults_to_schedweb_without_active_policies():
+    out = client_for("viewer").get("/connect/").context["out"]
+    assert out["names"] == ["schedweb"]
+
+
+# --- decisions over time: the record's timestamps are the extender's ----------------------------
+
+
+def test_a_decision_keeps_the_extenders_time():
+    at = (datetime.now(UTC) - timedelta(hours=2)).timestamp()
+    decision, _ = record_decision(at=at)
+    body = client_for("viewer").get(f"/decisions/{decision.pk}/").content.decode()
+    assert datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S") in body
+
+
+def test_served_policy_records_match_the_stored_shape():
+    """Guards the fixture: the extender's record has the keys the pages read."""
+    decision, _ = record_decision()
+    entry = decision.nodes["nodes"][0]
+    assert {"n", "ok"} <= set(entry)
+    assert set(decision.nodes) == {"scores", "weights", "nodes"}
+
+
+def test_configurations_that_extend_the_clusters_scheduler_keep_its_lease():
+    """kubeadm's scheduler.conf user (system:kube-scheduler) may only update the lease named
+    kube-scheduler; the second scheduler has its own account and lease."""
+    out = client_for("viewer").get("/connect/").context["out"]
+    for key in ("profile", "resource"):
+        election = yaml.safe_load(out[key])["leaderElection"]
+        assert election["resourceName"] == "kube-scheduler"
+        assert "--name kube-scheduler" in out[f"cli_{key}"]
+    configmap = next(d for d in yaml.safe_load_all(out["manifests"]) if d["kind"] == "ConfigMap")
+    config = yaml.safe_load(configmap["data"]["scheduler-config.yaml"])
+    assert config["leaderElection"]["resourceName"] == "schedweb-scheduler"

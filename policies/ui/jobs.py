@@ -1,0 +1,185 @@
+"""Preview for all pending pods: too large for a request, so a Celery task evaluates the draft
+for every pending pod of the snapshot while the page polls its progress.
+
+A job lives in Redis for JOB_TTL seconds under schedweb:preview-job:<id> (a hash: status,
+done/total, error, the inputs) and ...:results (JSON, written once at the end). The task takes
+the job id only (thin task); `preview_job_run` does the work and records progress as it goes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any
+
+import orjson
+from celery import shared_task
+
+from policies.engine.document import PolicyInvalid
+from policies.redis import redis_client
+
+from .preview import cluster_for, policy_compile
+
+log = logging.getLogger(__name__)
+
+JOB_TTL = 3600
+KEY = "schedweb:preview-job:{id}"
+PROGRESS_EVERY_SECONDS = 0.1  # progress writes per job are at most ~10 per second
+MAX_PODS = 5000  # pods evaluated per job; the rest are counted as left out
+
+
+class JobError(RuntimeError):
+    """A job could not be started or read (Redis is down, the broker refused it)."""
+
+
+def _key(job_id: str, suffix: str = "") -> str:
+    return KEY.format(id=job_id) + suffix
+
+
+def preview_job_start(
+    *,
+    policy_name: str,
+    document: str,
+    compare_document: str | None,
+    compare_label: str,
+    cluster_key: str,
+    user_id: int,
+) -> str:
+    """Records a job and queues its task; returns the job id. JobError says why not."""
+    job_id = uuid.uuid4().hex
+    fields = {
+        "status": "queued",
+        "policy": policy_name,
+        "user": str(user_id),
+        "document": document,
+        "compare_document": compare_document or "",
+        "compare": "1" if compare_document is not None else "",
+        "compare_label": compare_label,
+        "cluster": cluster_key,
+        "done": 0,
+        "total": 0,
+        "created": time.time(),
+    }
+    try:
+        client = redis_client()
+        pipe = client.pipeline(transaction=True)
+        pipe.hset(_key(job_id), mapping=fields)
+        pipe.expire(_key(job_id), JOB_TTL)
+        pipe.execute()
+    except Exception as exc:  # redis errors: the page says so in words
+        raise JobError(f"Redis is unavailable, so background previews cannot run: {exc}") from None
+    try:
+        preview_all_pending.delay(job_id)
+    except Exception as exc:  # the broker is Redis too; it may refuse while the hash was written
+        _fail(job_id, f"could not queue the job: {exc}")
+        raise JobError(f"could not queue the preview job: {exc}") from None
+    return job_id
+
+
+def preview_job_read(*, job_id: str) -> dict[str, Any] | None:
+    """The job's status (and results once done), or None when unknown or expired."""
+    try:
+        client = redis_client()
+        pipe = client.pipeline(transaction=False)
+        pipe.hgetall(_key(job_id))
+        pipe.get(_key(job_id, ":results"))
+        raw, results = pipe.execute()
+    except Exception as exc:
+        raise JobError(f"Redis is unavailable: {exc}") from None
+    if not raw:
+        return None
+    job = {k.decode(): v.decode() for k, v in raw.items()}
+    job["done"] = int(job.get("done", 0))
+    job["total"] = int(job.get("total", 0))
+    job["created"] = float(job.get("created", 0))
+    job["compare"] = job.get("compare") == "1"
+    job["results"] = orjson.loads(results) if results else None
+    return job
+
+
+def _fail(job_id: str, message: str) -> None:
+    try:
+        redis_client().hset(_key(job_id), mapping={"status": "error", "error": message})
+    except Exception:  # nothing more to record it in; the page shows "expired"
+        log.warning("preview job %s failed and Redis is down: %s", job_id, message)
+
+
+def _pod_result(evaluation: Any, pod: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "pod": f"{pod['namespace']}/{pod['name']}",
+        "scheduler": pod["schedulerName"],
+        "applies": evaluation.applies,
+        "reason": evaluation.reason,
+        "passing": sum(evaluation.passed),
+        "nodes": evaluation.size,
+        "winners": evaluation.winners(),
+        "errors": sum(len(v) for v in evaluation.errors.values()),
+    }
+
+
+def preview_job_run(*, job_id: str) -> None:
+    """Evaluates the job's document for every pending pod, recording progress and results."""
+    client = redis_client()
+    job = preview_job_read(job_id=job_id)
+    if job is None:
+        log.warning("preview job %s expired before it ran", job_id)
+        return
+    try:
+        compiled = policy_compile(text=job["document"])
+        published = policy_compile(text=job["compare_document"]) if job["compare"] else None
+        cluster = cluster_for(key=job["cluster"])
+    except PolicyInvalid as exc:
+        _fail(job_id, f"the document is invalid: {exc}")
+        return
+    except Exception as exc:  # ClusterUnavailable, InputError, Redis errors
+        _fail(job_id, str(exc))
+        return
+    nodes = cluster.nodes()
+    pending = [p for p in cluster.state.pods() if not p["nodeName"] and p["phase"] == "Pending"]
+    pending.sort(key=lambda p: (p["namespace"], p["name"]))
+    truncated = max(0, len(pending) - MAX_PODS)
+    pending = pending[:MAX_PODS]
+    client.hset(
+        _key(job_id),
+        mapping={
+            "status": "running",
+            "total": len(pending),
+            "started": time.time(),
+            "truncated": truncated,
+            "cluster_label": cluster.describe(),
+            "nodes": len(nodes),
+        },
+    )
+    results = []
+    last_write = time.monotonic()
+    for done, pod in enumerate(pending, start=1):
+        evaluation = compiled.evaluate(pod, nodes, cluster.state)
+        row = _pod_result(evaluation, pod)
+        if published is not None:
+            before = published.evaluate(pod, nodes, cluster.state)
+            row["before"] = _pod_result(before, pod)
+            row["winnerChanged"] = before.winners() != row["winners"]
+            row["appliesChanged"] = before.applies != evaluation.applies
+        results.append(row)
+        now = time.monotonic()
+        if now - last_write >= PROGRESS_EVERY_SECONDS:
+            client.hset(_key(job_id), "done", done)
+            last_write = now
+    pipe = client.pipeline(transaction=True)
+    pipe.set(_key(job_id, ":results"), orjson.dumps(results), ex=JOB_TTL)
+    pipe.hset(
+        _key(job_id),
+        mapping={"status": "done", "done": len(pending), "finished": time.time()},
+    )
+    pipe.execute()
+
+
+@shared_task(time_limit=300, soft_time_limit=280, ignore_result=True)
+def preview_all_pending(job_id: str) -> None:
+    """Evaluates a draft for every pending pod (the playground's "Preview all pending pods")."""
+    try:
+        preview_job_run(job_id=job_id)
+    except Exception as exc:  # record it for the page; the worker logs the traceback
+        log.exception("preview job %s failed", job_id)
+        _fail(job_id, f"the job failed: {exc}")

@@ -1,0 +1,43 @@
+"""Routes of the policy pages; the lead includes `urlpatterns` at the site root.
+
+/policies/                                   list (GET), create (POST)
+/policies/<name>/                            playground
+/policies/<name>/preview                     live preview fragment (POST)
+/policies/<name>/draft                       save the draft with If-Match (POST)
+/policies/<name>/preview-all[/<job>]         background preview of all pending pods
+/policies/<name>/tests/[add|run|delete]      test cases
+/policies/<name>/versions/                   history, publish, rollback, deactivate
+/policies/<name>/versions/<a>/diff/<b>       side-by-side diff (a, b: a number or draft)
+"""
+
+from django.urls import path
+
+from . import policy_views as views
+
+urlpatterns = [
+    path("policies/", views.policy_list, name="policy-list"),
+    path("policies/<slug:name>/", views.playground, name="policy-playground"),
+    path("policies/<slug:name>/preview", views.preview, name="policy-preview"),
+    path("policies/<slug:name>/draft", views.draft_save, name="policy-draft-save"),
+    path("policies/<slug:name>/preview-all", views.preview_all_start, name="policy-preview-all"),
+    path(
+        "policies/<slug:name>/preview-all/<uuid:job_id>",
+        views.preview_all_status,
+        name="policy-preview-all-status",
+    ),
+    path("policies/<slug:name>/tests/", views.tests_page, name="policy-tests"),
+    path("policies/<slug:name>/tests/add", views.test_add, name="policy-test-add"),
+    path("policies/<slug:name>/tests/run", views.tests_run, name="policy-tests-run"),
+    path("policies/<slug:name>/tests/delete", views.test_delete, name="policy-test-delete"),
+    path("policies/<slug:name>/versions/", views.versions_page, name="policy-versions"),
+    path("policies/<slug:name>/publish", views.publish, name="policy-publish"),
+    path("policies/<slug:name>/rollback", views.rollback, name="policy-rollback"),
+    path("policies/<slug:name>/deactivate", views.deactivate, name="policy-deactivate"),
+    path("policies/<slug:name>/delete", views.policy_delete, name="policy-delete"),
+    path("policies/<slug:name>/diff", views.diff_pick, name="policy-diff-pick"),
+    path(
+        "policies/<slug:name>/versions/<str:a>/diff/<str:b>",
+        views.diff_page,
+        name="policy-diff",
+    ),
+]

@@ -1,0 +1,897 @@
+"""Policy pages: the list, the playground (editor + live preview), versions with publish and
+rollback, the side-by-side diff, and test cases.
+
+Views parse input, call one service or selector (or the playground's preview presenter), and
+render a page or an htmx fragment. Every page needs a login and the viewer role; every write
+checks its role on the server (403 with a sentence) whatever the page showed.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import uuid
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+
+from policies import selectors, services
+from policies.engine.document import PolicyInvalid
+from policies.models import Policy, PolicyActivation, PolicyTestCase, PolicyVersion
+from policies.roles import DESCRIPTIONS, has_role, user_role
+from policies.selectors import ClusterUnavailable, InputError
+from policies.services import ServiceError
+
+from . import jobs
+from .completions import policy_completions
+from .diff import side_by_side
+from .examples import example_pods, example_policies
+from .forms import NewPolicyForm, PodChoice, PublishForm, pod_choice_parse
+from .markers import error_markers
+from .preview import (
+    CLUSTER_KEYS,
+    PreviewInput,
+    cluster_for,
+    cluster_info,
+    pod_manifest,
+    pod_resolve,
+    policy_compile,
+    preview_build,
+    test_expectation,
+)
+
+RECENT_PODS = 10
+PICKER_PENDING_MAX = 200
+_TEST_NAME_JUNK = re.compile(r"[^a-z0-9-]+")
+
+
+# --- access -------------------------------------------------------------------------------------
+
+
+def _is_htmx(request: HttpRequest) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def _refusal(request: HttpRequest, role: str) -> HttpResponse:
+    held = user_role(request.user)
+    message = f"This needs the {role} role ({DESCRIPTIONS[role]}); " + (
+        f"you have the {held} role."
+        if held
+        else "you have no role: ask an admin to add you to a group."
+    )
+    if _is_htmx(request):
+        return HttpResponse(message, status=403, content_type="text/plain; charset=utf-8")
+    return render(request, "policies/forbidden.html", {"message": message}, status=403)
+
+
+def ui_view(*, roles: dict[str, str]) -> Callable:
+    """Login required (htmx requests are redirected by HX-Redirect), methods limited to
+    `roles`' keys, and the role each method needs checked before the view runs."""
+
+    def decorate(view: Callable) -> Callable:
+        @functools.wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if request.method not in roles:
+                return HttpResponseNotAllowed(list(roles))
+            if not request.user.is_authenticated:
+                if _is_htmx(request):
+                    response = HttpResponse(status=204)
+                    page = request.headers.get("HX-Current-URL", "/")
+                    response["HX-Redirect"] = f"{settings.LOGIN_URL}?next={quote(page)}"
+                    return response
+                return redirect_to_login(request.get_full_path())
+            if not has_role(request.user, roles[request.method]):
+                return _refusal(request, roles[request.method])
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorate
+
+
+def _policy(name: str) -> Policy:
+    return get_object_or_404(Policy, name=name)
+
+
+def _abilities(request: HttpRequest) -> dict[str, bool]:
+    return {
+        "can_edit": has_role(request.user, "editor"),
+        "can_publish": has_role(request.user, "publisher"),
+        "can_admin": has_role(request.user, "admin"),
+    }
+
+
+def _toast(response: HttpResponse, message: str, kind: str = "success") -> HttpResponse:
+    response["HX-Trigger"] = json.dumps({"toast": {"message": message, "kind": kind}})
+    return response
+
+
+# --- list ---------------------------------------------------------------------------------------
+
+
+def _policy_rows(*, search: str) -> list[dict[str, Any]]:
+    """The list's rows: policy_list plus who activated the active version, and whether the
+    draft differs from it (one extra query for all active versions)."""
+    policies = list(selectors.policy_list(search=search))
+    active = {
+        a.policy_id: a
+        for a in PolicyActivation.objects.filter(
+            active=True, policy__in=[p.pk for p in policies]
+        ).select_related("version", "activated_by")
+    }
+    rows = []
+    for policy in policies:
+        activation = active.get(policy.pk)
+        version = activation.version if activation else None
+        rows.append(
+            {
+                "policy": policy,
+                "active_number": version.number if version else None,
+                "activated_by": activation.activated_by.get_username()
+                if activation and activation.activated_by
+                else "",
+                "activated_at": activation.activated_at if activation else None,
+                "reason": activation.reason if activation else "",
+                "latest_number": policy.latest_number,
+                "draft_changed": version is None or version.document != policy.draft,
+                "scheduler_names": version.scheduler_names
+                if version
+                else selectors.policy_scheduler_names(document=policy.draft),
+            }
+        )
+    return rows
+
+
+@ui_view(roles={"GET": "viewer", "POST": "editor"})
+def policy_list(request: HttpRequest) -> HttpResponse:
+    """GET: every policy with its state; POST: create one from an example or the blank one."""
+    form = NewPolicyForm(request.POST or None)
+    problems: list[Any] = []
+    create_error = ""
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                policy = services.policy_create(actor=request.user, document=form.document())
+            except PolicyInvalid as exc:
+                problems, status = exc.errors, 422
+                create_error = "The document has problems; fix them or choose another name."
+            except ServiceError as exc:
+                create_error, status = exc.message[:1].upper() + exc.message[1:] + ".", exc.status
+            else:
+                messages.success(request, f"Created policy {policy.name} (a draft, not active).")
+                return redirect("policy-playground", name=policy.name)
+        else:
+            status = 422
+    search = request.GET.get("q", "").strip()[:100]
+    context = {
+        "rows": _policy_rows(search=search),
+        "search": search,
+        "form": form,
+        "examples": example_policies(),
+        "create_error": create_error,
+        "problems": problems,
+        "open_dialog": request.method == "POST",
+        **_abilities(request),
+    }
+    return render(request, "policies/list.html", context, status=status)
+
+
+# --- playground ---------------------------------------------------------------------------------
+
+
+def _session_state(request: HttpRequest, name: str) -> dict[str, Any]:
+    return request.session.get(f"playground:{name}", {})
+
+
+def _remember(request: HttpRequest, name: str, **values: Any) -> None:
+    """Keeps the chosen pod, pasted YAML and cluster per policy in the session (written only
+    when something changed: a session write is a database write)."""
+    key = f"playground:{name}"
+    state = dict(request.session.get(key, {}))
+    if any(state.get(k) != v for k, v in values.items()):
+        state.update(values)
+        request.session[key] = state
+
+
+def _pod_options(*, cluster: Any, scheduler_names: list[str]) -> dict[str, Any]:
+    """The pod picker: pending pods of the snapshot (targeted ones first), recently created
+    bound pods, and the example pods."""
+    pending, bound = [], []
+    for pod in cluster.state.pods() if cluster is not None else ():
+        if not pod["nodeName"] and pod["phase"] == "Pending":
+            pending.append(pod)
+        elif pod["nodeName"] and pod["phase"] in ("Pending", "Running"):
+            bound.append(pod)
+    pending.sort(
+        key=lambda p: (p["schedulerName"] not in scheduler_names, p["namespace"], p["name"])
+    )
+
+    def created(pod: dict[str, Any]) -> str:
+        return (pod["object"].get("metadata") or {}).get("creationTimestamp") or ""
+
+    recent = sorted((p for p in bound if created(p)), key=created, reverse=True)[:RECENT_PODS]
+
+    def option(pod: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "value": f"{pod['namespace']}/{pod['name']}",
+            "label": f"{pod['namespace']}/{pod['name']}",
+            "scheduler": pod["schedulerName"],
+            "targeted": pod["schedulerName"] in scheduler_names,
+            "node": pod["nodeName"],
+        }
+
+    return {
+        "pending": [option(p) for p in pending[:PICKER_PENDING_MAX]],
+        "pending_total": len(pending),
+        "recent": [option(p) for p in recent],
+        "examples": [
+            {
+                "value": f"example:{e.key}",
+                "label": f"{e.key}.yaml ({e.namespace}/{e.name})",
+                "scheduler": e.scheduler_name,
+                "targeted": e.scheduler_name in scheduler_names,
+            }
+            for e in example_pods()
+        ],
+    }
+
+
+def _default_pod(options: dict[str, Any]) -> str:
+    """A pending pod the policy targets, else such an example, else anything there is."""
+    for group in ("pending", "examples"):
+        for option in options[group]:
+            if option["targeted"]:
+                return option["value"]
+    for group in ("pending", "examples"):
+        if options[group]:
+            return options[group][0]["value"]
+    return "pasted"
+
+
+def _compare_source(policy: Policy) -> tuple[str | None, str]:
+    active = selectors.policy_get_active(policy=policy)
+    return (active.document, f"v{active.number}") if active else (None, "")
+
+
+def _markers_json(markers: list[dict[str, Any]]) -> str:
+    from policies.devviews import markers_json
+
+    return markers_json(markers=markers)
+
+
+@ui_view(roles={"GET": "viewer"})
+def playground(request: HttpRequest, name: str) -> HttpResponse:
+    """The editor on the draft (or ?version=N), with a first preview rendered in the page."""
+    policy = _policy(name)
+    active = selectors.policy_get_active(policy=policy)
+    document, editing = policy.draft, None
+    version_param = request.GET.get("version", "")
+    if version_param:
+        if not version_param.isdigit():
+            raise Http404(f"version {version_param!r} is not a number")
+        version = PolicyVersion.objects.filter(policy=policy, number=int(version_param)).first()
+        if version is None:
+            raise Http404(f"policy {policy.name} has no version {version_param}")
+        document, editing = version.document, version.number
+    state = _session_state(request, name)
+    cluster_key = request.GET.get("cluster", state.get("cluster", ""))
+    if cluster_key not in CLUSTER_KEYS:
+        cluster_key = ""
+    cluster, cluster_error = None, ""
+    try:
+        cluster = cluster_for(key=cluster_key)
+    except (ClusterUnavailable, InputError) as exc:
+        cluster_error = str(exc)
+    options = _pod_options(
+        cluster=cluster,
+        scheduler_names=selectors.policy_scheduler_names(document=document),
+    )
+    pasted = state.get("pasted", "")
+    pod_value = request.GET.get("pod") or state.get("pod") or _default_pod(options)
+    pod_error = ""
+    try:
+        choice = pod_choice_parse(value=pod_value, pasted=pasted)
+    except InputError as exc:
+        pod_error = str(exc)
+        choice = pod_choice_parse(value=_default_pod(options), pasted=pasted)
+    compare = request.GET.get("compare") == "1" and active is not None
+    preview = preview_build(
+        given=PreviewInput(
+            document=document,
+            pod=choice,
+            cluster_key=cluster_key,
+            compare_document=active.document if compare else None,
+            compare_label=f"v{active.number}" if active else "",
+        )
+    )
+    known = {o["value"] for group in ("pending", "recent", "examples") for o in options[group]}
+    context = {
+        "policy": policy,
+        "active": active,
+        "latest": policy.versions.order_by("-number").values_list("number", flat=True).first(),
+        "document": document,
+        "editing": editing,
+        "draft_changed": active is None or active.document != policy.draft,
+        "options": options,
+        "choice": choice,
+        "choice_known": choice.value in known or choice.kind == "pasted",
+        "pasted": pasted,
+        "pod_error": pod_error,
+        "cluster_key": cluster_key,
+        "cluster": cluster_info(cluster=cluster) if cluster is not None else None,
+        "cluster_error": cluster_error,
+        "demo_available": settings.SCHEDWEB_CLUSTER_SOURCE != "demo",
+        "settings_source": settings.SCHEDWEB_CLUSTER_SOURCE,
+        "compare": compare,
+        "preview": preview,
+        "markers_json": _markers_json(preview.get("markers", [])),
+        "completions": policy_completions(
+            document=document, nodes=cluster.nodes() if cluster is not None else []
+        ),
+        "tests": list(policy.test_cases.all()),
+        "pending_count": options["pending_total"],
+        **_abilities(request),
+    }
+    return render(request, "policies/playground.html", context)
+
+
+def _preview_choice(request: HttpRequest) -> PodChoice:
+    return pod_choice_parse(
+        value=request.POST.get("pod", ""), pasted=request.POST.get("pod_yaml", "")
+    )
+
+
+@ui_view(roles={"POST": "viewer"})
+def preview(request: HttpRequest, name: str) -> HttpResponse:
+    """The live preview: the posted document for the chosen pod, as a fragment.
+
+    200 with the result; 422 when the document is invalid (markers and the problem list; the
+    page keeps the last good table, marked outdated) or the pod cannot be used. The answer
+    echoes `seq` (X-Preview-Seq) so the page can drop answers older than its latest request.
+    """
+    document = request.POST.get("document", "")
+    cluster_key = request.POST.get("cluster", "")
+    if cluster_key not in CLUSTER_KEYS:
+        cluster_key = ""
+    compare_document, compare_label = None, ""
+    if request.POST.get("compare") == "1":
+        compare_document, compare_label = _compare_source(_policy(name))
+    try:
+        choice = _preview_choice(request)
+    except InputError as exc:
+        result: dict[str, Any] = {"state": "unavailable", "message": str(exc), "markers": []}
+    else:
+        result = preview_build(
+            given=PreviewInput(
+                document=document,
+                pod=choice,
+                cluster_key=cluster_key,
+                compare_document=compare_document,
+                compare_label=compare_label,
+            )
+        )
+        _remember(
+            request,
+            name,
+            pod=choice.value,
+            cluster=cluster_key,
+            **({"pasted": choice.text} if choice.kind == "pasted" else {}),
+        )
+    revision = request.POST.get("revision", "")
+    seq = request.POST.get("seq", "")
+    context = {
+        "preview": result,
+        "markers_json": _markers_json(result.get("markers", [])),
+        "revision": revision if revision.isdigit() else "",
+        "checked_at": timezone.now(),
+        "oob": True,
+        "compare_requested": request.POST.get("compare") == "1",
+    }
+    response = render(
+        request,
+        "policies/_preview_answer.html",
+        context,
+        status=200 if result["state"] == "ok" else 422,
+    )
+    response["X-Preview-State"] = result["state"]
+    if seq.isdigit():
+        response["X-Preview-Seq"] = seq
+    if revision.isdigit():
+        response["X-Preview-Revision"] = revision
+    return response
+
+
+@ui_view(roles={"POST": "editor"})
+def draft_save(request: HttpRequest, name: str) -> HttpResponse:
+    """Saves the editor's text as the draft if nobody saved since it was read (If-Match).
+
+    A stale save changes nothing and answers the current draft so the page can offer to load
+    it, keeping the user's own text; an invalid document is refused with its problems."""
+    policy = _policy(name)
+    document = request.POST.get("document", "")
+    if_match = request.POST.get("if_match", "")
+    context: dict[str, Any] = {"policy": policy}
+    try:
+        saved = services.policy_update_draft(
+            actor=request.user, policy=policy, document=document, if_match=if_match
+        )
+    except PolicyInvalid as exc:
+        markers, _ = error_markers(text=document, errors=exc.errors)
+        context.update(outcome="invalid", problems=exc.errors, markers_json=_markers_json(markers))
+        status = 422
+    except services.PreconditionFailed as exc:
+        current = Policy.objects.get(pk=policy.pk)
+        last = selectors.audit_list(policy_name=name, action="policy.update_draft").first()
+        context.update(
+            outcome="stale",
+            message=exc.message,
+            current=current,
+            saved_by=last.actor_name if last else "",
+            saved_at=last.created_at if last else current.updated_at,
+        )
+        status = 412
+    except ServiceError as exc:
+        context.update(outcome="refused", message=exc.message)
+        status = 422
+    else:
+        context.update(outcome="saved", policy=saved)
+        response = render(request, "policies/_save_answer.html", context)
+        return _toast(response, f"Draft saved (revision {saved.draft_revision}).")
+    # playground.js swaps a 412 answer too (the page's htmx config swaps only 2xx and 422)
+    return render(request, "policies/_save_answer.html", context, status=status)
+
+
+# --- preview of all pending pods ----------------------------------------------------------------
+
+
+@ui_view(roles={"POST": "viewer"})
+def preview_all_start(request: HttpRequest, name: str) -> HttpResponse:
+    """Starts the background preview of every pending pod and answers its progress bar."""
+    policy = _policy(name)
+    compare_document, compare_label = None, ""
+    if request.POST.get("compare") == "1":
+        compare_document, compare_label = _compare_source(policy)
+    cluster_key = request.POST.get("cluster", "")
+    try:
+        job_id = jobs.preview_job_start(
+            policy_name=policy.name,
+            document=request.POST.get("document", ""),
+            compare_document=compare_document,
+            compare_label=compare_label,
+            cluster_key=cluster_key if cluster_key in CLUSTER_KEYS else "",
+            user_id=request.user.pk,
+        )
+    except jobs.JobError as exc:
+        return render(
+            request, "policies/_preview_all.html", {"error": str(exc), "policy": policy}, status=422
+        )
+    return _job_response(request, policy=policy, job_id=job_id)
+
+
+def _job_response(request: HttpRequest, *, policy: Policy, job_id: str) -> HttpResponse:
+    try:
+        job = jobs.preview_job_read(job_id=job_id)
+    except jobs.JobError as exc:
+        return render(request, "policies/_preview_all.html", {"error": str(exc), "policy": policy})
+    if job is None or job["policy"] != policy.name or job["user"] != str(request.user.pk):
+        return render(
+            request,
+            "policies/_preview_all.html",
+            {"error": "This preview job is unknown or expired; start it again.", "policy": policy},
+        )
+    results = job["results"] or []
+    if job["compare"]:
+        results = sorted(
+            results, key=lambda r: not (r.get("winnerChanged") or r.get("appliesChanged"))
+        )
+    context = {
+        "policy": policy,
+        "job": job,
+        "job_url": reverse(
+            "policy-preview-all-status",
+            kwargs={"name": policy.name, "job_id": uuid.UUID(job_id)},
+        ),
+        "results": results,
+        "changed": sum(1 for r in results if r.get("winnerChanged") or r.get("appliesChanged")),
+        "pct": round(100 * job["done"] / job["total"]) if job["total"] else 0,
+        "waiting": timezone.now().timestamp() - job["created"],
+    }
+    return render(request, "policies/_preview_all.html", context)
+
+
+@ui_view(roles={"GET": "viewer"})
+def preview_all_status(request: HttpRequest, name: str, job_id: str) -> HttpResponse:
+    """The job's progress (polled every 300 ms), then its per-pod summary."""
+    return _job_response(request, policy=_policy(name), job_id=job_id.hex)
+
+
+# --- test cases -----------------------------------------------------------------------------------
+
+
+def _test_rows(policy: Policy, results: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    by_name = {r["name"]: r for r in results or []}
+    rows = []
+    for case in policy.test_cases.select_related("created_by"):
+        try:
+            meta = selectors.parse_manifest(case.pod).get("metadata") or {}
+            pod = f"{meta.get('namespace', 'default')}/{meta.get('name', '?')}"
+        except InputError:
+            pod = "(unreadable pod)"
+        expect = case.expect or {}
+        rows.append(
+            {
+                "case": case,
+                "pod": pod,
+                "cluster": case.cluster if case.cluster in ("", "demo") else "inline",
+                "winner": expect.get("winner", ""),
+                "applies": expect.get("applies"),
+                "verdicts": len(expect.get("verdicts") or {}),
+                "result": by_name.get(case.name),
+            }
+        )
+    # the document's own `tests:` run too (publish runs them); listed after the stored ones
+    stored = {r["case"].name for r in rows}
+    extra = [r for r in results or [] if r["name"] not in stored]
+    return rows + [{"case": None, "name": r["name"], "result": r} for r in extra]
+
+
+def _run_tests(policy: Policy, document: str) -> tuple[list[dict[str, Any]] | None, str]:
+    try:
+        compiled = policy_compile(text=document)
+    except PolicyInvalid as exc:
+        return None, f"The document has {len(exc.errors)} problem(s); tests cannot run: {exc}"
+    return selectors.test_cases_run(policy=policy, compiled=compiled), ""
+
+
+def _tests_context(
+    request: HttpRequest, policy: Policy, document: str, against: str
+) -> dict[str, Any]:
+    results, error = _run_tests(policy, document)
+    rows = _test_rows(policy, results)
+    return {
+        "policy": policy,
+        "test_rows": rows,
+        "stored_count": sum(1 for r in rows if r["case"] is not None),
+        "tests_error": error,
+        "tests_against": against,
+        "tests_passed": sum(1 for r in results or [] if r["passed"]),
+        "tests_total": len(results or []),
+        **_abilities(request),
+    }
+
+
+@ui_view(roles={"GET": "viewer"})
+def tests_page(request: HttpRequest, name: str) -> HttpResponse:
+    """Test cases with their result against the saved draft."""
+    policy = _policy(name)
+    context = _tests_context(request, policy, policy.draft, "the saved draft")
+    context["active"] = selectors.policy_get_active(policy=policy)
+    return render(request, "policies/tests.html", context)
+
+
+@ui_view(roles={"POST": "viewer"})
+def tests_run(request: HttpRequest, name: str) -> HttpResponse:
+    """Runs the test cases against the editor's text (fragment)."""
+    policy = _policy(name)
+    document = request.POST.get("document") or policy.draft
+    against = "the editor's text" if request.POST.get("document") else "the saved draft"
+    return render(
+        request, "policies/_tests.html", _tests_context(request, policy, document, against)
+    )
+
+
+def _test_name(*, wanted: str, pod_name: str, winner: str, taken: set[str]) -> str:
+    """The given name, or `<pod>-on-<winner>` made unique (-2, -3, ...)."""
+    if wanted:
+        return wanted
+    base = _TEST_NAME_JUNK.sub("-", f"{pod_name}-on-{winner}" if winner else f"{pod_name}").strip(
+        "-"
+    )[:56]
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base}-{n}"
+    return name
+
+
+@ui_view(roles={"POST": "editor"})
+def test_add(request: HttpRequest, name: str) -> HttpResponse:
+    """ "Add as test case" in one click: the previewed pod, with the current verdicts and
+    winner (of the editor's text) as the expectation."""
+    policy = _policy(name)
+    cluster_key = request.POST.get("cluster", "")
+    wanted = request.POST.get("test_name", "").strip()
+    if len(wanted) > 63:
+        return _add_answer(request, policy, error="A test case name has at most 63 characters.")
+    try:
+        compiled = policy_compile(text=request.POST.get("document", ""))
+        choice = _preview_choice(request)
+        cluster = cluster_for(key=cluster_key if cluster_key in CLUSTER_KEYS else "")
+        pod = pod_resolve(choice=choice, cluster=cluster)
+        manifest = pod_manifest(choice=choice, pod=pod)
+    except PolicyInvalid as exc:
+        return _add_answer(
+            request, policy, error=f"Fix the document first ({len(exc.errors)} problem(s))."
+        )
+    except (InputError, ClusterUnavailable) as exc:
+        return _add_answer(request, policy, error=str(exc))
+    evaluation = selectors.preview_run(compiled=compiled, pod=pod, cluster=cluster)
+    expect = test_expectation(evaluation=evaluation)
+    winners = evaluation.winners()
+    case_name = _test_name(
+        wanted=wanted,
+        pod_name=pod["name"],
+        winner=winners[0] if len(winners) == 1 else "",
+        taken=set(policy.test_cases.values_list("name", flat=True)),
+    )
+    try:
+        case = services.test_case_create(
+            actor=request.user,
+            policy=policy,
+            name=case_name,
+            pod=manifest,
+            # the demo cluster never changes; a live snapshot does, so such a test may drift
+            cluster="demo" if cluster.source == "demo" else "",
+            expect=expect,
+        )
+    except ServiceError as exc:
+        details = exc.details if isinstance(exc.details, list) else []
+        more = "; ".join(d.get("message", "") for d in details if isinstance(d, dict))
+        return _add_answer(request, policy, error=exc.message + (f": {more}" if more else ""))
+    return _add_answer(request, policy, case=case, expect=expect)
+
+
+def _add_answer(
+    request: HttpRequest,
+    policy: Policy,
+    *,
+    error: str = "",
+    case: PolicyTestCase | None = None,
+    expect: dict[str, Any] | None = None,
+) -> HttpResponse:
+    context = {"policy": policy, "error": error, "case": case, "expect": expect or {}}
+    if case is not None:
+        context.update(_tests_context(request, policy, policy.draft, "the saved draft"))
+    response = render(request, "policies/_test_added.html", context, status=422 if error else 200)
+    if case is not None:
+        _toast(response, f"Added test case {case.name}.")
+    return response
+
+
+@ui_view(roles={"POST": "editor"})
+def test_delete(request: HttpRequest, name: str) -> HttpResponse:
+    """Deletes a test case (named in the form, so any name works)."""
+    policy = _policy(name)
+    case = get_object_or_404(PolicyTestCase, policy=policy, name=request.POST.get("case", ""))
+    services.test_case_delete(actor=request.user, case=case)
+    if not _is_htmx(request):
+        messages.success(request, f"Deleted test case {case.name}.")
+        return redirect("policy-tests", name=policy.name)
+    context = _tests_context(request, policy, policy.draft, "the saved draft")
+    response = render(request, "policies/_tests.html", {**context, "oob_count": True})
+    return _toast(response, f"Deleted test case {case.name}.")
+
+
+# --- versions, publish, rollback ------------------------------------------------------------------
+
+
+def _versions_context(request: HttpRequest, policy: Policy) -> dict[str, Any]:
+    active = selectors.policy_get_active(policy=policy)
+    activation = (
+        PolicyActivation.objects.filter(policy=policy, active=True)
+        .select_related("activated_by")
+        .first()
+    )
+    versions = list(policy.versions.select_related("author").order_by("-number"))
+    history = list(
+        PolicyActivation.objects.filter(policy=policy)
+        .select_related("version", "activated_by")
+        .order_by("-activated_at", "-pk")[:10]
+    )
+    return {
+        "policy": policy,
+        "active": active,
+        "activation": activation,
+        "versions": versions,
+        "history": history,
+        "next_number": (versions[0].number + 1) if versions else 1,
+        "draft_changed": active is None or active.document != policy.draft,
+        "form": PublishForm(),
+        **_abilities(request),
+    }
+
+
+@ui_view(roles={"GET": "viewer"})
+def versions_page(request: HttpRequest, name: str) -> HttpResponse:
+    """Version history with rollback, and the publish form."""
+    policy = _policy(name)
+    return render(request, "policies/versions.html", _versions_context(request, policy))
+
+
+def _versions_error(
+    request: HttpRequest, policy: Policy, message: str, status: int, **extra: Any
+) -> HttpResponse:
+    context = {**_versions_context(request, policy), "error": message, **extra}
+    return render(request, "policies/versions.html", context, status=status)
+
+
+@ui_view(roles={"POST": "publisher"})
+def publish(request: HttpRequest, name: str) -> HttpResponse:
+    """Two steps: `check` runs the test cases on the saved draft and shows what would be
+    published; `confirm` publishes it (if the draft is still the revision that was checked)."""
+    policy = _policy(name)
+    form = PublishForm(request.POST)
+    step = request.POST.get("step", "check")
+    if not form.is_valid():
+        context = {**_versions_context(request, policy), "form": form}
+        template = "policies/_publish_check.html" if _is_htmx(request) else "policies/versions.html"
+        return render(request, template, context, status=422)
+    message = form.cleaned_data["message"]
+    if step == "confirm":
+        checked = request.POST.get("revision", "")
+        if checked != str(policy.draft_revision):
+            return _versions_error(
+                request,
+                policy,
+                f"The draft changed since you reviewed it (revision {checked or '?'}, now "
+                f"{policy.draft_revision}); review it again before publishing.",
+                409,
+            )
+        try:
+            result = services.policy_publish(actor=request.user, policy=policy, message=message)
+        except services.TestsFailed as exc:
+            return _versions_error(
+                request,
+                policy,
+                exc.message[:1].upper() + exc.message[1:] + ".",
+                422,
+                failures=[r for r in exc.details if not r["passed"]],
+            )
+        except PolicyInvalid as exc:
+            return _versions_error(request, policy, f"The saved draft does not compile: {exc}", 422)
+        except ServiceError as exc:
+            return _versions_error(
+                request, policy, exc.message[:1].upper() + exc.message[1:] + ".", exc.status
+            )
+        count = len(result.test_results)
+        tests = f"{count} test case{'s' if count != 1 else ''} passed" if count else "no test cases"
+        messages.success(
+            request,
+            f"Published {policy.name} v{result.version.number} ({tests}); extenders switch "
+            "within 2 seconds.",
+        )
+        return redirect("policy-versions", name=policy.name)
+    # step == "check": run the tests on the saved draft, show the outcome and a confirm button
+    context = _versions_context(request, policy)
+    results, compile_error = _run_tests(policy, policy.draft)
+    active = context["active"]
+    context.update(
+        form=form,
+        checked=True,
+        message=message,
+        revision=policy.draft_revision,
+        results=results or [],
+        failed=[r for r in results or [] if not r["passed"]],
+        compile_error=compile_error,
+        rules=selectors._rule_changes(active.document if active else "", policy.draft),
+        same_as_active=active is not None and active.document == policy.draft,
+    )
+    template = "policies/_publish_check.html" if _is_htmx(request) else "policies/versions.html"
+    return render(request, template, context)
+
+
+def _version_number(request: HttpRequest) -> int | None:
+    value = request.POST.get("number", "")
+    return int(value) if value.isdigit() else None
+
+
+@ui_view(roles={"POST": "publisher"})
+def rollback(request: HttpRequest, name: str) -> HttpResponse:
+    """Activates an earlier version again."""
+    policy = _policy(name)
+    number = _version_number(request)
+    if number is None:
+        return _versions_error(request, policy, "Say which version to roll back to.", 400)
+    try:
+        services.policy_rollback(actor=request.user, policy=policy, number=number)
+    except ServiceError as exc:
+        return _versions_error(
+            request, policy, exc.message[:1].upper() + exc.message[1:] + ".", exc.status
+        )
+    messages.success(
+        request, f"Rolled back {policy.name} to v{number}; extenders switch within 2 seconds."
+    )
+    return redirect("policy-versions", name=policy.name)
+
+
+@ui_view(roles={"POST": "publisher"})
+def deactivate(request: HttpRequest, name: str) -> HttpResponse:
+    """Takes the policy out of service: its pods pass through the extender untouched."""
+    policy = _policy(name)
+    try:
+        services.policy_deactivate(actor=request.user, policy=policy)
+    except ServiceError as exc:
+        return _versions_error(
+            request, policy, exc.message[:1].upper() + exc.message[1:] + ".", exc.status
+        )
+    messages.success(request, f"Deactivated {policy.name}: its pods now pass through.")
+    return redirect("policy-versions", name=policy.name)
+
+
+@ui_view(roles={"POST": "admin"})
+def policy_delete(request: HttpRequest, name: str) -> HttpResponse:
+    """Deletes an inactive policy with its versions and test cases (admin)."""
+    policy = _policy(name)
+    if request.POST.get("confirm_name", "") != policy.name:
+        return _versions_error(
+            request, policy, f"Type the policy's name ({policy.name}) to delete it.", 400
+        )
+    try:
+        services.policy_delete(actor=request.user, policy=policy)
+    except ServiceError as exc:
+        return _versions_error(
+            request, policy, exc.message[:1].upper() + exc.message[1:] + ".", exc.status
+        )
+    messages.success(request, f"Deleted policy {name}.")
+    return redirect("policy-list")
+
+
+# --- diff ---------------------------------------------------------------------------------------
+
+
+def _document_of(policy: Policy, ref: str) -> tuple[str, str]:
+    """(document, label) of "draft" or a version number."""
+    if ref == "draft":
+        return policy.draft, "draft"
+    if not ref.isdigit():
+        raise Http404(f"{ref!r} is neither draft nor a version number")
+    version = PolicyVersion.objects.filter(policy=policy, number=int(ref)).first()
+    if version is None:
+        raise Http404(f"policy {policy.name} has no version {ref}")
+    return version.document, f"v{version.number}"
+
+
+@ui_view(roles={"GET": "viewer"})
+def diff_pick(request: HttpRequest, name: str) -> HttpResponse:
+    """The pickers' GET form lands here and goes on to the canonical diff URL."""
+    policy = _policy(name)
+    a = request.GET.get("a", "") or "draft"
+    b = request.GET.get("b", "") or "draft"
+    return redirect("policy-diff", name=policy.name, a=a, b=b)
+
+
+@ui_view(roles={"GET": "viewer"})
+def diff_page(request: HttpRequest, name: str, a: str, b: str) -> HttpResponse:
+    """Two documents side by side (versions or the draft), with the rule-level summary."""
+    policy = _policy(name)
+    old, old_label = _document_of(policy, a)
+    new, new_label = _document_of(policy, b)
+    if a.isdigit() and b.isdigit():
+        rules = selectors.version_diff(policy=policy, a=int(a), b=int(b))["rules"]
+    else:
+        rules = selectors._rule_changes(old, new)
+    versions = list(policy.versions.select_related("author").order_by("-number"))
+    context = {
+        "policy": policy,
+        "a": a,
+        "b": b,
+        "old_label": old_label,
+        "new_label": new_label,
+        "diff": side_by_side(old=old, new=new),
+        "rules": rules,
+        "versions": versions,
+        "active": selectors.policy_get_active(policy=policy),
+        "identical": old == new,
+        "self_url": reverse("policy-diff", kwargs={"name": policy.name, "a": a, "b": b}),
+    }
+    return render(request, "policies/diff.html", context)

@@ -1,0 +1,401 @@
+"""The playground's preview: one pod evaluated by the editor's document over a cluster snapshot,
+shaped for the result fragment (summary, node table, charts, comparison with the published
+version, editor markers).
+
+Kept lean because it runs on every pause in typing: compiled policies and parsed pods are cached
+by their text, the cluster snapshot comes from its source's in-process cache, and rows are built
+here as plain dicts so the template only prints them. No database access.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import yaml
+from django.conf import settings
+
+from policies import selectors
+from policies.engine.compare import compare_evaluations
+from policies.engine.document import FieldError, PolicyInvalid
+from policies.engine.policy import CompiledPolicy, compile_policy
+from policies.engine.results import Evaluation
+from policies.engine.views import PodView
+from policies.selectors import ClusterUnavailable, InputError, LoadedCluster
+
+from .forms import PodChoice
+from .markers import error_markers, evaluation_markers
+from .node_rows import node_rows_html
+
+MAX_ROWS = 1000  # node rows rendered; bigger clusters show the best passing nodes first
+TOP_BARS = 8
+CLUSTER_KEYS = ("", "demo")  # "" = the configured source (SCHEDWEB_CLUSTER_SOURCE)
+
+
+# --- inputs, cached by text ----------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=32)
+def _compile(text: str, cost_limit: int) -> tuple[CompiledPolicy | None, tuple[FieldError, ...]]:
+    try:
+        return compile_policy(text, cost_limit=cost_limit), ()
+    except PolicyInvalid as exc:
+        return None, tuple(exc.errors)
+
+
+def policy_compile(*, text: str) -> CompiledPolicy:
+    """compile_policy with a small per-process cache (the same text is previewed again when
+    only the pod or the compare toggle changes); raises PolicyInvalid."""
+    compiled, errors = _compile(text, settings.SCHEDWEB_CEL_COST_LIMIT)
+    if compiled is None:
+        raise PolicyInvalid(list(errors))
+    return compiled
+
+
+@functools.lru_cache(maxsize=16)
+def _pod_from_text(text: str) -> PodView:
+    return selectors.pod_view_from_text(text)
+
+
+def cluster_for(*, key: str) -> LoadedCluster:
+    """The configured cluster source ("") or the bundled demo cluster ("demo")."""
+    if key == "demo":
+        return selectors.cluster_load("demo")
+    return selectors.cluster_default()
+
+
+def pod_resolve(*, choice: PodChoice, cluster: LoadedCluster) -> PodView:
+    """The engine's view of the chosen pod; InputError when it cannot be found or read."""
+    if choice.kind == "snapshot":
+        return selectors.pod_from_cluster(
+            cluster=cluster, namespace=choice.namespace, name=choice.name
+        )
+    return _pod_from_text(choice.text)
+
+
+def pod_manifest(*, choice: PodChoice, pod: PodView) -> str:
+    """The pod as manifest text for a test case: the file or pasted text as given, or the
+    snapshot's object without status and server-set fields (and unbound: no nodeName)."""
+    if choice.kind != "snapshot":
+        return choice.text
+    obj = pod["object"]
+    if "spec" not in obj:
+        raise InputError(
+            f"the snapshot keeps only the metadata of pod {pod['namespace']}/{pod['name']}; "
+            "paste its manifest to make a test case of it"
+        )
+    meta = {
+        k: v
+        for k, v in (obj.get("metadata") or {}).items()
+        if k in ("name", "namespace", "labels", "annotations", "ownerReferences")
+    }
+    spec = {k: v for k, v in obj["spec"].items() if k != "nodeName"}
+    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+    return yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False)
+
+
+def test_expectation(*, evaluation: Evaluation) -> dict[str, Any]:
+    """What the preview shows, as a test case's `expect`: whether the policy applies, every
+    node's verdict, and the winner when there is exactly one (a tie is left out: the
+    scheduler would pick at random, and a test expecting either would fail)."""
+    if not evaluation.applies:
+        return {"applies": False}
+    expect: dict[str, Any] = {
+        "applies": True,
+        "verdicts": {
+            name: "pass" if ok else "reject"
+            for name, ok in zip(evaluation.node_names, evaluation.passed)
+        },
+    }
+    winners = evaluation.winners()
+    if len(winners) == 1:
+        expect["winner"] = winners[0]
+    return expect
+
+
+# --- formatting ------------------------------------------------------------------------------
+
+
+def _num(value: float | int | None, places: int = 1) -> str:
+    """12 -> "12", 12.5 -> "12.5", 12.0 -> "12", None -> "—"."""
+    if value is None:
+        return "—"
+    if isinstance(value, int):
+        return str(value)
+    text = f"{value:.{places}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _quantity(key: str, value: int) -> str:
+    if key == "cpu":
+        return f"{value}m CPU" if value % 1000 else f"{value // 1000} CPU"
+    if key in ("memory", "ephemeral_storage"):
+        for unit, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+            if value >= size and value % size == 0:
+                return f"{value // size}{unit} {key.replace('_', '-')}"
+        return f"{value} B {key}"
+    return f"{value} {key}"
+
+
+def pod_summary(*, pod: PodView) -> dict[str, Any]:
+    """The pod line above the table: who it is and what it asks for."""
+    requests = [_quantity(k, v) for k, v in pod["requests"].items() if v]
+    return {
+        "ref": f"{pod['namespace']}/{pod['name']}",
+        "scheduler": pod["schedulerName"],
+        "requests": ", ".join(requests) or "no requests",
+        "node": pod["nodeName"],
+        "phase": pod["phase"],
+    }
+
+
+# --- the result ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PreviewInput:
+    """What one preview evaluates."""
+
+    document: str
+    pod: PodChoice
+    cluster_key: str = ""
+    compare_document: str | None = None  # the active version's document, in compare mode
+    compare_label: str = ""  # "v3"
+
+
+def _rows(
+    evaluation: Evaluation, changes: dict[str, dict[str, Any]] | None
+) -> tuple[list[dict[str, Any]], int]:
+    """Table rows: passing nodes by total (best first), then rejected ones by rule and name."""
+    winners = set(evaluation.winners())
+    scored = evaluation.applies and evaluation.scored
+    names = evaluation.node_names
+    passed, total, ext = evaluation.passed, evaluation.total, evaluation.extender
+    order = sorted(
+        range(evaluation.size),
+        key=lambda i: (
+            (0, -total[i], names[i])
+            if passed[i]
+            else (1, evaluation.failed_rule[i] or "", names[i])
+        ),
+    )
+    shown = order[:MAX_ROWS]
+    weights = evaluation.weights
+    rows = []
+    for rank, i in enumerate(shown, start=1):
+        ok = passed[i]
+        scores = []
+        if scored:
+            for k, weight in enumerate(weights):
+                raw = evaluation.raw[k][i]
+                norm = evaluation.normalized[k][i]
+                scores.append(
+                    {
+                        "weight": weight,
+                        "raw": _num(raw, 2),
+                        "norm": _num(norm),
+                        "weighted": _num(norm * weight),
+                        "sort": round(norm * weight, 4) if ok else "",
+                        "pct": max(0.0, min(100.0, norm)) if ok else 0,
+                        "missing": raw is None,
+                    }
+                )
+        errors = evaluation.errors.get(i, ())
+        change = changes.get(names[i]) if changes else None
+        rows.append(
+            {
+                "node": names[i],
+                "passed": ok,
+                "rule": evaluation.failed_rule[i] or "",
+                "message": evaluation.messages[i] or "",
+                "unresolvable": evaluation.unresolvable[i],
+                "errors": "; ".join(f"{e.rule}: {e.message}" for e in errors),
+                "error_count": len(errors),
+                "scores": scores,
+                "total": _num(total[i], 2) if ok and scored else "—",
+                "total_sort": round(total[i], 4) if ok and scored else "",
+                "ext": ext[i] if ok and scored else "—",
+                "winner": names[i] in winners,
+                "rank": rank if ok and scored else "",
+                "change": change,
+            }
+        )
+    return rows, len(order) - len(shown)
+
+
+def _histogram(evaluation: Evaluation) -> tuple[list[dict[str, Any]], int]:
+    """Passing nodes per extender score 0..10 (what kube-scheduler receives)."""
+    counts = [0] * 11
+    for ok, score in zip(evaluation.passed, evaluation.extender):
+        if ok:
+            counts[max(0, min(10, score))] += 1
+    bars = [
+        {"label": str(s), "value": n, "kind": "pass" if n else ""} for s, n in enumerate(counts)
+    ]
+    return bars, max(counts) or 1
+
+
+def _top(evaluation: Evaluation) -> list[dict[str, Any]]:
+    """The best passing nodes by total (0..100), for the second chart."""
+    best = sorted(
+        (i for i in range(evaluation.size) if evaluation.passed[i]),
+        key=lambda i: (-evaluation.total[i], evaluation.node_names[i]),
+    )[:TOP_BARS]
+    return [
+        {
+            "label": evaluation.node_names[i],
+            "value": _num(evaluation.total[i], 1),
+            "pct": evaluation.total[i],
+        }
+        for i in best
+    ]
+
+
+def _compare(
+    before: Evaluation, after: Evaluation, label: str
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The comparison banner and changed-node table, and changes by node for the main table."""
+    result = compare_evaluations(before, after)
+    changes = []
+    by_node = {}
+    for c in result["changes"]:
+        b, a = c["before"], c["after"]
+        row = {
+            "node": c["node"],
+            "verdict_changed": c["verdictChanged"],
+            "before_verdict": b["verdict"],
+            "after_verdict": a["verdict"],
+            "before_rank": b["rank"] or "—",
+            "after_rank": a["rank"] or "—",
+            "before_total": _num(b["total"], 2) if b["verdict"] == "pass" else "—",
+            "after_total": _num(a["total"], 2) if a["verdict"] == "pass" else "—",
+            "before_ext": b["extenderScore"] if b["verdict"] == "pass" else "—",
+            "after_ext": a["extenderScore"] if a["verdict"] == "pass" else "—",
+            "before_rule": b["failedRule"] or "",
+            "after_rule": a["failedRule"] or "",
+            # rank movement: a positive number means the node moved up (to a better rank)
+            "moved": (b["rank"] - a["rank"]) if b["rank"] and a["rank"] else 0,
+        }
+        changes.append(row)
+        by_node[c["node"]] = row
+    changes.sort(key=lambda r: (not r["verdict_changed"], -abs(r["moved"]), r["node"]))
+    return (
+        {
+            "label": label,
+            "winner_changed": result["winnerChanged"],
+            "winners_before": result["winnersBefore"],
+            "winners_after": result["winnersAfter"],
+            "applies_before": before.applies,
+            "applies_after": after.applies,
+            "reason_before": before.reason,
+            "verdict_changes": result["verdictChanges"],
+            "rank_changes": sum(1 for r in changes if r["moved"]),
+            "changes": changes,
+        },
+        by_node,
+    )
+
+
+def _problem_dicts(errors: list[FieldError]) -> list[dict[str, Any]]:
+    return [
+        {
+            "path": e.path or "document",
+            "message": e.message,
+            "kind": e.kind,
+            "where": f"line {e.doc_line}" + (f", column {e.doc_column}" if e.doc_column else "")
+            if e.doc_line
+            else "",
+        }
+        for e in errors
+    ]
+
+
+def preview_build(*, given: PreviewInput) -> dict[str, Any]:
+    """Everything the result fragment shows. `state` is ok | invalid (the document has
+    errors: markers and a list, the table keeps its last good result) | unavailable (the pod
+    or the cluster cannot be read: a message)."""
+    started = time.perf_counter()
+    try:
+        compiled = policy_compile(text=given.document)
+    except PolicyInvalid as exc:
+        markers, _ = error_markers(text=given.document, errors=exc.errors)
+        return {"state": "invalid", "problems": _problem_dicts(exc.errors), "markers": markers}
+    try:
+        cluster = cluster_for(key=given.cluster_key)
+        pod = pod_resolve(choice=given.pod, cluster=cluster)
+    except (InputError, ClusterUnavailable) as exc:
+        return {"state": "unavailable", "message": str(exc), "markers": []}
+    evaluation = selectors.preview_run(compiled=compiled, pod=pod, cluster=cluster)
+    compare, changes = None, None
+    if given.compare_document is not None:
+        try:
+            published = policy_compile(text=given.compare_document)
+        except PolicyInvalid as exc:  # an old version the engine no longer accepts
+            compare = {"label": given.compare_label, "error": str(exc)}
+        else:
+            before = selectors.preview_run(compiled=published, pod=pod, cluster=cluster)
+            compare, changes = _compare(before, evaluation, given.compare_label)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    rows, hidden = _rows(evaluation, changes)
+    histogram, hist_max = _histogram(evaluation)
+    passing = sum(evaluation.passed)
+    winners = evaluation.winners()
+    winner_index = evaluation.node_names.index(winners[0]) if winners else None
+    reasons = Counter(r for r, ok in zip(evaluation.failed_rule, evaluation.passed) if not ok)
+    return {
+        "state": "ok",
+        "markers": evaluation_markers(
+            text=given.document, spec=compiled.spec, evaluation=evaluation
+        ),
+        "policy": compiled.name,
+        "applies": evaluation.applies,
+        "reason": evaluation.reason,
+        "scored": evaluation.applies and evaluation.scored,
+        "nodes": evaluation.size,
+        "passing": passing,
+        "rejected": evaluation.size - passing,
+        "errors": sum(len(v) for v in evaluation.errors.values()),
+        "error_nodes": len(evaluation.errors),
+        "winners": winners,
+        "winner_total": _num(evaluation.total[winner_index], 2) if winners else "",
+        "winner_ext": evaluation.extender[winner_index] if winners else "",
+        "reasons": reasons.most_common(3),
+        "score_columns": [
+            {"name": name, "weight": weight, "normalize": rule.normalize}
+            for name, weight, rule in zip(
+                evaluation.score_names, evaluation.weights, compiled.spec.scores
+            )
+        ],
+        "rows": rows,
+        "rows_html": node_rows_html(rows=rows, compare_label=given.compare_label),
+        "hidden_rows": hidden,
+        "histogram": histogram,
+        "hist_max": hist_max,
+        "top": _top(evaluation),
+        "compare": compare,
+        "pod": pod_summary(pod=pod),
+        "cluster": cluster_info(cluster=cluster),
+        "elapsed_ms": round(elapsed_ms, 1),
+    }
+
+
+def cluster_info(*, cluster: LoadedCluster) -> dict[str, Any]:
+    """The cluster source indicator: which source, how old, stale or not and why."""
+    return {
+        "source": cluster.source,
+        "label": cluster.describe(),
+        "version": cluster.version,
+        "age": round(cluster.age_seconds) if cluster.age_seconds is not None else None,
+        "updated_at": cluster.updated_at,
+        "updated_iso": datetime.fromtimestamp(cluster.updated_at, tz=UTC).isoformat()
+        if cluster.updated_at
+        else "",
+        "stale": cluster.stale,
+        "status": cluster.status,
+        "error": cluster.error,
+        "nodes": cluster.state.node_count(),
+    }

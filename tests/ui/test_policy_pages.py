@@ -1,0 +1,983 @@
+"""The policy pages: list, playground and its live preview, saving, test cases, publishing,
+rollback, the diff and the background preview of all pending pods.
+
+Status codes, login redirects, role refusals (403 with a sentence), the fragments htmx swaps,
+and the errors users see in words (409, 412, 422). Expected values are computed from the demo
+cluster and the engine, never copied from the views. These tests route through this module's
+`urlpatterns` (the policy pages in front of the product's), so they run before the lead wires
+policies/ui/policy_urls.py in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+from django.contrib.auth.models import Group, User
+from django.test import Client
+from django.urls import include, path
+
+from policies import services
+from policies.engine.document import FieldError
+from policies.engine.policy import compile_policy, validate_policy
+from policies.models import Policy, PolicyTestCase, PolicyVersion
+from policies.redis import redis_client
+from policies.selectors import cluster_load, pod_view_from_text
+from policies.selectors import test_cases_run as run_test_cases
+from policies.ui import jobs
+from policies.ui.diff import side_by_side
+from policies.ui.forms import document_with_name
+from policies.ui.markers import error_markers
+from policies.ui.preview import test_expectation as expectation_of
+from schedweb.urls import handler404, handler500  # noqa: F401
+from schedweb.urls import urlpatterns as product
+
+urlpatterns = [path("", include("policies.ui.policy_urls")), *product]
+pytestmark = pytest.mark.urls(__name__)
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
+UI_REDIS = (
+    os.environ.get("SCHEDWEB_REDIS_URL", "redis://127.0.0.1:6390/0").rsplit("/", 1)[0] + "/10"
+)
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def example(name: str) -> str:
+    return (EXAMPLES / f"{name}.yaml").read_text()
+
+
+def example_pod(name: str) -> str:
+    return (EXAMPLES / "pods" / f"{name}.yaml").read_text()
+
+
+def make_user(username: str, role: str | None) -> User:
+    user = User.objects.create_user(username=username, password="pw-" + username)
+    if role:
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
+
+
+@pytest.fixture(autouse=True)
+def demo_cluster(settings):
+    """Every preview here runs on the bundled demo cluster (36 nodes, 7 pending pods)."""
+    settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
+
+
+@pytest.fixture
+def users(db) -> dict[str, User]:
+    return {r: make_user(r, r) for r in ("viewer", "editor", "publisher", "admin")} | {
+        "nobody": make_user("nobody", None)
+    }
+
+
+@pytest.fixture
+def clients(users) -> dict[str, Client]:
+    found = {}
+    for role, user in users.items():
+        client = Client()
+        client.force_login(user)
+        found[role] = client
+    return found
+
+
+@pytest.fixture
+def seed003(users) -> Policy:
+    """seed-003: a pod name of at most 4 characters; the shortest node name wins (cp-1)."""
+    return services.policy_create(actor=users["editor"], document=example("seed-003-name-length"))
+
+
+@pytest.fixture
+def isolated_redis(settings):
+    settings.REDIS_URL = UI_REDIS
+    redis_client.cache_clear()
+    client = redis_client()
+    client.flushdb()
+    yield client
+    client.flushdb()
+    redis_client.cache_clear()
+
+
+@pytest.fixture
+def eager_celery():
+    from schedweb.celery import app
+
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False
+
+
+def demo_names() -> list[str]:
+    return [n["name"] for n in cluster_load("demo").nodes()]
+
+
+def shortest_node() -> str:
+    """The unique shortest node name of the demo cluster (seed-003's winner)."""
+    names = demo_names()
+    best = min(names, key=len)
+    assert sum(len(n) == len(best) for n in names) == 1
+    return best
+
+
+def pending_pods() -> list[str]:
+    return sorted(
+        f"{p['namespace']}/{p['name']}"
+        for p in cluster_load("demo").state.pods()
+        if not p["nodeName"] and p["phase"] == "Pending"
+    )
+
+
+def markers_of(html: str) -> list[dict]:
+    found = re.search(r'data-cel-markers-for="policy-editor"[^>]*>(.*?)</script>', html, re.S)
+    assert found, "the answer carries the editor's markers"
+    return json.loads(found.group(1))
+
+
+def position(text: str, needle: str) -> tuple[int, int]:
+    """1-based (line, column) of `needle` in `text`."""
+    at = text.index(needle)
+    return text.count("\n", 0, at) + 1, at - (text.rfind("\n", 0, at) + 1) + 1
+
+
+# --- access -----------------------------------------------------------------------------------
+
+
+PAGES = [
+    "/policies/",
+    "/policies/seed-003-name-length/",
+    "/policies/seed-003-name-length/versions/",
+    "/policies/seed-003-name-length/tests/",
+    "/policies/seed-003-name-length/versions/draft/diff/draft",
+]
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_pages_send_anonymous_users_to_the_login_page(client, seed003, url):
+    response = client.get(url)
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/?next=")
+
+
+def test_an_htmx_request_without_a_session_is_redirected_by_header(client, seed003):
+    response = client.post("/policies/seed-003-name-length/preview", {"document": "x"}, **HTMX)
+    assert response.status_code == 204
+    assert response["HX-Redirect"].startswith("/login/?next=")
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_a_user_without_a_role_is_refused_with_a_sentence(clients, seed003, url):
+    response = clients["nobody"].get(url)
+    assert response.status_code == 403
+    assert b"you have no role" in response.content
+
+
+@pytest.mark.parametrize(
+    ("role", "url", "data"),
+    [
+        ("viewer", "/policies/", {"template": "blank", "name": "x"}),
+        ("viewer", "/policies/seed-003-name-length/draft", {"document": "", "if_match": "*"}),
+        ("viewer", "/policies/seed-003-name-length/tests/add", {}),
+        ("viewer", "/policies/seed-003-name-length/tests/delete", {"case": "x"}),
+        ("editor", "/policies/seed-003-name-length/publish", {"message": "m"}),
+        ("editor", "/policies/seed-003-name-length/rollback", {"number": "1"}),
+        ("editor", "/policies/seed-003-name-length/deactivate", {}),
+        ("publisher", "/policies/seed-003-name-length/delete", {}),
+    ],
+)
+def test_every_write_checks_the_role_on_the_server(clients, seed003, role, url, data):
+    before = Policy.objects.get(pk=seed003.pk)
+    response = clients[role].post(url, data, **HTMX)
+    assert response.status_code == 403
+    assert f"you have the {role} role".encode() in response.content
+    after = Policy.objects.get(pk=seed003.pk)
+    assert (after.draft_revision, after.versions.count()) == (before.draft_revision, 0)
+
+
+def test_a_get_on_a_post_only_endpoint_is_not_allowed(clients, seed003):
+    assert clients["editor"].get("/policies/seed-003-name-length/draft").status_code == 405
+
+
+# --- list and create ----------------------------------------------------------------------------
+
+
+def test_the_list_shows_the_active_version_its_publisher_and_a_changed_draft(
+    clients, users, seed003
+):
+    services.policy_publish(actor=users["publisher"], policy=seed003, message="v1")
+    seed003.refresh_from_db()
+    services.policy_update_draft(
+        actor=users["editor"],
+        policy=seed003,
+        document=seed003.draft.replace("size(pod.name) < 5", "size(pod.name) < 6"),
+        if_match=seed003.etag,
+    )
+    html = clients["viewer"].get("/policies/").content.decode()
+    assert "v1 active" in html
+    assert "published by publisher" in html
+    assert "changed since v1" in html
+    assert "<code>schedweb</code>" in html
+
+
+def test_the_list_searches_names_and_descriptions(clients, users, seed003):
+    services.policy_create(actor=users["editor"], document=example("bin-packing"))
+    html = clients["viewer"].get("/policies/?q=busiest").content.decode()
+    assert "bin-packing" in html
+    assert "seed-003-name-length" not in html
+
+
+def test_viewers_get_no_new_policy_button(clients, seed003):
+    assert b"data-dialog-open" not in clients["viewer"].get("/policies/").content
+    assert b"data-dialog-open" in clients["editor"].get("/policies/").content
+
+
+def test_an_editor_creates_a_policy_from_an_example_under_a_name_of_their_own(clients):
+    response = clients["editor"].post("/policies/", {"template": "bin-packing", "name": "pack-2"})
+    assert response.status_code == 302
+    assert response["Location"] == "/policies/pack-2/"
+    created = Policy.objects.get(name="pack-2")
+    assert yaml.safe_load(created.draft)["name"] == "pack-2"
+    # everything but the name is the example's
+    assert created.draft == document_with_name(text=example("bin-packing"), name="pack-2")
+
+
+def test_creating_the_same_example_twice_says_the_name_is_taken(clients):
+    clients["editor"].post("/policies/", {"template": "bin-packing", "name": ""})
+    response = clients["editor"].post("/policies/", {"template": "bin-packing", "name": ""})
+    assert response.status_code == 409
+    assert b"A policy named &#x27;bin-packing&#x27; already exists" in response.content
+    assert b"data-open-on-load" in response.content  # the dialog opens again with the error
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"template": "blank", "name": ""}, b"a blank policy needs a name"),
+        ({"template": "blank", "name": "Bad_Name"}, b"is not a valid policy name"),
+        ({"template": "no-such-example", "name": "x"}, b"Select a valid choice"),
+    ],
+)
+def test_a_bad_new_policy_form_is_answered_with_the_field_error(clients, data, message):
+    response = clients["editor"].post("/policies/", data)
+    assert response.status_code == 422
+    assert message in response.content
+    assert not Policy.objects.exists()
+
+
+def test_the_blank_template_is_a_valid_policy(clients):
+    response = clients["editor"].post("/policies/", {"template": "blank", "name": "mine"})
+    assert response.status_code == 302
+    assert validate_policy(Policy.objects.get(name="mine").draft) == []
+
+
+# --- the playground -----------------------------------------------------------------------------
+
+
+def test_the_playground_renders_a_first_preview_of_every_demo_node(clients, seed003):
+    response = clients["viewer"].get("/policies/seed-003-name-length/?pod=default/abc")
+    html = response.content.decode()
+    assert response.status_code == 200
+    table = html[html.index('id="nodes"') : html.index("</table>", html.index('id="nodes"'))]
+    assert table.count("<tr") - 1 == len(demo_names())  # one header row
+    # the pod abc (3 characters) passes everywhere; the shortest node name wins
+    assert f'{len(demo_names())}</span> <span class="pg-of">of {len(demo_names())}' in html
+    assert f'title="{shortest_node()}">{shortest_node()}' in html
+
+
+def test_the_playground_offers_pending_pods_examples_and_paste(clients, seed003):
+    html = clients["viewer"].get("/policies/seed-003-name-length/").content.decode()
+    for ref in pending_pods():
+        assert f'<option value="{ref}"' in html
+    assert '<option value="example:web"' in html
+    assert '<option value="pasted"' in html
+
+
+def test_viewers_see_no_edit_controls_and_editors_do(clients, seed003):
+    viewer = clients["viewer"].get("/policies/seed-003-name-length/").content.decode()
+    editor = clients["editor"].get("/policies/seed-003-name-length/").content.decode()
+    publisher = clients["publisher"].get("/policies/seed-003-name-length/").content.decode()
+    for control in ('id="save-button"', 'id="add-test-button"'):
+        assert control not in viewer
+        assert control in editor
+    assert 'id="publish-link"' not in editor
+    assert 'id="publish-link"' in publisher
+
+
+def test_the_playground_opens_a_version_and_a_pod_from_a_link(clients, users, seed003):
+    services.policy_publish(actor=users["publisher"], policy=seed003, message="first")
+    response = clients["viewer"].get(
+        "/policies/seed-003-name-length/?version=1&pod=ml/train-llama-0"
+    )
+    html = response.content.decode()
+    assert "Editing a copy of v1" in html
+    assert '<option value="ml/train-llama-0" selected>' in html
+
+
+def test_an_unknown_version_is_a_404(clients, seed003):
+    assert clients["viewer"].get("/policies/seed-003-name-length/?version=9").status_code == 404
+
+
+def test_a_pod_link_to_a_pod_that_is_gone_says_so(clients, seed003):
+    html = (
+        clients["viewer"].get("/policies/seed-003-name-length/?pod=default/gone").content.decode()
+    )
+    assert "pod default/gone is not in the demo cluster" in html
+
+
+# --- live preview -------------------------------------------------------------------------------
+
+
+def preview(client: Client, document: str, **fields: str):
+    data = {"document": document, "pod": "default/abc", "revision": "7", "seq": "3", **fields}
+    return client.post("/policies/seed-003-name-length/preview", data, **HTMX)
+
+
+def test_the_preview_answers_the_table_out_of_band_and_echoes_the_sequence(clients, seed003):
+    response = preview(clients["viewer"], seed003.draft)
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert response["X-Preview-State"] == "ok"
+    assert response["X-Preview-Seq"] == "3"
+    assert (
+        '<div id="preview-result" class="pg-result" data-state="ok" data-revision="7" hx-swap-oob="true">'
+        in html
+    )
+    assert markers_of(html) == []
+
+
+def test_the_preview_reflects_the_posted_document_not_the_saved_draft(clients, seed003):
+    # 7 characters: the pod name abcdefg fails `size(pod.name) < 5`; allowing 8 lets it pass
+    pod = "default/abcdefg"
+    strict = preview(clients["viewer"], seed003.draft, pod=pod).content.decode()
+    loose = preview(
+        clients["viewer"],
+        seed003.draft.replace("size(pod.name) < 5", "size(pod.name) < 8"),
+        pod=pod,
+    ).content.decode()
+    assert '<span class="pg-pass-count">0</span>' in strict
+    assert f'<span class="pg-pass-count">{len(demo_names())}</span>' in loose
+
+
+def test_an_invalid_document_answers_422_with_a_marker_at_the_typo_and_no_table(clients, seed003):
+    document = seed003.draft.replace(
+        "expression: 20 - size(node.name)", "expression: 20 - size(node.nmae)"
+    )
+    response = preview(clients["viewer"], document)
+    html = response.content.decode()
+    assert response.status_code == 422
+    assert response["X-Preview-State"] == "invalid"
+    assert 'id="preview-result"' not in html  # the page keeps its last good table
+    line, column = position(document, "nmae")
+    assert [(m["line"], m["column"], m["source"]) for m in markers_of(html)] == [
+        (line, column, "scores[0].expression")
+    ]
+    assert "scores[0].expression" in html and "did you mean" in html
+
+
+@pytest.mark.parametrize(
+    ("pod", "message"),
+    [
+        ("default/gone", "pod default/gone is not in the demo cluster"),
+        ("example:nope", "there is no example pod"),
+        ("not a pod", "expected namespace/name"),
+        ("pasted", "paste a Pod manifest"),
+    ],
+)
+def test_a_pod_that_cannot_be_used_is_explained(clients, seed003, pod, message):
+    response = preview(clients["viewer"], seed003.draft, pod=pod)
+    assert response.status_code == 422
+    assert response["X-Preview-State"] == "unavailable"
+    assert message in response.content.decode().replace("&#x27;", "'")
+
+
+def test_a_pasted_pod_is_previewed(clients, seed003):
+    response = preview(
+        clients["viewer"], seed003.draft, pod="pasted", pod_yaml=example_pod("abcdefg")
+    )
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "default/abcdefg" in html
+    assert "short-pod-name</span> rejects" in html
+
+
+def test_the_preview_remembers_the_pod_for_the_next_visit(clients, seed003):
+    preview(clients["viewer"], seed003.draft, pod="example:gpu-training")
+    html = clients["viewer"].get("/policies/seed-003-name-length/").content.decode()
+    assert '<option value="example:gpu-training" selected>' in html
+
+
+def test_compare_mode_names_the_winner_change_from_the_published_version(clients, users, seed003):
+    services.policy_publish(actor=users["publisher"], policy=seed003, message="short wins")
+    # the draft flips the score: the longest names win instead of the shortest
+    draft = seed003.draft.replace("expression: 20 - size(node.name)", "expression: size(node.name)")
+    html = preview(clients["viewer"], draft, compare="1").content.decode()
+    assert 'data-winner-changed="true"' in html
+    assert "Winner changes" in html
+    before = html[html.index("Winner changes") : html.index("(v1)")]
+    assert shortest_node() in before
+    longest = max(len(n) for n in demo_names())
+    after = html[html.index("(v1)") : html.index("(draft)")]
+    assert all(n in after for n in demo_names() if len(n) == longest)
+
+
+def test_compare_with_the_same_document_says_same_winner(clients, users, seed003):
+    services.policy_publish(actor=users["publisher"], policy=seed003, message="v1")
+    html = preview(clients["viewer"], seed003.draft, compare="1").content.decode()
+    assert 'data-winner-changed="false"' in html
+    assert "Same winner" in html and "0 nodes differ" in html
+
+
+def test_the_preview_needs_few_queries(clients, seed003, django_assert_max_num_queries):
+    preview(clients["viewer"], seed003.draft)  # warm caches (compiled policy, demo cluster)
+    # session, user and role groups: nothing else touches the database without compare mode
+    with django_assert_max_num_queries(3):
+        preview(clients["viewer"], seed003.draft.replace("< 5", "< 6"))
+
+
+# --- markers ----------------------------------------------------------------------------------
+
+
+BLOCKS = """\
+name: blocks
+schedulerNames: [schedweb]
+variables:
+  - name: plain
+    expression: node.allocatable.cpu - node.requested.cpu
+  - name: quoted
+    expression: 'node.allocatable.cpu + 1'
+  - name: folded
+    expression: >-
+      node.allocatable.cpu > 0 ?
+      node.requested.cpu * 100 / node.allocatable.cpu : 0
+  - name: literal
+    expression: |
+      node.allocatable.cpu +
+        node.requested.cpu
+  - name: continued
+    expression: node.allocatable.cpu +
+      node.requested.cpu
+scores:
+  - name: anything
+    expression: variables.plain
+"""
+
+
+@pytest.mark.parametrize(
+    "occurrence",
+    # each occurrence of node.requested / node.allocatable, in every scalar style; a typo there
+    # must be marked exactly where it is typed
+    range(BLOCKS.count("node.requested") + BLOCKS.count("node.allocatable")),
+)
+def test_a_typo_is_marked_where_it_is_typed_in_every_yaml_scalar_style(occurrence):
+    spots = sorted(
+        [m.start() for m in re.finditer(r"node\.requested", BLOCKS)]
+        + [m.start() for m in re.finditer(r"node\.allocatable", BLOCKS)]
+    )
+    at = spots[occurrence] + len("node.")
+    broken = BLOCKS[:at] + "x" + BLOCKS[at:]  # node.xrequested: an undefined field
+    errors = validate_policy(broken)
+    assert len(errors) == 1
+    markers, unplaced = error_markers(text=broken, errors=errors)
+    line = broken.count("\n", 0, at) + 1
+    column = at - (broken.rfind("\n", 0, at) + 1) + 1
+    assert (markers[0]["line"], markers[0]["column"]) == (line, column)
+    assert unplaced == []
+
+
+def test_an_error_without_a_place_is_listed_not_marked():
+    errors = [FieldError("", "the document is empty", kind="yaml")]
+    markers, unplaced = error_markers(text="", errors=errors)
+    assert markers == [] and unplaced == errors
+
+
+def test_evaluation_errors_become_warnings_at_their_rule(clients, seed003):
+    # 100 / (node.podCount - k) divides by zero on the nodes holding k pods (failurePolicy
+    # Ignore: they pass with that score 0); k is the most common pod count of the demo nodes
+    counts = Counter(n["podCount"] for n in cluster_load("demo").nodes())
+    k, failing = counts.most_common(1)[0]
+    document = seed003.draft.replace(
+        "expression: 20 - size(node.name)", f"expression: 100 / (node.podCount - {k})"
+    )
+    markers = markers_of(preview(clients["viewer"], document).content.decode())
+    assert [m["severity"] for m in markers] == ["warning"]
+    assert markers[0]["line"] == position(document, "100 / (node.podCount")[0]
+    assert markers[0]["source"] == "scores[0].expression"
+    assert f"evaluation error on {failing} node" in markers[0]["message"]
+    assert "division by zero" in markers[0]["message"]
+
+
+# --- saving ---------------------------------------------------------------------------------
+
+
+def save(client: Client, document: str, if_match: str):
+    return client.post(
+        "/policies/seed-003-name-length/draft",
+        {"document": document, "if_match": if_match},
+        **HTMX,
+    )
+
+
+def test_saving_with_the_current_etag_stores_the_draft_and_answers_the_new_one(clients, seed003):
+    document = seed003.draft.replace("< 5", "< 6")
+    response = save(clients["editor"], document, seed003.etag)
+    assert response.status_code == 200
+    saved = Policy.objects.get(pk=seed003.pk)
+    assert (saved.draft, saved.draft_revision) == (document, seed003.draft_revision + 1)
+    html = response.content.decode().replace("&quot;", '"')
+    assert f'id="if-match" name="if_match" value="{saved.etag}" hx-swap-oob="true"' in html
+    assert "Draft saved" in response["HX-Trigger"]
+
+
+def test_a_stale_save_changes_nothing_and_answers_the_current_draft(clients, users, seed003):
+    stale_etag = seed003.etag
+    theirs = seed003.draft.replace("< 5", "< 7")
+    services.policy_update_draft(
+        actor=users["admin"], policy=seed003, document=theirs, if_match=stale_etag
+    )
+    response = save(clients["editor"], seed003.draft.replace("< 5", "< 9"), stale_etag)
+    assert response.status_code == 412
+    assert Policy.objects.get(pk=seed003.pk).draft == theirs
+    html = response.content.decode()
+    assert "The draft changed since you read it" in html
+    assert "admin saved" in html
+    assert (
+        json.loads(re.search(r'id="stale-draft"[^>]*>(.*?)</script>', html, re.S).group(1))
+        == theirs
+    )
+
+
+def test_an_invalid_draft_is_not_saved_and_its_problems_are_marked(clients, seed003):
+    document = seed003.draft.replace(
+        "expression: 20 - size(node.name)", "expression: 20 - size(node.nmae)"
+    )
+    response = save(clients["editor"], document, seed003.etag)
+    assert response.status_code == 422
+    assert Policy.objects.get(pk=seed003.pk).draft_revision == seed003.draft_revision
+    assert markers_of(response.content.decode())[0]["line"] == position(document, "nmae")[0]
+
+
+def test_renaming_a_policy_by_saving_is_refused_in_words(clients, seed003):
+    document = seed003.draft.replace("name: seed-003-name-length", "name: other")
+    response = save(clients["editor"], document, seed003.etag)
+    assert response.status_code == 422
+    assert "a policy cannot be renamed" in response.content.decode()
+
+
+# --- test cases -------------------------------------------------------------------------------
+
+
+def add_test(client: Client, document: str, pod: str = "default/abc", name: str = ""):
+    return client.post(
+        "/policies/seed-003-name-length/tests/add",
+        {"document": document, "pod": pod, "test_name": name},
+        **HTMX,
+    )
+
+
+def test_add_as_test_case_stores_the_pod_and_the_current_winner_and_verdicts(clients, seed003):
+    response = add_test(clients["editor"], seed003.draft)
+    assert response.status_code == 200
+    case = PolicyTestCase.objects.get(policy=seed003)
+    assert case.name == f"abc-on-{shortest_node()}"
+    assert case.cluster == "demo"
+    assert case.expect["winner"] == shortest_node()
+    assert case.expect["verdicts"] == dict.fromkeys(demo_names(), "pass")
+    assert pod_view_from_text(case.pod)["name"] == "abc"
+    # and it holds: the draft passes its new test
+    compiled = compile_policy(seed003.draft)
+    assert [r["passed"] for r in run_test_cases(policy=seed003, compiled=compiled)] == [True]
+    assert "Added test case" in response["HX-Trigger"]
+    assert 'id="tests-list" class="pg-tests" hx-swap-oob="true"' in response.content.decode()
+
+
+def test_a_rejected_pod_becomes_a_test_expecting_every_node_to_reject(clients, seed003):
+    add_test(clients["editor"], seed003.draft, pod="default/abcdefg")
+    case = PolicyTestCase.objects.get(policy=seed003)
+    assert "winner" not in case.expect
+    assert set(case.expect["verdicts"].values()) == {"reject"}
+
+
+def test_test_names_are_generated_unique_or_taken_from_the_form(clients, seed003):
+    add_test(clients["editor"], seed003.draft)
+    add_test(clients["editor"], seed003.draft)
+    add_test(clients["editor"], seed003.draft, name="my own name")
+    names = sorted(PolicyTestCase.objects.values_list("name", flat=True))
+    base = f"abc-on-{shortest_node()}"
+    assert names == sorted([base, f"{base}-2", "my own name"])
+
+
+def test_a_test_case_name_in_use_is_refused_in_words(clients, seed003):
+    add_test(clients["editor"], seed003.draft, name="same")
+    response = add_test(clients["editor"], seed003.draft, name="same")
+    assert response.status_code == 422
+    assert "already has a test case named" in response.content.decode().replace("&#x27;", "'")
+
+
+def test_the_tests_page_shows_failures_against_the_saved_draft(clients, users, seed003):
+    add_test(clients["editor"], seed003.draft)
+    # the saved draft now prefers long names: the stored winner no longer wins
+    services.policy_update_draft(
+        actor=users["editor"],
+        policy=Policy.objects.get(pk=seed003.pk),
+        document=seed003.draft.replace("20 - size(node.name)", "size(node.name)"),
+        if_match=Policy.objects.get(pk=seed003.pk).etag,
+    )
+    html = clients["viewer"].get("/policies/seed-003-name-length/tests/").content.decode()
+    assert 'badge--reject badge--dot">fail' in html
+    assert f"expected winner {shortest_node()}" in html
+
+
+def test_an_editor_deletes_a_test_case(clients, seed003):
+    add_test(clients["editor"], seed003.draft, name="gone soon")
+    response = clients["editor"].post(
+        "/policies/seed-003-name-length/tests/delete", {"case": "gone soon"}, **HTMX
+    )
+    assert response.status_code == 200
+    assert not PolicyTestCase.objects.exists()
+    assert "No test cases yet" in response.content.decode()
+
+
+def test_running_tests_against_the_editor_text(clients, seed003):
+    add_test(clients["editor"], seed003.draft)
+    flipped = seed003.draft.replace("20 - size(node.name)", "size(node.name)")
+    html = (
+        clients["viewer"]
+        .post("/policies/seed-003-name-length/tests/run", {"document": flipped}, **HTMX)
+        .content.decode()
+    )
+    assert "against the editor&#x27;s text" in html
+    assert "fail" in html
+
+
+@pytest.mark.parametrize(
+    ("applies", "passed", "totals", "expected"),
+    [
+        # one best total: it is the winner
+        (True, [True, True, False], [50.0, 80.0, 0.0], {"winner": "b"}),
+        # a tie between a and b: no winner expected (the scheduler would pick at random)
+        (True, [True, True, False], [80.0, 80.0, 0.0], {}),
+        # nothing passes: no winner
+        (True, [False, False, False], [0.0, 0.0, 0.0], {}),
+    ],
+)
+def test_the_expectation_keeps_a_winner_only_when_it_is_unique(applies, passed, totals, expected):
+    from policies.engine.results import Evaluation
+
+    evaluation = Evaluation(
+        policy="p",
+        applies=applies,
+        reason="",
+        node_names=["a", "b", "c"],
+        passed=passed,
+        failed_rule=[None if ok else "f" for ok in passed],
+        messages=[None] * 3,
+        unresolvable=[False] * 3,
+        errors={},
+        total=totals,
+        extender=[round(t / 10) for t in totals],
+    )
+    expect = expectation_of(evaluation=evaluation)
+    assert expect.get("winner") == expected.get("winner")
+    assert expect["verdicts"] == {n: "pass" if ok else "reject" for n, ok in zip("abc", passed)}
+
+
+def test_a_pass_through_pod_expects_only_that():
+    from policies.engine.results import Evaluation
+
+    evaluation = Evaluation(
+        "p", False, "other scheduler", ["a"], [True], [None], [None], [False], {}
+    )
+    assert expectation_of(evaluation=evaluation) == {"applies": False}
+
+
+# --- publish, rollback, deactivate ------------------------------------------------------------
+
+
+def test_the_publish_check_runs_the_tests_and_offers_the_confirmation(clients, seed003):
+    add_test(clients["editor"], seed003.draft)
+    response = clients["publisher"].post(
+        "/policies/seed-003-name-length/publish", {"message": "first", "step": "check"}, **HTMX
+    )
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'badge--pass badge--dot">pass</span> <span class="mono">abc-on-' in html
+    assert 'id="publish-confirm-button"' in html
+    assert f'name="revision" value="{seed003.draft_revision}"' in html
+    assert not PolicyVersion.objects.exists()  # nothing is published by the check
+
+
+def test_confirming_publishes_v1_and_says_so(clients, seed003):
+    response = clients["publisher"].post(
+        "/policies/seed-003-name-length/publish",
+        {"message": "first", "step": "confirm", "revision": str(seed003.draft_revision)},
+        follow=True,
+    )
+    assert response.status_code == 200
+    version = PolicyVersion.objects.get(policy=seed003)
+    assert (version.number, version.message, version.author.username) == (1, "first", "publisher")
+    assert b"Published seed-003-name-length v1" in response.content
+
+
+def test_a_publish_without_a_message_is_refused(clients, seed003):
+    response = clients["publisher"].post(
+        "/policies/seed-003-name-length/publish", {"message": "  ", "step": "check"}, **HTMX
+    )
+    assert response.status_code == 422
+    assert b"a publish message is required" in response.content
+
+
+def test_a_failing_test_blocks_publishing_with_422_in_words(clients, users, seed003):
+    add_test(clients["editor"], seed003.draft)
+    seed003.refresh_from_db()
+    services.policy_update_draft(
+        actor=users["editor"],
+        policy=seed003,
+        document=seed003.draft.replace("20 - size(node.name)", "size(node.name)"),
+        if_match=seed003.etag,
+    )
+    seed003.refresh_from_db()
+    check = clients["publisher"].post(
+        "/policies/seed-003-name-length/publish", {"message": "m", "step": "check"}, **HTMX
+    )
+    assert b"Publishing is blocked" in check.content
+    assert b"publish-confirm-button" not in check.content
+    forced = clients["publisher"].post(
+        "/policies/seed-003-name-length/publish",
+        {"message": "m", "step": "confirm", "revision": str(seed003.draft_revision)},
+    )
+    assert forced.status_code == 422
+    assert b"1 of 1 test case failed; nothing was published" in forced.content
+    assert not PolicyVersion.objects.exists()
+
+
+def test_a_draft_changed_after_the_review_is_not_published(clients, users, seed003):
+    reviewed = seed003.draft_revision
+    services.policy_update_draft(
+        actor=users["editor"],
+        policy=seed003,
+        document=seed003.draft.replace("< 5", "< 6"),
+        if_match=seed003.etag,
+    )
+    response = clients["publisher"].post(
+        "/policies/seed-003-name-length/publish",
+        {"message": "m", "step": "confirm", "revision": str(reviewed)},
+    )
+    assert response.status_code == 409
+    assert b"The draft changed since you reviewed it" in response.content
+    assert not PolicyVersion.objects.exists()
+
+
+def test_a_scheduler_name_served_by_another_policy_is_a_409_in_words(clients, users, seed003):
+    other = services.policy_create(actor=users["editor"], document=example("bin-packing"))
+    services.policy_publish(actor=users["publisher"], policy=other, message="serves schedweb")
+    response = clients["publisher"].post(
+        "/policies/seed-003-name-length/publish",
+        {"message": "m", "step": "confirm", "revision": str(seed003.draft_revision)},
+    )
+    assert response.status_code == 409
+    assert b"is already served by policy bin-packing" in response.content.replace(b"&#x27;", b"'")
+
+
+def test_rollback_activates_the_older_version(clients, users, seed003):
+    services.policy_publish(actor=users["publisher"], policy=seed003, message="v1")
+    seed003.refresh_from_db()
+    services.policy_update_draft(
+        actor=users["editor"],
+        policy=seed003,
+        document=seed003.draft.replace("< 5", "< 6"),
+        if_match=seed003.etag,
+    )
+    services.policy_publish(
+        actor=users["publisher"], policy=Policy.objects.get(pk=seed003.pk), message="v2"
+    )
+    response = clients["publisher"].post(
+        "/policies/seed-003-name-length/rollback", {"number": "1"}, follow=True
+    )
+    assert b"Rolled back seed-003-name-length to v1" in response.content
+    from policies.selectors import policy_get_active
+
+    assert policy_get_active(policy=seed003).number == 1
+
+
+def test_rolling_back_to_the_active_version_is_a_409_in_words(clients, users, seed003):
+    services.policy_publish(actor=users["publisher"], policy=seed003, message="v1")
+    response = clients["publisher"].post("/policies/seed-003-name-length/rollback", {"number": "1"})
+    assert response.status_code == 409
+    assert b"ersion 1 is already the active version" in response.content
+
+
+def test_deactivating_takes_the_policy_out_of_service_and_twice_is_a_409(clients, users, seed003):
+    services.policy_publish(actor=users["publisher"], policy=seed003, message="v1")
+    first = clients["publisher"].post("/policies/seed-003-name-length/deactivate", follow=True)
+    assert b"Deactivated seed-003-name-length" in first.content
+    again = clients["publisher"].post("/policies/seed-003-name-length/deactivate")
+    assert again.status_code == 409
+    assert b"is not active" in again.content
+
+
+def test_an_admin_deletes_an_inactive_policy_after_typing_its_name(clients, seed003):
+    wrong = clients["admin"].post("/policies/seed-003-name-length/delete", {"confirm_name": "x"})
+    assert wrong.status_code == 400
+    right = clients["admin"].post(
+        "/policies/seed-003-name-length/delete", {"confirm_name": "seed-003-name-length"}
+    )
+    assert right.status_code == 302
+    assert not Policy.objects.exists()
+
+
+def test_the_versions_page_lists_versions_with_rollback_only_for_publishers(
+    clients, users, seed003
+):
+    services.policy_publish(actor=users["publisher"], policy=seed003, message="the first one")
+    viewer = clients["viewer"].get("/policies/seed-003-name-length/versions/").content.decode()
+    publisher = (
+        clients["publisher"].get("/policies/seed-003-name-length/versions/").content.decode()
+    )
+    assert "the first one" in viewer and "v1 active" in viewer
+    assert 'id="publish-form"' not in viewer and 'id="deactivate-button"' not in viewer
+    assert 'id="publish-form"' in publisher and 'id="deactivate-button"' in publisher
+
+
+# --- diff ---------------------------------------------------------------------------------------
+
+
+def test_the_diff_shows_changed_lines_side_by_side_with_the_rule_summary(clients, users, seed003):
+    services.policy_publish(actor=users["publisher"], policy=seed003, message="v1")
+    seed003.refresh_from_db()
+    changed = seed003.draft.replace("weight: 1", "weight: 3") + (
+        "  - name: fewer-pods\n    expression: 100 - node.podCount\n"
+    )
+    services.policy_update_draft(
+        actor=users["editor"], policy=seed003, document=changed, if_match=seed003.etag
+    )
+    html = (
+        clients["viewer"]
+        .get("/policies/seed-003-name-length/versions/1/diff/draft")
+        .content.decode()
+    )
+    assert 'data-rule-change="added">+ scores/fewer-pods' in html
+    assert 'data-rule-change="changed">~ scores/short-node-name' in html
+    assert "weight: <mark>1</mark>" in html and "weight: <mark>3</mark>" in html
+    assert html.count('class="pg-diff-insert"') == 2
+
+
+def test_the_diff_pickers_lead_to_the_canonical_url(clients, seed003):
+    response = clients["viewer"].get("/policies/seed-003-name-length/diff?a=draft&b=draft")
+    assert response["Location"] == "/policies/seed-003-name-length/versions/draft/diff/draft"
+
+
+@pytest.mark.parametrize("ref", ["7", "latest"])
+def test_a_diff_with_an_unknown_side_is_a_404(clients, seed003, ref):
+    url = f"/policies/seed-003-name-length/versions/{ref}/diff/draft"
+    assert clients["viewer"].get(url).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "kinds", "counts"),
+    [
+        # one line changed in the middle: equal, replace, equal
+        ("a\nb\nc", "a\nB\nc", ["equal", "replace", "equal"], (0, 0, 1)),
+        # a line added at the end and one removed at the start
+        ("x\na\nb", "a\nb\ny", ["delete", "equal", "equal", "insert"], (1, 1, 0)),
+        # 20 equal lines before a change: the first 20 - 3 of context fold into one row
+        (
+            "\n".join(map(str, range(20))) + "\nold",
+            "\n".join(map(str, range(20))) + "\nnew",
+            ["fold", "equal", "equal", "equal", "replace"],
+            (0, 0, 1),
+        ),
+    ],
+)
+def test_side_by_side_rows_pair_lines_and_fold_long_unchanged_runs(old, new, kinds, counts):
+    diff = side_by_side(old=old, new=new)
+    assert [r["kind"] for r in diff["rows"]] == kinds
+    assert (diff["added"], diff["removed"], diff["changed"]) == counts
+
+
+# --- preview of all pending pods ---------------------------------------------------------------
+
+
+def test_all_pending_pods_are_previewed_by_the_celery_task(
+    clients, users, seed003, isolated_redis, eager_celery
+):
+    response = clients["viewer"].post(
+        "/policies/seed-003-name-length/preview-all", {"document": seed003.draft}, **HTMX
+    )
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'data-status="done"' in html  # eager: the job finished inside the request
+    rows = re.findall(r'<td class="mono"><a href="[^"]*">([^<]+)</a></td>', html)
+    assert sorted(rows) == pending_pods()
+    # seed-003 admits pod names shorter than 5 characters only
+    for ref in pending_pods():
+        name = ref.split("/")[1]
+        row = html[html.index(f">{ref}</a>") :].split("</tr>")[0]
+        if len(name) < 5:
+            assert shortest_node() in row
+        else:
+            assert "no node passes" in row or "passes through" in row
+
+
+def test_the_background_preview_in_compare_mode_lists_pods_whose_winner_changes(
+    clients, users, seed003, isolated_redis, eager_celery
+):
+    services.policy_publish(actor=users["publisher"], policy=seed003, message="v1")
+    flipped = seed003.draft.replace("20 - size(node.name)", "size(node.name)")
+    html = (
+        clients["viewer"]
+        .post(
+            "/policies/seed-003-name-length/preview-all",
+            {"document": flipped, "compare": "1"},
+            **HTMX,
+        )
+        .content.decode()
+    )
+    admitted = [ref for ref in pending_pods() if len(ref.split("/")[1]) < 5]
+    assert f"<strong>{len(admitted)}</strong> change winner compared with v1" in html
+
+
+def test_progress_is_polled_until_the_job_is_done(clients, seed003, isolated_redis):
+    # not eager, and no worker: the job stays queued and the page keeps polling it
+    from unittest import mock
+
+    with mock.patch.object(jobs.preview_all_pending, "delay"):
+        response = clients["viewer"].post(
+            "/policies/seed-003-name-length/preview-all", {"document": seed003.draft}, **HTMX
+        )
+    html = response.content.decode()
+    assert 'hx-trigger="every 300ms"' in html and 'data-status="queued"' in html
+    poll = re.search(r'hx-get="([^"]+)"', html).group(1)
+    job = poll.rstrip("/").split("/")[-1].replace("-", "")
+    jobs.preview_job_run(job_id=job)  # what the worker does
+    done = clients["viewer"].get(poll, **HTMX).content.decode()
+    assert 'data-status="done"' in done and "every 300ms" not in done
+
+
+def test_someone_elses_job_is_not_shown(clients, seed003, isolated_redis):
+    from unittest import mock
+
+    with mock.patch.object(jobs.preview_all_pending, "delay"):
+        html = (
+            clients["viewer"]
+            .post("/policies/seed-003-name-length/preview-all", {"document": seed003.draft}, **HTMX)
+            .content.decode()
+        )
+    poll = re.search(r'hx-get="([^"]+)"', html).group(1)
+    other = clients["editor"].get(poll, **HTMX).content.decode()
+    assert "unknown or expired" in other
+
+
+def test_a_redis_outage_is_said_in_words(clients, seed003, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
+    redis_client.cache_clear()
+    try:
+        response = clients["viewer"].post(
+            "/policies/seed-003-name-length/preview-all", {"document": seed003.draft}, **HTMX
+        )
+    finally:
+        redis_client.cache_clear()
+    assert response.status_code == 422
+    assert b"Redis is unavailable, so background previews cannot run" in response.content

@@ -2,6 +2,7 @@
 
     schedweb:policies:active   hash  policy name -> JSON {name, version, document, contentHash, schedulerNames, activatedAt}
     schedweb:policies:counter  int   bumped on every change; readers reload only when it moved
+                                     (seeded from the clock, so it never repeats after a flush)
 
 The database is the source of truth; a Celery task rewrites the hash from it after every
 publish, rollback or deactivation (and on a schedule, which repairs a Redis that was flushed).
@@ -10,6 +11,7 @@ Extenders compile the documents themselves when the counter moves (a few ms per 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import orjson
@@ -27,6 +29,10 @@ def active_entries_write(entries: list[dict[str, Any]]) -> int:
     pipe.delete(ACTIVE_KEY)
     if entries:
         pipe.hset(ACTIVE_KEY, mapping={e["name"]: orjson.dumps(e) for e in entries})
+    # A Redis restarted empty must not restart the counter at 1: a reader that saw 1 before
+    # would take the new set for the one it has. Seeding an absent counter from the clock (in
+    # microseconds) keeps it above every value handed out before.
+    pipe.set(COUNTER_KEY, time.time_ns() // 1000, nx=True)
     pipe.incr(COUNTER_KEY)
     return int(pipe.execute()[-1])
 

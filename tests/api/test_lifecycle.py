@@ -124,6 +124,28 @@ def test_publishing_distributes_the_active_versions_to_redis(redis_isolated, eag
     assert counter3 > counter2 and entries["least"]["version"] == 1
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_extender_picks_up_a_publish_after_redis_lost_its_data(redis_isolated, eager_celery):
+    """Redis restarted empty: the next distribution must not reuse a counter a reader saw."""
+    from policies.extender.runtime import PolicyRegistry
+
+    publisher = make_user("pub", "publisher")
+    policy = services.policy_create(actor=publisher, document=document())
+    services.policy_publish(actor=publisher, policy=policy, message="v1")
+    registry = PolicyRegistry()
+    assert registry.refresh_from_redis()
+    assert registry.by_scheduler["schedweb"].version == 1
+
+    redis_isolated.flushdb()  # data gone; the reader keeps serving version 1
+    assert not registry.refresh_from_redis()
+    assert registry.by_scheduler["schedweb"].version == 1
+
+    Policy.objects.filter(pk=policy.pk).update(draft=document().replace("test policy", "v2"))
+    services.policy_publish(actor=publisher, policy=Policy.objects.get(pk=policy.pk), message="v2")
+    assert registry.refresh_from_redis()
+    assert registry.by_scheduler["schedweb"].version == 2
+
+
 def _pods(count: int, seed: int) -> list[dict]:
     rng = random.Random(seed)
     pods = []

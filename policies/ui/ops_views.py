@@ -662,10 +662,8 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
         "rbac": dump_yaml(extender_cluster_role(bind=data["bind"])),
         "managed_resource": MANAGED_RESOURCE,
         "opt_in_pod": dump_yaml(_opt_in_pod(names[0])),
-        "cli_profile": _cli(names=names, data=data, extra=f"--name {DEFAULT_LEASE}"),
-        "cli_resource": _cli(
-            names=names, data=data, extra=f"--scoping resource --name {DEFAULT_LEASE}"
-        ),
+        "cli_profile": _cli(names=names, data=data, extra=""),
+        "cli_resource": _cli(names=names, data=data, extra="--scoping resource"),
         "cli_manifests": _cli(names=names, data=data, extra="--manifests"),
     }
 

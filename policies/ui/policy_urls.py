@@ -1,4 +1,4 @@
-"""Routes of the policy pages; the lead includes `urlpatterns` at the site root.
+"""Routes of the policy pages; included at the site root.
 
 /policies/                                   list (GET), create (POST)
 /policies/<name>/                            playground

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 import yaml
 from django.contrib.auth.models import Group, User
-from django.urls import include, path
 
 from policies import services
 from policies.engine.policy import compile_policy
@@ -23,11 +22,6 @@ from policies.extender.service import ServedPolicy, _decision
 from policies.models import Decision
 from policies.redis import redis_client
 from policies.selectors import cluster_load, pod_view_from_text
-from schedweb.urls import handler404, handler500  # noqa: F401
-from schedweb.urls import urlpatterns as product
-
-urlpatterns = [path("", include("policies.ui.ops_urls")), *product]
-pytestmark = pytest.mark.urls(__name__)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
 SHARED_REDIS = os.environ.get("SCHEDWEB_REDIS_URL", "redis://127.0.0.1:6390/0")

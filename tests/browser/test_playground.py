@@ -7,8 +7,7 @@ from the preview in one click; all pending pods are previewed in the background;
 keeps the user's text. The preview latency after typing stops is measured and printed.
 
 Screenshots: artifacts/screenshots/playground-preview.png, playground-compare.png,
-version-diff.png. Routes go through this module's `urlpatterns` (the policy pages in front of
-the product's, and a stand-in sign-in page while the site has none of its own).
+version-diff.png.
 """
 
 from __future__ import annotations
@@ -23,9 +22,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import views as auth_views
 from django.contrib.auth.models import Group, User
-from django.urls import Resolver404, include, path, resolve
 
 from policies import services
 from policies.extender.runtime import reset_runtime
@@ -33,26 +30,6 @@ from policies.models import Policy
 from policies.redis import redis_client
 from policies.selectors import cluster_load
 from policies.ui import jobs
-from schedweb.urls import handler404, handler500  # noqa: F401
-from schedweb.urls import urlpatterns as product
-
-
-def _site_signs_in() -> bool:
-    try:
-        resolve("/login/", urlconf="schedweb.urls")
-    except Resolver404:
-        return False
-    return True
-
-
-# Django's own sign-in view stands in until the ops pages' /login/ is wired into the site.
-_sign_in = (
-    []
-    if _site_signs_in()
-    else [path("login/", auth_views.LoginView.as_view(template_name="admin/login.html"))]
-)
-urlpatterns = [path("", include("policies.ui.policy_urls")), *product, *_sign_in]
-pytestmark = pytest.mark.urls(__name__)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
 PASSWORD = "a-long-test-password"

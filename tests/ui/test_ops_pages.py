@@ -4,8 +4,7 @@ are down (Redis, the database, the cluster) becoming sentences instead of 500s.
 
 Decisions are recorded the way the extender records them (policies.extender.service._decision over
 a real evaluation of the demo cluster); expected values come from the engine's own rows, never
-from the view code. These tests route through this module's `urlpatterns` (the ops URLs in front
-of the product's), so they run before the lead wires policies/ui/ops_urls.py in.
+from the view code.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import yaml
 from django.contrib.auth.models import Group, User
 from django.db import OperationalError
 from django.test import Client
-from django.urls import include, path
 
 from policies import services
 from policies.engine.policy import compile_policy
@@ -31,11 +29,8 @@ from policies.extender.service import ServedPolicy, _decision
 from policies.models import Decision
 from policies.redis import redis_client
 from policies.selectors import cluster_load, pod_view_from_text
-from schedweb.urls import handler404, handler500  # noqa: F401
-from schedweb.urls import urlpatterns as product
 
-urlpatterns = [path("", include("policies.ui.ops_urls")), *product]
-pytestmark = [pytest.mark.urls(__name__), pytest.mark.django_db]
+pytestmark = pytest.mark.django_db
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
 SHARED_REDIS = os.environ.get("SCHEDWEB_REDIS_URL", "redis://127.0.0.1:6390/0")
@@ -615,7 +610,7 @@ def test_configurations_that_extend_the_clusters_scheduler_keep_its_lease():
     for key in ("profile", "resource"):
         election = yaml.safe_load(out[key])["leaderElection"]
         assert election["resourceName"] == "kube-scheduler"
-        assert "--name kube-scheduler" in out[f"cli_{key}"]
+        assert "--second-scheduler" not in out[f"cli_{key}"]
     configmap = next(d for d in yaml.safe_load_all(out["manifests"]) if d["kind"] == "ConfigMap")
     config = yaml.safe_load(configmap["data"]["scheduler-config.yaml"])
     assert config["leaderElection"]["resourceName"] == "schedweb-scheduler"

@@ -3,9 +3,7 @@ rollback, the diff and the background preview of all pending pods.
 
 Status codes, login redirects, role refusals (403 with a sentence), the fragments htmx swaps,
 and the errors users see in words (409, 412, 422). Expected values are computed from the demo
-cluster and the engine, never copied from the views. These tests route through this module's
-`urlpatterns` (the policy pages in front of the product's), so they run before the lead wires
-policies/ui/policy_urls.py in.
+cluster and the engine, never copied from the views.
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ import pytest
 import yaml
 from django.contrib.auth.models import Group, User
 from django.test import Client
-from django.urls import include, path
 
 from policies import services
 from policies.engine.document import FieldError
@@ -34,11 +31,6 @@ from policies.ui.diff import side_by_side
 from policies.ui.forms import document_with_name
 from policies.ui.markers import error_markers
 from policies.ui.preview import test_expectation as expectation_of
-from schedweb.urls import handler404, handler500  # noqa: F401
-from schedweb.urls import urlpatterns as product
-
-urlpatterns = [path("", include("policies.ui.policy_urls")), *product]
-pytestmark = pytest.mark.urls(__name__)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
 UI_REDIS = (

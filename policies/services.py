@@ -86,7 +86,7 @@ def _compile(document: str) -> CompiledPolicy:
 def _distribute_after_commit() -> None:
     from policies.tasks import distribute_active_policies
 
-    transaction.on_commit(distribute_active_policies.delay_safely)
+    transaction.on_commit(distribute_active_policies.after_commit)
 
 
 def _lock_publishing() -> None:

@@ -27,8 +27,22 @@ def distribute_active_policies(self) -> int:
     return active_policies_publish()
 
 
-def _delay_safely() -> None:
-    """Queue the distribution; if the broker is down, log it - beat repairs within a minute."""
+def _after_commit() -> None:
+    """After a publish, rollback or deactivation commits: write the active set now, queue the task.
+
+    The web process writes Redis itself (one pipeline), so a new version serves within the
+    extenders' poll even while no worker is connected (a worker reconnects to a restarted Redis
+    with kombu's backoff of up to 30 s). The task is queued anyway: it retries with backoff when
+    Redis could not be written just now, and rewrites the set from the database after two
+    concurrent publishes wrote out of order. If the broker is down too, beat repairs within a
+    minute.
+    """
+    from policies.publication import active_policies_publish
+
+    try:
+        active_policies_publish()
+    except Exception as exc:
+        log.warning("could not write the active policies to Redis now (%s); the task will", exc)
     try:
         distribute_active_policies.delay()
     except Exception as exc:  # the broker is Redis: down means the extenders keep the last set
@@ -37,7 +51,7 @@ def _delay_safely() -> None:
         )
 
 
-distribute_active_policies.delay_safely = _delay_safely
+distribute_active_policies.after_commit = _after_commit
 
 
 @shared_task(bind=True, autoretry_for=(Exception,), retry_backoff=2, max_retries=5, time_limit=60)

@@ -146,6 +146,26 @@ def test_an_extender_picks_up_a_publish_after_redis_lost_its_data(redis_isolated
     assert registry.by_scheduler["schedweb"].version == 2
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_publish_reaches_redis_at_commit_even_when_no_task_can_be_queued(
+    monkeypatch, redis_isolated
+):
+    """The web process writes the active set itself; the task only retries and repairs."""
+    from kombu.exceptions import OperationalError
+
+    from policies.tasks import distribute_active_policies
+
+    def broker_down(*args, **kwargs):
+        raise OperationalError("Error 111 connecting to the broker")
+
+    monkeypatch.setattr(distribute_active_policies, "delay", broker_down)
+    publisher = make_user("pub", "publisher")
+    policy = services.policy_create(actor=publisher, document=document())
+    services.policy_publish(actor=publisher, policy=policy, message="v1")
+    _, entries = active_entries_read()
+    assert entries["least"]["version"] == 1
+
+
 def _pods(count: int, seed: int) -> list[dict]:
     rng = random.Random(seed)
     pods = []

@@ -47,10 +47,13 @@ def _pod(name: str, scheduler: str) -> dict:
 
 def _service_latency(policy_text: str) -> dict[str, float]:
     """The extender service in process over a generated 500-node snapshot."""
+    from django.conf import settings
+
     from policies.cluster.demo import generate_cluster
     from policies.cluster.state import ClusterState
     from policies.engine.policy import compile_policy
     from policies.extender.metrics import Metrics
+    from policies.extender.runtime import DecisionBuffer
     from policies.extender.service import Extender, ServedPolicy
     from policies.selectors import LoadedCluster
 
@@ -59,8 +62,14 @@ def _service_latency(policy_text: str) -> dict[str, float]:
         ClusterState.from_objects(nodes_json, pods_json).freeze(), "live", "bench"
     )
     served = ServedPolicy("bench-2-3", 1, compile_policy(policy_text))
+    # Decisions sampled and deferred exactly as in the product (policies/extender/runtime.py).
+    decisions = DecisionBuffer(per_second=settings.SCHEDWEB_DECISIONS_PER_SECOND)
     extender = Extender(
-        policies=lambda: {"schedweb": served}, snapshot=lambda: snapshot, metrics=Metrics()
+        policies=lambda: {"schedweb": served},
+        snapshot=lambda: snapshot,
+        metrics=Metrics(),
+        record=decisions.append,
+        sample=decisions.wanted,
     )
     names = [n["name"] for n in snapshot.state.nodes()]
     pods = [
@@ -252,6 +261,8 @@ def run() -> dict[str, float]:
                 )
             )
             config["clientConnection"].update(client)
+            time.sleep(1.5)  # the web processes flush their metrics to Redis every second
+            before = stack.request("GET", "/metrics")[1]
             with_ours = _throughput(
                 plane, yaml.safe_dump(config), "bench-ext", "with the schedweb extender"
             )
@@ -259,21 +270,24 @@ def run() -> dict[str, float]:
             print(
                 f"  ratio with/without: {ratio:.2f} (target at least 0.3, aim 0.5; published Go extender: 0.11)"
             )
-            totals = stack.request("GET", "/metrics")[1]
+            time.sleep(1.5)
+            after = stack.request("GET", "/metrics")[1]
             results |= {
                 "throughput_without": without,
                 "throughput_with": with_ours,
                 "throughput_ratio": ratio,
             }
-            _server_side_from_metrics(totals if isinstance(totals, str) else "")
+            results |= _server_side_from_metrics(
+                before if isinstance(before, str) else "", after if isinstance(after, str) else ""
+            )
         finally:
             stack.stop()
             redis.stop()
     return results
 
 
-def _server_side_from_metrics(text: str) -> None:
-    """Median and p99 bucket bounds of the extender's own latency histogram during the run."""
+def _histogram(text: str) -> dict[str, list[tuple[float, float]]]:
+    """verb -> [(bucket upper bound, cumulative count)] from the extender's /metrics text."""
     buckets: dict[str, list[tuple[float, float]]] = {}
     for line in text.splitlines():
         if line.startswith("schedweb_extender_request_duration_seconds_bucket"):
@@ -283,18 +297,29 @@ def _server_side_from_metrics(text: str) -> None:
             buckets.setdefault(verb, []).append(
                 (float("inf") if bound == "+Inf" else float(bound), float(value))
             )
-    if not buckets:
-        return
-    print(
-        "  extender latency during the run (server side, from its histogram; bucket upper bounds):"
-    )
-    for verb, points in sorted(buckets.items()):
+    return buckets
+
+
+def _server_side_from_metrics(before: str, after: str) -> dict[str, float]:
+    """Median and p99 bucket bounds of the extender's own latency histogram during the
+    throughput run only (the difference of two scrapes)."""
+    start, end = _histogram(before), _histogram(after)
+    results: dict[str, float] = {}
+    if not end:
+        return results
+    print("  extender latency during the run (server side, its histogram; bucket upper bounds):")
+    for verb, points in sorted(end.items()):
+        earlier = dict(start.get(verb, []))
+        points = [(bound, count - earlier.get(bound, 0.0)) for bound, count in points]
         total = points[-1][1]
         if not total:
             continue
         p50 = next(b for b, c in points if c >= 0.5 * total)
         p99 = next(b for b, c in points if c >= 0.99 * total)
         print(f"    {verb:10s} n={total:.0f}  median <= {p50 * 1e3:g} ms  p99 <= {p99 * 1e3:g} ms")
+        results[f"server_{verb}_median_le_ms"] = p50 * 1e3
+        results[f"server_{verb}_p99_le_ms"] = p99 * 1e3
+    return results
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import time
 from collections import defaultdict
 
 # Upper bounds in seconds; the extender's budget is a few ms (p99 target 10 ms).
-BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0)
+BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.05, 0.1, 0.25, 1.0)
 TOTALS_KEY = "schedweb:metrics:extender"
 MINUTE_KEY = "schedweb:metrics:extender:minute:{minute}"
 MINUTE_TTL = 3 * 3600

@@ -16,6 +16,7 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -110,13 +111,21 @@ class DecisionBuffer:
             return True
         return False
 
-    def append(self, decision: dict[str, Any]) -> None:
+    def append(self, decision: dict[str, Any] | Callable[[], dict[str, Any]]) -> None:
         self._items.append(decision)
 
     def take(self) -> list[dict[str, Any]]:
+        """The records so far, oldest first; deferred ones are built here, off the request path."""
         items = []
         while self._items:
-            items.append(self._items.popleft())
+            item = self._items.popleft()
+            if callable(item):
+                try:
+                    item = item()
+                except Exception:  # a record is a sample: never let one stop the others
+                    log.exception("could not build a sampled decision record")
+                    continue
+            items.append(item)
         return items
 
 

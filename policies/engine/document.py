@@ -406,7 +406,8 @@ def _scheduler_names(data: dict, errors: _Collector) -> list[str]:
     if not isinstance(value, list) or not value:
         errors.add(
             "schedulerNames",
-            f"schedulerNames must be a non-empty list of names, got {_type_name(value)}",
+            "schedulerNames must be a non-empty list of names, got "
+            + ("an empty list" if value == [] else _type_name(value)),
         )
         return []
     names: list[str] = []

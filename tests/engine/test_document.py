@@ -88,7 +88,7 @@ scores:
     )
     assert errors == {
         "name": "name 'Bad_Name' must be at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit",
-        "schedulerNames": "schedulerNames must be a non-empty list of names, got list",
+        "schedulerNames": "schedulerNames must be a non-empty list of names, got an empty list",
         "failurePolicy": "failurePolicy must be Ignore or Fail, got 'Sometimes'",
         "filterz": "unknown field 'filterz'; did you mean 'filters'?",
         "filters[0].unresolvable": "unresolvable must be true or false, got string",

@@ -176,3 +176,17 @@ def test_policy_test_runs_the_documents_tests_and_fails_ci_on_a_failure(tmp_path
     assert "expected winner a-small-1, got cp-1" in out
     assert "node b-small-1: expected reject, got pass" in out
     assert out.splitlines()[-1] == "1 of 2 test cases passed"
+
+
+def test_the_commands_apply_the_installations_cost_limit(tmp_path, settings):
+    """evaluate and policy test judge a policy as publish and the extender do."""
+    policy = tmp_path / "costly.yaml"
+    policy.write_text(
+        "name: costly\nschedulerNames: [s]\nfilters:\n  - name: labels\n"
+        "    expression: node.labels.all(k, node.labels.exists(j, j + k != ''))\n"
+    )
+    pod = str(EXAMPLES / "pods" / "abc.yaml")
+    assert run("evaluate", "--policy", str(policy), "--pod", pod)[0] == 0
+    settings.SCHEDWEB_CEL_COST_LIMIT = 50
+    code, _, err = run("evaluate", "--policy", str(policy), "--pod", pod)
+    assert code == 2 and "cost" in err

@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from policies import selectors
@@ -38,7 +39,7 @@ class Command(BaseCommand):
             policy_text = _read(options["policy"], "policy")
             pod_text = _read(options["pod"], "pod")
             pod = pod_view_from_text(pod_text)
-            policy = compile_policy(policy_text)
+            policy = compile_policy(policy_text, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
             cluster = cluster_load(options["cluster"])
         except PolicyInvalid as exc:
             self.stderr.write(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -103,7 +104,7 @@ class Command(BaseCommand):
         for path in options["files"]:
             text = self._read(path)
             try:
-                compiled = compile_policy(text)
+                compiled = compile_policy(text, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
             except PolicyInvalid as exc:
                 self._invalid(path, exc)
                 invalid = True

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from policies.devviews import sample_nodes
 
@@ -133,7 +134,7 @@ def test_the_copy_button_puts_the_code_on_the_clipboard(gallery):
     gallery.context.grant_permissions(["clipboard-read", "clipboard-write"])
     button = gallery.get_by_role("button", name="Copy scheduler-config.yaml")
     button.click()
-    assert button.inner_text().strip() == "Copied"
+    expect(button).to_have_text("Copied")  # the clipboard write is asynchronous
     copied = gallery.evaluate("navigator.clipboard.readText()")
     assert copied.startswith("apiVersion: kubescheduler.config.k8s.io/v1\n")
     assert "nodeCacheCapable: true" in copied
@@ -173,10 +174,11 @@ def test_the_theme_button_pins_a_palette_that_survives_a_reload(gallery):
     toggle.click()  # auto -> light
     toggle.click()  # light -> dark
     assert toggle.get_attribute("aria-label") == "Color theme: dark"
-    assert gallery.evaluate(background) == DARK_BG
+    # waits out the palette's colour transition rather than sampling it half-way
+    gallery.wait_for_function(f"{background} === {DARK_BG!r}", timeout=3000)
     gallery.reload()
     assert gallery.evaluate("document.documentElement.dataset.theme") == "dark"
-    assert gallery.evaluate(background) == DARK_BG
+    gallery.wait_for_function(f"{background} === {DARK_BG!r}", timeout=3000)
 
 
 @pytest.mark.color_scheme("dark")

@@ -32,3 +32,41 @@ app.conf.beat_schedule = {
     },
     "resolve-decision-nodes": {"task": "policies.tasks.decisions_resolve_chosen", "schedule": 30.0},
 }
+
+
+def _survive_a_lost_broker_with_unacked_messages() -> None:
+    """Keeps the worker alive when Redis goes away while a delivered message is not yet acked.
+
+    kombu 5.7's Redis transport then closes the channel and restores such messages through a
+    connection that is already gone; the AttributeError ('NoneType' object has no attribute
+    'hostname') escapes Celery's connection-error handling and the worker exits ("Unrecoverable
+    error"). Redis still holds the message in its `unacked` hash and kombu restores it after the
+    visibility timeout, so the restore at close is skipped when it cannot run. Reproduced by
+    tests/e2e/test_broker.py.
+    """
+    import logging
+
+    from kombu.transport import redis as transport
+
+    original = transport.QoS.restore_unacked
+    if getattr(original, "schedweb_guarded", False):
+        return
+
+    def restore_unacked(self, client=None):
+        try:
+            return original(self, client)
+        except AttributeError:
+            if getattr(self.channel.connection, "client", None) is not None:
+                raise  # not the lost-connection case
+            logging.getLogger(__name__).warning(
+                "broker connection lost with %d unacknowledged message(s); Redis redelivers "
+                "them after the visibility timeout",
+                len(self._delivered),
+            )
+            return None
+
+    restore_unacked.schedweb_guarded = True
+    transport.QoS.restore_unacked = restore_unacked
+
+
+_survive_a_lost_broker_with_unacked_messages()

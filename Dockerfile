@@ -1,4 +1,4 @@
-# schedweb image: web (gunicorn), Celery worker and beat all run from it (docker-compose.yml).
+# schedweb image: web (uvicorn), Celery worker and beat all run from it (docker-compose.yml).
 FROM python:3.11-slim-bookworm
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 WORKDIR /app
@@ -9,4 +9,4 @@ RUN SCHEDWEB_SECRET_KEY=build-only python manage.py collectstatic --noinput -v0
 RUN useradd --system --uid 10001 schedweb && chown -R schedweb /app
 USER schedweb
 EXPOSE 8000
-CMD ["gunicorn", "schedweb.wsgi", "--bind", "0.0.0.0:8000", "--workers", "2", "--threads", "4"]
+CMD ["uvicorn", "schedweb.asgi:application", "--host", "0.0.0.0", "--port", "8000", "--workers", "2", "--loop", "uvloop", "--http", "httptools"]

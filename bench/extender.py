@@ -1,7 +1,7 @@
 """Extender benchmarks (issue 5), measured in one run on this machine:
 
 1. server-side latency per verb for 500 candidate names: the extender service in process, and the
-   same requests over HTTP to gunicorn (sequential client, keep-alive), median and p99;
+   same requests over HTTP to uvicorn (sequential client, keep-alive), median and p99;
 2. where a request's time goes (parse, pod view, evaluate, respond);
 3. kube-scheduler throughput for 1000 pods over 500 nodes, without an extender and with ours
    (filter + prioritize, the 2-filter + 3-score policy of bench/engine.py), same binaries, same
@@ -120,7 +120,7 @@ def _service_latency(policy_text: str) -> dict[str, float]:
 
 
 def _http_latency(stack, names: list[str]) -> dict[str, float]:
-    """Sequential keep-alive client against gunicorn: what kube-scheduler sees, minus Go."""
+    """Sequential keep-alive client against uvicorn: what kube-scheduler sees, minus Go."""
     connection = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=10)
     bodies = [
         orjson.dumps(
@@ -141,7 +141,7 @@ def _http_latency(stack, names: list[str]) -> dict[str, float]:
         for i in range(50)
     ]
     results = {}
-    print(f"== extender over HTTP (gunicorn, sequential keep-alive client, {len(names)} names)")
+    print(f"== extender over HTTP (uvicorn, sequential keep-alive client, {len(names)} names)")
     for verb in ("filter", "prioritize"):
 
         def call(i: int, verb=verb) -> None:

@@ -85,7 +85,7 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
-# In development gunicorn serves static files straight from static/ (no collectstatic needed).
+# In development the app server serves static files straight from static/ (no collectstatic needed).
 WHITENOISE_USE_FINDERS = DEBUG
 
 # Request bodies are bounded (DESIGN.md section 10). A nodeCacheCapable=false filter call for
@@ -126,8 +126,10 @@ SCHEDWEB_WATCH_SECONDS = env_float("SCHEDWEB_WATCH_SECONDS", 540.0)
 # Extender: the URL prefix kube-scheduler calls (for generated configuration and /connect/).
 SCHEDWEB_EXTENDER_URL = env_str("SCHEDWEB_EXTENDER_URL", "http://127.0.0.1:8000/extender/")
 
-# Extender: sampled decisions written per second per web process (a Celery task stores them).
-SCHEDWEB_DECISIONS_PER_SECOND = env_float("SCHEDWEB_DECISIONS_PER_SECOND", 20.0)
+# Extender: sampled decisions recorded per second per web process (a Celery task stores them).
+# Each costs about a millisecond per 500 nodes to build and more to queue and store: at 20 a
+# second kube-scheduler's throughput through the extender fell by a quarter on 2 cores (make bench).
+SCHEDWEB_DECISIONS_PER_SECOND = env_float("SCHEDWEB_DECISIONS_PER_SECOND", 2.0)
 
 # CEL: per-expression cost budget (compile-time estimate and run-time limit).
 SCHEDWEB_CEL_COST_LIMIT = env_int("SCHEDWEB_CEL_COST_LIMIT", 1_000_000)

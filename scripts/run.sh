@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make run`: local defaults (SQLite, Redis on 127.0.0.1:6379, the demo cluster unless
-# SCHEDWEB_KUBECONFIG is set), a Celery worker with beat, and gunicorn on 127.0.0.1:8000.
+# SCHEDWEB_KUBECONFIG is set), a Celery worker with beat, and uvicorn on 127.0.0.1:8000.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .run
@@ -25,7 +25,7 @@ trap cleanup EXIT INT TERM
   --schedule .run/celerybeat-schedule >.run/worker.log 2>&1 &
 pids+=($!)
 echo "schedweb: http://127.0.0.1:8000/  (login: see .run/admin-login.txt; worker log: .run/worker.log; Ctrl-C stops everything)"
-.venv/bin/gunicorn schedweb.wsgi --bind 127.0.0.1:8000 --workers "${SCHEDWEB_WEB_WORKERS:-2}" \
-  --threads 4 --access-logfile - &
+.venv/bin/uvicorn schedweb.asgi:application --host 127.0.0.1 --port 8000 \
+  --workers "${SCHEDWEB_WEB_WORKERS:-2}" --loop uvloop --http httptools --lifespan on &
 pids+=($!)
 wait -n "${pids[@]}"

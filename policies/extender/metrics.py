@@ -1,6 +1,6 @@
 """Extender metrics: counted in process memory on the hot path, flushed to Redis in the background.
 
-gunicorn runs several worker processes; each counts its own requests without locks or I/O in
+The app server runs several worker processes; each counts its own requests without locks or I/O in
 the request, and a background thread adds the deltas to Redis once a second. `/metrics` renders
 the cluster-wide totals from Redis (Prometheus text format), and per-minute buckets feed the
 dashboard's "requests per second, p99, errors in the last minutes".

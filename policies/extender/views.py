@@ -29,9 +29,15 @@ def _answer(verb: str, body: bytes) -> tuple[int, bytes, str]:
     """(status, JSON body, policy label) for a POST to /extender/<verb>: shared by both entries."""
     limit = settings.SCHEDWEB_EXTENDER_MAX_BODY_BYTES
     if len(body) > limit:
-        return 413, protocol.error_body(f"the body is larger than {limit} bytes"), ""
+        return too_large(limit)
     answer = getattr(runtime().extender, verb)(body)
     return answer.status, answer.body, answer.policy
+
+
+def too_large(limit: int, length: int | None = None) -> tuple[int, bytes, str]:
+    """The 413 answer for a body over `limit` bytes."""
+    size = f"is {length} bytes" if length is not None else "is larger"
+    return 413, protocol.error_body(f"the body {size}; the limit is {limit} bytes"), ""
 
 
 def _handle(request: HttpRequest, verb: str) -> HttpResponse:
@@ -59,11 +65,7 @@ def wsgi_extender(environ: dict, start_response) -> list[bytes] | None:
     except ValueError:
         length = -1
     if length > limit:
-        status, body, policy = (
-            413,
-            protocol.error_body(f"the body is {length} bytes; the limit is {limit}"),
-            "",
-        )
+        status, body, policy = too_large(limit, length)
     else:
         data = stream.read(length) if length >= 0 else stream.read(limit + 1)
         status, body, policy = _answer(verb, data)

@@ -248,9 +248,10 @@ def test_the_preview_appears_soon_after_typing_stops(stack, live_server, page):
     """Time from the last keystroke to the new table in the page, over several edits.
 
     The live server is Python's wsgiref server, which leaves Nagle's algorithm on: each answer's
-    body then waits for the browser's delayed ACK of its headers (40 ms on Linux). gunicorn,
-    which serves schedweb (make run, the Dockerfile), sets TCP_NODELAY; so does this test, on
-    the live server's listening socket (accepted sockets inherit it), to measure the product.
+    body then waits for the browser's delayed ACK of its headers (40 ms on Linux). uvicorn,
+    which serves schedweb (make run, the Dockerfile), sets TCP_NODELAY on its connections; so
+    does this test, on the live server's listening socket (accepted sockets inherit it), to
+    measure the product.
     """
     import socket
 

@@ -1,6 +1,6 @@
 """The whole product as separate processes, for end-to-end tests and benchmarks.
 
-gunicorn (the web app and the extender), a Celery worker with beat (cluster watcher, policy
+uvicorn (the web app and the extender), a Celery worker with beat (cluster watcher, policy
 distribution, decisions) and a private redis-server, all on 127.0.0.1, pointed at a real
 kube-apiserver. Tests drive it over HTTP like users and kube-scheduler do.
 """
@@ -166,17 +166,24 @@ class SchedwebStack:
 
     def start_web(self, *, wait_for_snapshot: bool = True) -> None:
         self.web = ManagedProcess(
-            name="gunicorn",
-            argv=[
-                VENV_BIN / "gunicorn",
-                "schedweb.wsgi",
-                "--bind",
-                f"127.0.0.1:{self.port}",
+            name="uvicorn",
+            argv=[  # as scripts/run.sh starts it, without the access log
+                VENV_BIN / "uvicorn",
+                "schedweb.asgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
                 "--workers",
                 str(self.web_workers),
-                "--threads",
-                "4",
-                "--graceful-timeout",
+                "--loop",
+                "uvloop",
+                "--http",
+                "httptools",
+                "--lifespan",
+                "on",
+                "--no-access-log",
+                "--timeout-graceful-shutdown",
                 "2",
             ],
             log_path=self.workdir / "web.log",

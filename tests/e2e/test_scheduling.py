@@ -1,6 +1,6 @@
 """A stock kube-scheduler places pods by published policies, through the real extender.
 
-Every test runs the product as processes (gunicorn, Celery worker and beat, redis-server)
+Every test runs the product as processes (uvicorn, Celery worker and beat, redis-server)
 against its own kube-apiserver, with kube-scheduler started from `manage.py schedulerconfig`.
 """
 

@@ -1,0 +1,87 @@
+"""ASGI entry point (uvicorn schedweb.asgi:application): what `make run` and docker-compose serve.
+
+kube-scheduler's extender calls (POST /extender/<verb>) are answered here directly, without
+Django's request handling: they need no session, CSRF, auth, URL resolution or templates, and
+kube-scheduler waits for every one of them. filter, prioritize and preempt run inline on the
+event loop: they only read process memory and take about a millisecond, and kube-scheduler sends
+one request at a time. bind (a call to the API server) and the first request of a process (the
+runtime's initial load may read the database) run in a thread. Everything else, including
+non-POST requests to /extender/ (405), goes to Django's ASGI handler.
+
+uvicorn with httptools answers a request in about a fifth of gunicorn's per-request time here
+(measured with a Go client: 0.14 ms against 0.65 ms for an empty answer), which kube-scheduler
+pays twice per pod.
+"""
+
+import asyncio
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
+django_application = get_asgi_application()
+
+from policies.extender import views as extender_views  # noqa: E402  (needs Django set up first)
+
+_INLINE = frozenset({"filter", "prioritize", "preempt"})
+_ready = False
+
+
+async def _read_body(receive, limit: int) -> bytes | None:
+    """The request body, or None once it grows past `limit` (the rest is not read)."""
+    chunks: list[bytes] = []
+    size = 0
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b""
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+async def extender(scope, receive, send, verb: str) -> None:
+    global _ready
+    from django.conf import settings
+
+    limit = settings.SCHEDWEB_EXTENDER_MAX_BODY_BYTES
+    body = await _read_body(receive, limit)
+    if body is None:
+        status, answer, policy = extender_views.too_large(limit)
+    elif verb in _INLINE and _ready:
+        status, answer, policy = extender_views._answer(verb, body)
+    else:
+        status, answer, policy = await asyncio.to_thread(extender_views._answer, verb, body)
+        _ready = True
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(answer)).encode()),
+    ]
+    if policy:
+        headers.append((b"x-schedweb-policy", policy.encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": answer})
+
+
+async def application(scope, receive, send) -> None:
+    if scope["type"] == "http" and scope["method"] == "POST":
+        path = scope["path"]
+        if path.startswith("/extender/"):
+            verb = path[len("/extender/") :]
+            if verb in extender_views.VERBS:
+                await extender(scope, receive, send, verb)
+                return
+    if scope["type"] == "lifespan":  # nothing to start or stop; Django's handler refuses lifespan
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    await django_application(scope, receive, send)

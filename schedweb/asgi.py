@@ -15,11 +15,17 @@ pays twice per pod.
 
 import asyncio
 import os
+import warnings
 
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
 django_application = get_asgi_application()
+# WhiteNoise hands Django static files as synchronous iterators; under ASGI Django reads them in a
+# thread and warns once per file served. The files are small; the warning is noise.
+warnings.filterwarnings(
+    "ignore", message="StreamingHttpResponse must consume synchronous iterators"
+)
 
 from policies.extender import views as extender_views  # noqa: E402  (needs Django set up first)
 

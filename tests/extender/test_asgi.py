@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import orjson
 import pytest
 
 from schedweb import asgi
+
+
+def run(coroutine) -> None:
+    """asyncio.run in a thread of its own: the browser tests' Playwright keeps an event loop
+    running in the main thread for the whole session."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, coroutine).result()
 
 
 def call(method: str, path: str, body: bytes = b"", chunk: int = 0) -> tuple[int, dict, bytes]:
@@ -42,7 +50,7 @@ def call(method: str, path: str, body: bytes = b"", chunk: int = 0) -> tuple[int
         "client": ("127.0.0.1", 50000),
         "server": ("127.0.0.1", 8000),
     }
-    asyncio.run(asgi.application(scope, receive, send))
+    run(asgi.application(scope, receive, send))
     start = next(m for m in sent if m["type"] == "http.response.start")
     payload = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
     headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
@@ -106,5 +114,5 @@ def test_the_lifespan_protocol_is_acknowledged():
     async def send(message: dict) -> None:
         sent.append(message)
 
-    asyncio.run(asgi.application({"type": "lifespan"}, receive, send))
+    run(asgi.application({"type": "lifespan"}, receive, send))
     assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]

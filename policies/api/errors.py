@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
+from django.db import DataError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -83,6 +84,11 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
             error_body("too_large", "the request body is too large"),
             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
         )
+    if isinstance(exc, DataError):  # a value the database refuses; the request is at fault
+        return Response(
+            error_body("invalid", f"a value in the request cannot be stored: {exc}"),
+            status=status.HTTP_400_BAD_REQUEST,
+        )
     if isinstance(exc, Http404):
         return Response(
             error_body("not_found", str(exc) or "not found"), status=status.HTTP_404_NOT_FOUND
@@ -120,7 +126,9 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
 
 
 class BodySizeLimitMiddleware:
-    """413 for API requests whose declared body is over the limit, before anything reads it."""
+    """413 for API requests whose declared body is over the limit, before anything reads it;
+    400 for a query parameter with a NUL character (PostgreSQL cannot compare text with one;
+    SQLite can, so the two databases would answer differently)."""
 
     def __init__(self, get_response) -> None:
         from django.conf import settings
@@ -144,4 +152,13 @@ class BodySizeLimitMiddleware:
                     ),
                     status=413,
                 )
+            for key, values in request.GET.lists():
+                if "\x00" in key or any("\x00" in value for value in values):
+                    return JsonResponse(
+                        error_body(
+                            "invalid",
+                            f"query parameter {key.replace(chr(0), '?')!r} contains a NUL character",
+                        ),
+                        status=400,
+                    )
         return self.get_response(request)

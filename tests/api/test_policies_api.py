@@ -129,6 +129,23 @@ def test_an_oversized_body_is_a_413(api):
     assert response.json()["error"] == "too_large"
 
 
+@pytest.mark.parametrize(
+    "path",
+    ["/api/v1/audit?actor=a%00b", "/api/v1/policies?search=%00", "/api/v1/decisions?pod=x%00"],
+)
+def test_a_nul_character_in_a_query_parameter_is_a_400_on_every_database(api, path):
+    """PostgreSQL refuses NUL in text comparisons (a 500 before); SQLite would just not match."""
+    response = api.get(path)
+    assert response.status_code == 400
+    assert "contains a NUL character" in response.json()["detail"]
+
+
+def test_a_nul_character_in_a_document_is_refused_with_its_field(api):
+    response = api.post("/api/v1/policies", {"document": "name: a\x00b"}, format="json")
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["path"] == "document"
+
+
 def test_a_draft_save_needs_the_current_etag(api, created):
     etag = api.get("/api/v1/policies/least")["ETag"]
     new = document().replace("description: test policy", "description: v2")

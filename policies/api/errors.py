@@ -156,7 +156,7 @@ class BodySizeLimitMiddleware:
                 if "\x00" in key or any("\x00" in value for value in values):
                     return JsonResponse(
                         error_body(
-                            "invalid",
+                            "invalid_input",
                             f"query parameter {key.replace(chr(0), '?')!r} contains a NUL character",
                         ),
                         status=400,

@@ -14,8 +14,6 @@ Redis is a redis-server of the benchmark's own on a free 127.0.0.1 port, stopped
 from __future__ import annotations
 
 import gc
-import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -29,6 +27,7 @@ from policies.cluster.demo import generate_cluster
 from policies.cluster.files import load_cluster_file
 from policies.cluster.state import gc_paused
 from policies.cluster.store import POD, SnapshotReader, SnapshotStore, SnapshotWriter
+from tests.e2e.stack import RedisServer
 
 from .stats import Timing
 
@@ -49,16 +48,18 @@ def run(
         f"== snapshot: {nodes} nodes + {pods} pods from a kubectl JSON file; watch latency on kube-apiserver"
     )
     results: dict[str, float] = {}
-    with (
-        tempfile.TemporaryDirectory(prefix="schedweb-bench-") as tmp,
-        _RedisServer(Path(tmp)) as server,
-    ):
-        results.update(_from_file(Path(tmp), server.client(), nodes=nodes, pods=pods))
-        results.update(
-            _from_api_server(
-                Path(tmp), server.client(), nodes=live_nodes, pods=live_pods, changes=changes
+    with tempfile.TemporaryDirectory(prefix="schedweb-bench-") as tmp:
+        server = RedisServer(Path(tmp) / "redis").start()  # the e2e tests' private redis-server
+        try:
+            client = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=30)
+            results.update(_from_file(Path(tmp), client, nodes=nodes, pods=pods))
+            results.update(
+                _from_api_server(
+                    Path(tmp), client, nodes=live_nodes, pods=live_pods, changes=changes
+                )
             )
-        )
+        finally:
+            server.stop()
     return results
 
 
@@ -244,59 +245,3 @@ def _from_api_server(
         "event_to_reader_median_s": latency.median,
         "event_to_reader_p99_s": latency.p99,
     }
-
-
-class _RedisServer:
-    """A redis-server on a free 127.0.0.1 port for the benchmark alone."""
-
-    def __init__(self, workdir: Path) -> None:
-        from tests.cluster.processes import free_ports
-
-        (self.port,) = free_ports(count=1)
-        self.workdir = workdir
-        self._process: subprocess.Popen | None = None
-
-    def __enter__(self) -> _RedisServer:
-        binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-        self._process = subprocess.Popen(
-            [
-                binary,
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(self.workdir),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        probe = redis.Redis(host="127.0.0.1", port=self.port)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                probe.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline or self._process.poll() is not None:
-                    raise RuntimeError(
-                        f"redis-server did not start on 127.0.0.1:{self.port}"
-                    ) from None
-                time.sleep(0.05)
-        return self
-
-    def client(self) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=30)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._process is not None:
-            self._process.terminate()
-            try:
-                self._process.wait(10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()

@@ -49,6 +49,21 @@ def redis_db(extender_redis):
     return extender_redis
 
 
+def rejection(uid: str, name: str, at: float) -> dict:
+    return {"uid": uid, "namespace": "default", "name": name, "policy": "seed-002-gang", "at": at}
+
+
+def sweep(redis_db, state: ClusterState, kube, policies=None) -> dict:
+    """One run of the beat task's work over the current state."""
+    return requeue_unblocked(
+        client=redis_db,
+        cluster="c",
+        snapshot=LoadedCluster(state.freeze(), "live", "live"),
+        policies={"seed-002-gang": ENTRY} if policies is None else policies,
+        kube=kube,
+    )
+
+
 def test_a_rejected_gang_member_is_requeued_once_its_group_is_complete(redis_db):
     state = ClusterState.from_objects(
         [make_node(name="n1")], [member("m0", "u0"), member("m1", "u1")]
@@ -56,53 +71,21 @@ def test_a_rejected_gang_member_is_requeued_once_its_group_is_complete(redis_db)
     rejections_record(
         redis_db,
         cluster="c",
-        rejections=[
-            {
-                "uid": "u0",
-                "namespace": "default",
-                "name": "m0",
-                "policy": "seed-002-gang",
-                "at": time.time(),
-            }
-        ],
+        rejections=[rejection("u0", "m0", time.time())],
     )
     kube = RecordingKube()
     # 2 of 3 members: still blocked, nothing patched, still remembered
-    counts = requeue_unblocked(
-        client=redis_db,
-        cluster="c",
-        snapshot=LoadedCluster(state.freeze(), "live", "live"),
-        policies={"seed-002-gang": ENTRY},
-        kube=kube,
-    )
+    counts = sweep(redis_db, state, kube)
     assert counts == {"checked": 1, "requeued": 0, "forgotten": 0} and kube.patched == []
     # the third member arrives: m0 would now pass, so it is annotated and forgotten
     state.apply_pod(member("m2", "u2"))
-    counts = requeue_unblocked(
-        client=redis_db,
-        cluster="c",
-        snapshot=LoadedCluster(state.freeze(), "live", "live"),
-        policies={"seed-002-gang": ENTRY},
-        kube=kube,
-    )
+    counts = sweep(redis_db, state, kube)
     assert counts["requeued"] == 1 and kube.patched == [("default", "m0")]
     # remembered until bound, nudged again only after a pause
-    counts = requeue_unblocked(
-        client=redis_db,
-        cluster="c",
-        snapshot=LoadedCluster(state.freeze(), "live", "live"),
-        policies={"seed-002-gang": ENTRY},
-        kube=kube,
-    )
+    counts = sweep(redis_db, state, kube)
     assert counts["requeued"] == 0 and len(kube.patched) == 1
     state.apply_pod(member("m0", "u0", node="n1"))
-    counts = requeue_unblocked(
-        client=redis_db,
-        cluster="c",
-        snapshot=LoadedCluster(state.freeze(), "live", "live"),
-        policies={"seed-002-gang": ENTRY},
-        kube=kube,
-    )
+    counts = sweep(redis_db, state, kube)
     assert counts["forgotten"] == 1 and redis_db.hlen(requeue_key("c")) == 0
 
 
@@ -112,30 +95,9 @@ def test_bound_gone_or_unpoliced_pods_are_forgotten(redis_db):
     rejections_record(
         redis_db,
         cluster="c",
-        rejections=[
-            {
-                "uid": "u0",
-                "namespace": "default",
-                "name": "m0",
-                "policy": "seed-002-gang",
-                "at": now,
-            },  # bound since
-            {
-                "uid": "gone",
-                "namespace": "default",
-                "name": "x",
-                "policy": "seed-002-gang",
-                "at": now,
-            },  # deleted
-        ],
+        rejections=[rejection("u0", "m0", now), rejection("gone", "x", now)],  # bound, deleted
     )
-    counts = requeue_unblocked(
-        client=redis_db,
-        cluster="c",
-        snapshot=LoadedCluster(state.freeze(), "live", "live"),
-        policies={},
-        kube=RecordingKube(),
-    )
+    counts = sweep(redis_db, state, RecordingKube(), policies={})
     assert counts == {"checked": 0, "requeued": 0, "forgotten": 2}
     assert redis_db.hlen(requeue_key("c")) == 0
 

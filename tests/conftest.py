@@ -23,6 +23,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.db)
 
 
+@pytest.fixture
+def eager_celery():
+    """Celery tasks run in the calling process (still through their real code and Redis)."""
+    from schedweb.celery import app
+
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False
+
+
 @pytest.fixture(autouse=True)
 def _fast_password_hashing(settings) -> None:
     """PBKDF2's deliberate slowness is not under test; MD5 keeps user fixtures instant."""

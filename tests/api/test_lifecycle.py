@@ -15,7 +15,7 @@ from django.db import connection
 from policies import services
 from policies.distribution import active_entries_read
 from policies.models import Policy, PolicyActivation, PolicyVersion
-from policies.redis import redis_client
+from tests.redisdb import redis_database
 
 from .conftest import document, make_user
 
@@ -23,26 +23,8 @@ from .conftest import document, make_user
 @pytest.fixture
 def redis_isolated(settings):
     """The shared test Redis, on a database of its own, emptied before and after."""
-    import os
-
-    settings.REDIS_URL = (
-        os.environ.get("SCHEDWEB_REDIS_URL", "redis://127.0.0.1:6390/0").rsplit("/", 1)[0] + "/11"
-    )
-    redis_client.cache_clear()
-    client = redis_client()
-    client.flushdb()
-    yield client
-    client.flushdb()
-    redis_client.cache_clear()
-
-
-@pytest.fixture
-def eager_celery():
-    from schedweb.celery import app
-
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
+    with redis_database(settings, 11) as client:
+        yield client
 
 
 @pytest.mark.django_db(transaction=True)

@@ -13,7 +13,6 @@ version-diff.png.
 from __future__ import annotations
 
 import json
-import os
 import re
 import statistics
 import threading
@@ -27,38 +26,26 @@ from django.contrib.auth.models import Group, User
 from policies import services
 from policies.extender.runtime import reset_runtime
 from policies.models import Policy
-from policies.redis import redis_client
 from policies.selectors import cluster_load
 from policies.ui import jobs
+from tests.redisdb import redis_database
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
 PASSWORD = "a-long-test-password"
-BROWSER_REDIS = (
-    os.environ.get("SCHEDWEB_REDIS_URL", "redis://127.0.0.1:6390/0").rsplit("/", 1)[0] + "/9"
-)
 
 
 # --- fixtures ---------------------------------------------------------------------------------
 
 
 @pytest.fixture
-def stack(settings, transactional_db):
+def stack(settings, transactional_db, eager_celery):
     """Demo cluster, Celery eager, an isolated Redis database, and a fresh extender runtime
     in the live server's process reading it (published versions reach it through Redis)."""
-    from schedweb.celery import app
-
     settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
-    settings.REDIS_URL = BROWSER_REDIS
-    redis_client.cache_clear()
-    client = redis_client()
-    client.flushdb()
-    app.conf.task_always_eager = True
-    reset_runtime()
-    yield client
-    reset_runtime()
-    app.conf.task_always_eager = False
-    client.flushdb()
-    redis_client.cache_clear()
+    with redis_database(settings, 9) as client:
+        reset_runtime()
+        yield client
+        reset_runtime()
 
 
 def make_user(username: str, role: str) -> User:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import os
 from pathlib import Path
 
 import orjson
@@ -14,25 +13,18 @@ import pytest
 from policies.cluster.demo import demo_objects
 from policies.distribution import active_entries_write
 from policies.extender.runtime import reset_runtime, runtime
-from policies.redis import redis_client
+from tests.redisdb import redis_database
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
 
 
 @pytest.fixture
 def extender_redis(settings):
-    settings.REDIS_URL = (
-        os.environ.get("SCHEDWEB_REDIS_URL", "redis://127.0.0.1:6390/0").rsplit("/", 1)[0] + "/12"
-    )
     settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
-    redis_client.cache_clear()
-    client = redis_client()
-    client.flushdb()
-    reset_runtime()
-    yield client
-    reset_runtime()
-    client.flushdb()
-    redis_client.cache_clear()
+    with redis_database(settings, 12) as client:
+        reset_runtime()
+        yield client
+        reset_runtime()
 
 
 class Published:

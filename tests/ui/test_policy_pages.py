@@ -9,7 +9,6 @@ cluster and the engine, never copied from the views.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -31,11 +30,9 @@ from policies.ui.diff import side_by_side
 from policies.ui.forms import document_with_name
 from policies.ui.markers import error_markers
 from policies.ui.preview import test_expectation as expectation_of
+from tests.redisdb import redis_database
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
-UI_REDIS = (
-    os.environ.get("SCHEDWEB_REDIS_URL", "redis://127.0.0.1:6390/0").rsplit("/", 1)[0] + "/10"
-)
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
@@ -85,22 +82,8 @@ def seed003(users) -> Policy:
 
 @pytest.fixture
 def isolated_redis(settings):
-    settings.REDIS_URL = UI_REDIS
-    redis_client.cache_clear()
-    client = redis_client()
-    client.flushdb()
-    yield client
-    client.flushdb()
-    redis_client.cache_clear()
-
-
-@pytest.fixture
-def eager_celery():
-    from schedweb.celery import app
-
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
+    with redis_database(settings, 10) as client:
+        yield client
 
 
 def demo_names() -> list[str]:

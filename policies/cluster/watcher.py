@@ -245,9 +245,10 @@ class ClusterWatcher:
     def _sync(self) -> None:
         """List both kinds; build or diff the state; publish; start the watches."""
         self._stop_watches()
-        if self.state is None:
+        if self.state is None and not self._error:
             # Readers see "starting" only when there is nothing to show yet; a resumed or
-            # relisting watcher leaves the stored snapshot's status alone meanwhile.
+            # relisting watcher leaves the stored snapshot's status alone meanwhile, and a
+            # retry after a failed list leaves its error standing (it is still the reason).
             self._write_status("starting", "")
         try:
             nodes = self.client.list_nodes()

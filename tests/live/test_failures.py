@@ -134,3 +134,27 @@ def test_without_any_snapshot_nothing_is_shown_as_a_cluster_and_the_reason_is_gi
     page = html.unescape(viewer.browser.get("/cluster/").content.decode())
     assert "No cluster snapshot" in page and UNAUTHORIZED in page
     assert 'id="nodes"' not in page
+
+
+def test_a_watcher_that_keeps_failing_keeps_its_reason_between_retries(
+    control_plane, live_redis, cluster_name, run_watcher
+):
+    """Each retry lists again; the status must not fall back to "starting" with no reason."""
+    store = SnapshotStore(cluster_name, client=live_redis)
+    bad = control_plane.kubeconfig_for("a-token-the-server-never-issued")
+    running = run_watcher(
+        client=LiveClient(kubeconfig=bad), store=store, backoff_base=0.05, backoff_cap=0.1
+    )
+    wait_until(
+        lambda: store.meta_read().get("status") == "error", timeout=10, what="the watcher's error"
+    )
+    seen = set()
+    first = running.watcher._sync_failures
+
+    def retried_and_recorded() -> bool:
+        meta = store.meta_read()
+        seen.add((meta.get("status"), meta.get("error")))
+        return running.watcher._sync_failures >= first + 5
+
+    wait_until(retried_and_recorded, timeout=15, what="five more failed lists")
+    assert seen == {("error", UNAUTHORIZED)}

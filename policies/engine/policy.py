@@ -10,6 +10,7 @@ which decides. Both paths are checked against each other and against cel-expr-py
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -558,6 +559,18 @@ def _check_number(value: Any) -> int | float:
     return value
 
 
+_TABLE_WEIGHTS = 200  # weight sums up to this get lookup tables (20001 entries each)
+_FLOATS = [float(i) for i in range(101)]
+
+
+@functools.lru_cache(maxsize=32)
+def _score_tables(weight_sum: int) -> tuple[list[float], list[int]]:
+    """For each weighted sum s of whole normalized scores: the total (scoring.weighted_total's
+    rounding of s / weight_sum) and the extender score, computed by the reference functions."""
+    totals = [round(s / weight_sum, 6) for s in range(100 * weight_sum + 1)]
+    return totals, [scoring.extender_score(t) for t in totals]
+
+
 class _FastPath:
     """Generates and holds the fused Python functions of one policy."""
 
@@ -568,7 +581,7 @@ class _FastPath:
         self.node_vars = [name for name, rule in variables.items() if rule.node_dependent]
         names = {"pod": "pod", "node": "node", "cluster": "cl"}
         names.update({f"variables.{v}": f"v_{v}" for v in variables})
-        self.ctx = CodegenContext(names)
+        self.ctx = CodegenContext(names, hoist=("pod", "node"))
         self.ctx.globals.update(
             {
                 "_check_bool": _check_bool,
@@ -603,7 +616,7 @@ class _FastPath:
 
     def _generate(self) -> str:
         p = self.policy
-        lines = ["def _prelude(pod, cl):"]
+        lines = ["def _prelude(pod, cl):", "    #POD_READS"]
         for name in self.pod_vars:
             lines.append(f"    v_{name} = {self._emit(p.variables[name])}")
         lines.append("    return (" + "".join(f"v_{v}, " for v in self.pod_vars) + ")")
@@ -612,6 +625,7 @@ class _FastPath:
         n_scores = len(p.scores)
         lines += [
             f"def _loop(pod, nodes, cl, want_scores{args}):",
+            "    #POD_READS",  # cannot fail here: _prelude made the same reads first
             "    n = len(nodes)",
             "    passed = [True] * n",
             "    failed = [None] * n",
@@ -660,6 +674,7 @@ class _FastPath:
                 if rule.program.type not in (types.INT, types.DOUBLE):
                     expr = f"_check_number({expr})"
                 body.append(f"    raw{k}[i] = {expr}")
+        body[:0] = [f"{local} = {code}" for code, local in self.ctx.hoisted["node"].items()]
         if not body:
             body.append("pass")
         lines += [f"            {line}" for line in body]
@@ -670,41 +685,103 @@ class _FastPath:
             + "], slow"
         )
         lines += self._generate_finish()
-        return "\n".join(lines) + "\n"
+        pod_reads = [f"    {local} = {code}" for code, local in self.ctx.hoisted["pod"].items()]
+        out = []
+        for line in lines:
+            out.extend(pod_reads if line == "    #POD_READS" else [line])
+        return "\n".join(out) + "\n"
 
     def _generate_finish(self) -> list[str]:
         """The score pipeline of scoring.py unrolled for this policy's rules and weights.
 
         Same arithmetic in the same order as scoring.normalize_none / weighted_total /
-        extender_score (tests hold them equal), without a function call per node.
+        extender_score (tests hold them equal), in one pass over the nodes without a function
+        call per node. minmax columns need the whole column first, so they come before it.
         """
         rules = self.policy.spec.scores
-        raws = "".join(f", raw{k}" for k in range(len(rules)))
+        k_all = range(len(rules))
+        raws = "".join(f", raw{k}" for k in k_all)
         lines = [f"def _finish(passed{raws}):"]
         for k, rule in enumerate(rules):
             if rule.normalize == "minmax":
                 lines.append(
                     f"    n{k} = _minmax([v if ok else None for v, ok in zip(raw{k}, passed)])"
                 )
-            else:
-                lines.append(
-                    f"    n{k} = [0.0 if v is None or not ok else (0.0 if v <= 0 else (100.0 if v >= 100 else float(v)))"
-                    f" for v, ok in zip(raw{k}, passed)]"
-                )
         weight_sum = sum(r.weight for r in rules)
-        columns = ", ".join(f"n{k}" for k in range(len(rules)))
-        names = ", ".join(f"a{k}" for k in range(len(rules)))
+        columns = ", ".join(f"n{k}" for k in k_all)
+        result = f"    return [{columns}{',' if rules else ''}], totals, ext"
         if weight_sum == 0:
-            lines.append("    totals = [0.0] * len(passed)")
-        else:
-            terms = " + ".join(f"a{k} * {r.weight}" for k, r in enumerate(rules))
+            for k, rule in enumerate(rules):
+                if rule.normalize != "minmax":
+                    lines.append(
+                        f"    n{k} = [0.0 if v is None or not ok else (0.0 if v <= 0 else"
+                        f" (100.0 if v >= 100 else float(v))) for v, ok in zip(raw{k}, passed)]"
+                    )
+            lines += ["    totals = [0.0] * len(passed)", "    ext = [0] * len(passed)", result]
+            return lines
+        if weight_sum <= _TABLE_WEIGHTS and all(
+            r.normalize != "minmax" and c.program.type == types.INT
+            for r, c in zip(rules, self.policy.scores)
+        ):
+            return lines + self._finish_by_table(weight_sum) + [result]
+        inline = [k for k, rule in enumerate(rules) if rule.normalize != "minmax"]
+        lines.append("    " + "".join(f"n{k} = []; " for k in inline) + "totals = []; ext = []")
+        lines.append(
+            "    "
+            + "".join(f"_a{k} = n{k}.append; " for k in inline)
+            + "_at = totals.append; _ae = ext.append"
+        )
+        loop_vars = ", ".join(f"x{k}" if k not in inline else f"v{k}" for k in k_all)
+        sources = ", ".join(f"n{k}" if k not in inline else f"raw{k}" for k in k_all)
+        lines.append(f"    for ok, {loop_vars}, in zip(passed, {sources}):")
+        lines.append("        if ok:")
+        for k in inline:
             lines.append(
-                f"    totals = [round((0 + {terms}) / {weight_sum}, 6) if ok else 0.0"
-                f" for ok, {names}, in zip(passed, {columns})]"
+                f"            x{k} = 0.0 if v{k} is None or v{k} <= 0 else"
+                f" (100.0 if v{k} >= 100 else float(v{k}))"
             )
+        terms = " + ".join(f"x{k} * {r.weight}" for k, r in enumerate(rules))
+        lines.append(f"            t = round((0 + {terms}) / {weight_sum}, 6)")
+        lines.append("        else:")
+        lines.append("            " + "".join(f"x{k} = " for k in inline) + "t = 0.0")
         # extender score: floor(total / 10 + 0.5); total is within 0..100, so int() is floor.
-        lines.append("    ext = [int(t / 10 + 0.5) for t in totals]")
-        lines.append(f"    return [{columns}{',' if rules else ''}], totals, ext")
+        lines.append(
+            "        "
+            + "".join(f"_a{k}(x{k}); " for k in inline)
+            + "_at(t); _ae(int(t / 10 + 0.5))"
+        )
+        lines.append(result)
+        return lines
+
+    def _finish_by_table(self, weight_sum: int) -> list[str]:
+        """Int scores: each normalized value is a whole number 0..100, so the weighted sum is
+        an int 0..100 * weight_sum and the rounded mean and extender score are looked up
+        (`_score_tables`, the reference functions' own values) instead of computed per node."""
+        rules = self.policy.spec.scores
+        k_all = range(len(rules))
+        self.ctx.globals["_F"] = _FLOATS
+        self.ctx.globals["_T"], self.ctx.globals["_E"] = _score_tables(weight_sum)
+        lines = [
+            "    " + "".join(f"n{k} = []; " for k in k_all) + "totals = []; ext = []",
+            "    "
+            + "".join(f"_a{k} = n{k}.append; " for k in k_all)
+            + "_at = totals.append; _ae = ext.append",
+            f"    for ok, {', '.join(f'v{k}' for k in k_all)}, in zip(passed{''.join(f', raw{k}' for k in k_all)}):",
+            "        if ok:",
+        ]
+        for k in k_all:
+            lines.append(
+                f"            x{k} = 0 if v{k} is None or v{k} <= 0 else (100 if v{k} >= 100 else v{k})"
+            )
+        terms = " + ".join(f"x{k} * {r.weight}" for k, r in enumerate(rules))
+        lines += [
+            f"            s = {terms}",
+            "            "
+            + "".join(f"_a{k}(_F[x{k}]); " for k in k_all)
+            + "_at(_T[s]); _ae(_E[s])",
+            "        else:",
+            "            " + "".join(f"_a{k}(0.0); " for k in k_all) + "_at(0.0); _ae(0)",
+        ]
         return lines
 
     def prelude(self, pod: PodView, cl: ClusterFunctions) -> tuple | None:

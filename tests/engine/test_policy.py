@@ -399,6 +399,35 @@ def test_fast_and_exact_paths_agree_on_random_clusters():
         assert [r.to_dict() for r in fast.rows()] == [r.to_dict() for r in exact.rows()]
 
 
+def test_the_fused_code_reads_each_field_once_per_node_and_each_pod_field_once():
+    p = policy(LEAST_ALLOCATED)
+    source = p._fast.source
+    loop = source[source.index("def _loop") : source.index("def _finish")]
+    # node.allocatable.cpu appears in a variable and a score; it is read from the view once.
+    assert loop.count("node['allocatable']") == 1
+    assert loop.count("['cpu']") == 3  # allocatable, requested (per node) and pod requests
+    assert loop.index("pod['requests']") < loop.index("for node in nodes")
+
+
+def test_a_view_missing_a_declared_field_gets_the_exact_paths_answer():
+    """Shared reads happen before the rules: a hand-made node without `labels` must still get
+    exactly what the exact path says (an error on the rule that reads it), and no other node
+    is affected."""
+    p = policy(
+        LEAST_ALLOCATED
+        + """  - name: zone
+    expression: 'node.labels.zone == "a" ? 100 : 0'
+"""
+    )
+    nodes = [node_view(f"n{i}", cpu=4000, labels={"zone": "ab"[i % 2]}) for i in range(4)]
+    del nodes[1]["labels"]
+    pod = pod_view(cpu=100)
+    fast, exact = p.evaluate(pod, nodes), p.evaluate(pod, nodes, fast=False)
+    assert [r.to_dict() for r in fast.rows()] == [r.to_dict() for r in exact.rows()]
+    assert set(fast.errors) == {1}
+    assert [e.rule for e in fast.errors[1]] == ["zone"]
+
+
 def test_the_engine_imports_neither_django_nor_kubernetes():
     code = (
         "import sys\n"
@@ -411,37 +440,68 @@ def test_the_engine_imports_neither_django_nor_kubernetes():
     assert result.returncode == 0, result.stderr
 
 
-def test_the_unrolled_score_pipeline_equals_the_reference_functions():
+@pytest.mark.parametrize(
+    ("rules", "path"),
+    [
+        # (expression, weight, normalize); path: how _finish computes the totals
+        (
+            [
+                ("node.podCount", 3, "none"),
+                ("node.podCount", 0, "minmax"),
+                ("double(node.podCount)", 7, "minmax"),
+            ],
+            "per node",
+        ),
+        ([("node.podCount", 3, "none"), ("node.podCount", 7, "none")], "table"),
+        ([("node.podCount", 1, "none"), ("node.podCount * 2", 2, "none")], "table"),
+        ([("node.podCount", 100, "none"), ("node.podCount", 100, "none")], "table"),
+        ([("node.podCount", 100, "none"), ("node.podCount", 100, "none")] * 2, "per node"),
+        ([("double(node.podCount)", 3, "none"), ("node.podCount", 1, "none")], "per node"),
+        ([("node.podCount", 0, "none"), ("node.podCount", 0, "minmax")], "no weights"),
+    ],
+)
+def test_the_unrolled_score_pipeline_equals_the_reference_functions(rules, path):
     from policies.engine import scoring
 
     p = policy(
         "scores:\n"
-        "  - {name: a, expression: node.podCount, weight: 3}\n"
-        "  - {name: b, expression: node.podCount, weight: 0, normalize: minmax}\n"
-        "  - {name: c, expression: double(node.podCount), weight: 7, normalize: minmax}\n"
+        + "".join(
+            f"  - {{name: s{k}, expression: '{e}', weight: {w}, normalize: {n}}}\n"
+            for k, (e, w, n) in enumerate(rules)
+        )
     )
+    source = p._fast.source
+    assert ("_T[s]" in source) == (path == "table")
+    weights = [w for _, w, _ in rules]
     rng = random.Random(3)
-    for _ in range(200):
+    for _ in range(300):
         n = rng.randint(0, 12)
         passed = [rng.random() < 0.8 for _ in range(n)]
         raw = [
-            [rng.choice([None, rng.randint(-50, 150), rng.uniform(-10, 130)]) for _ in range(n)]
-            for _ in range(3)
+            [
+                rng.choice([None, rng.randint(-50, 150), rng.randint(0, 100)])
+                if p.scores[k].program.type.kind == "int"
+                else rng.choice([None, rng.randint(-50, 150), rng.uniform(-10, 130)])
+                for _ in range(n)
+            ]
+            for k in range(len(rules))
         ]
         normalized, totals, ext = p._fast.finish(passed, raw)
         expected_n = [
-            [
+            scoring.normalize_minmax([v if ok else None for v, ok in zip(column, passed)])
+            if rule[2] == "minmax"
+            else [
                 0.0 if v is None or not ok else scoring.normalize_none(v)
-                for v, ok in zip(raw[0], passed)
-            ],
-            scoring.normalize_minmax([v if ok else None for v, ok in zip(raw[1], passed)]),
-            scoring.normalize_minmax([v if ok else None for v, ok in zip(raw[2], passed)]),
+                for v, ok in zip(column, passed)
+            ]
+            for rule, column in zip(rules, raw)
         ]
         expected_t = [
-            scoring.weighted_total([c[i] for c in expected_n], [3, 0, 7]) if ok else 0.0
+            scoring.weighted_total([c[i] for c in expected_n], weights) if ok else 0.0
             for i, ok in enumerate(passed)
         ]
         assert normalized == expected_n
+        assert [type(v) for c in normalized for v in c] == [float] * sum(map(len, normalized))
         assert totals == expected_t
         assert ext == [scoring.extender_score(t) for t in expected_t]
 

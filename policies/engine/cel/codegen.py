@@ -67,6 +67,7 @@ class CodegenContext:
         *,
         cost_limit: int | None = None,
         fold_constants: bool = True,
+        hoist: tuple[str, ...] = (),
     ) -> None:
         self.names = dict(names)
         self.cost_limit = cost_limit
@@ -75,6 +76,10 @@ class CodegenContext:
         self.globals: dict[str, Any] = {}
         self._counter = 0
         self._by_identity: dict[int, str] = {}
+        # Inputs whose infallible reads (see `hoisted`) become shared locals.
+        self.hoist = frozenset(hoist)
+        self.hoisted: dict[str, dict[str, str]] = {name: {} for name in hoist}
+        self._hoisted_names: dict[str, str] = {}  # local -> input it reads from
 
     def _next(self) -> int:
         self._counter += 1
@@ -99,6 +104,22 @@ class CodegenContext:
     def local(self) -> str:
         """A fresh name for a macro variable."""
         return f"_celv{self._next()}"
+
+    def read(self, input_name: str, code: str) -> str:
+        """A local holding `code`, a read of input `input_name` that cannot fail on a real view
+        (a declared field of pod or node, a resource of a resource map). The caller assigns
+        every `hoisted[input_name]` entry, in order, once per input value: a policy's rules then
+        share one subscript where each used to repeat it."""
+        reads = self.hoisted[input_name]
+        local = reads.get(code)
+        if local is None:
+            local = reads[code] = f"_celh{self._next()}"
+            self._hoisted_names[local] = input_name
+        return local
+
+    def hoisted_from(self, code: str) -> str | None:
+        """The input a hoisted local reads from, or None if `code` is not one."""
+        return self._hoisted_names.get(code)
 
     def input(self, name: str) -> str:
         try:
@@ -329,7 +350,20 @@ class _Gen:
             and "variables" not in self.ctx.names
         ):
             return self.ctx.input(f"variables.{node.field}")
+        if (
+            isinstance(operand, ast.Ident)
+            and operand.binding is None
+            and operand.name in self.ctx.hoist
+            and operand.type.kind == "object"
+            and node.field in operand.type.fields
+        ):
+            # Views carry every declared field, so this read cannot fail on a real one (on a
+            # hand-made dict it raises where used, and the caller runs the exact path).
+            return self.ctx.read(operand.name, f"{self.ctx.input(operand.name)}[{node.field!r}]")
         code = self.emit(operand)
+        source = self.ctx.hoisted_from(code)
+        if source is not None and operand.type.kind == "resources":
+            return self.ctx.read(source, f"{code}[{node.field!r}]")  # absent resources read 0
         if _LITERAL_START.match(code):
             # Python warns (SyntaxWarning) about subscripting a literal with a string.
             return f"{self.g(rt.select, 'select')}({code}, {node.field!r})"
@@ -499,6 +533,9 @@ class _Gen:
         r, key = node.args[0], node.args[1]
         rc = self.emit(r)
         if isinstance(key, ast.Literal) and isinstance(key.value, str):
+            source = self.ctx.hoisted_from(rc)
+            if source is not None:  # a ResourceMap reads an absent resource as 0: no failure
+                return self.ctx.read(source, f"{rc}[{key.value!r}]")
             return f"{rc}[{key.value!r}]"
         kc = self.emit(key)
         if key.type.is_dyn:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -261,7 +262,15 @@ class CompiledPolicy:
                     message = f"variable {name} refers to itself"
                 else:
                     message = f"variables.{name} is defined later; a variable can only use the variables before it"
-                self._error(f"variables[{index}].expression", message, rule=rule.name, kind="type")
+                line, column = _reference_position(rule.expression, name)
+                self._error(
+                    f"variables[{index}].expression",
+                    message,
+                    rule=rule.name,
+                    kind="type",
+                    line=line,
+                    column=column,
+                )
             dependent = compiled.node_dependent or any(
                 self.variables[r].node_dependent for r in refs if r in self.variables
             )
@@ -517,6 +526,16 @@ class _DynPlaceholder:
 
     type = types.DYN
     references = frozenset({"node"})
+
+
+def _reference_position(source: str, name: str) -> tuple[int | None, int | None]:
+    """1-based line and column of the first `variables.<name>` in `source` (None if the text
+    spells it otherwise, e.g. across a comment)."""
+    match = re.search(rf"\bvariables\s*\.\s*{re.escape(name)}\b", source)
+    if match is None:
+        return None, None
+    before = source[: match.start()]
+    return before.count("\n") + 1, match.start() - (before.rfind("\n") + 1) + 1
 
 
 def _variable_refs(program: Program) -> set[str]:

@@ -114,7 +114,7 @@ def test_a_variable_can_only_use_the_variables_before_it():
         """\
         variables:
           - name: a
-            expression: variables.b + 1
+            expression: 1 + variables.b
           - name: b
             expression: "2"
         scores:
@@ -124,6 +124,26 @@ def test_a_variable_can_only_use_the_variables_before_it():
     )
     assert error.path == "variables[0].expression"
     assert "variables.b is defined later" in error.message
+    # where `variables.b` starts: in the expression, and in the document (line 5 after the
+    # helper's two header lines; the value starts at column 17)
+    assert (error.line, error.column) == (1, 5)
+    assert (error.doc_line, error.doc_column) == (5, 21)
+
+
+def test_a_variable_referring_to_itself_is_placed_at_the_reference():
+    [error] = errors(
+        """        variables:
+          - name: a
+            expression: |
+              node.podCount +
+                variables.a
+        scores:
+          - name: s
+            expression: variables.a
+        """
+    )
+    assert error.message == "variable a refers to itself"
+    assert (error.line, error.column) == (2, 3)
 
 
 def test_a_match_condition_may_not_look_at_the_node():

@@ -115,6 +115,17 @@ def test_unknown_nodes_pass_with_ignore_and_fail_with_fail(client, publish):
     assert scores == [{"Host": "cp-1", "Score": 10}, {"Host": "brand-new", "Score": 0}]
 
 
+def test_prioritize_answers_in_the_request_order_with_each_name_once_per_mention(client, publish):
+    publish(example("seed-003-name-length"))
+    names = ["worker-medium-a-1", "cp-1", "a-small-1", "cp-1"]
+    scores = orjson.loads(post(client, "prioritize", args_body(go_pod("abc"), names)).content)
+    assert [s["Host"] for s in scores] == names
+    by_host = {s["Host"]: s["Score"] for s in scores}
+    # seed 003: shorter node names score higher
+    assert by_host["cp-1"] > by_host["a-small-1"] > by_host["worker-medium-a-1"]
+    assert scores[1] == scores[3]
+
+
 def test_an_internal_error_follows_the_failure_policy_and_prioritize_answers_empty(
     client, publish, monkeypatch
 ):

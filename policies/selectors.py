@@ -103,6 +103,25 @@ def pod_view_from_text(text: str) -> PodView:
 # --- policies, versions, audit ----------------------------------------------------------------
 
 
+def policy_compile(document: str):
+    """`document` compiled with this installation's CEL cost budget (SCHEDWEB_CEL_COST_LIMIT),
+    the same for publish, preview, tests, the extender and the commands. Raises PolicyInvalid."""
+    from django.conf import settings
+
+    from policies.engine.policy import compile_policy
+
+    return compile_policy(document, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
+
+
+def policy_validate(document: str) -> list:
+    """Every FieldError of `document` under the same budget as policy_compile ([] = valid)."""
+    from django.conf import settings
+
+    from policies.engine.policy import validate_policy
+
+    return validate_policy(document, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
+
+
 def policy_get_active(*, policy) -> Any:
     """The active PolicyVersion of `policy`, or None."""
     from policies.models import PolicyActivation

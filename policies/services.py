@@ -17,7 +17,6 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from policies.engine.document import FieldError, PolicyInvalid
-from policies.engine.policy import CompiledPolicy, compile_policy
 from policies.engine.testcases import expect_problems
 from policies.models import (
     ApiToken,
@@ -27,7 +26,13 @@ from policies.models import (
     PolicyTestCase,
     PolicyVersion,
 )
-from policies.selectors import InputError, parse_manifest, pod_view_from_object, test_cases_run
+from policies.selectors import (
+    InputError,
+    parse_manifest,
+    pod_view_from_object,
+    policy_compile,
+    test_cases_run,
+)
 
 
 class ServiceError(Exception):
@@ -77,12 +82,6 @@ def _audit(
     )
 
 
-def _compile(document: str) -> CompiledPolicy:
-    from django.conf import settings
-
-    return compile_policy(document, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
-
-
 def _distribute_after_commit() -> None:
     from policies.tasks import distribute_active_policies
 
@@ -105,7 +104,7 @@ def _lock_publishing() -> None:
 
 def policy_create(*, actor, document: str, description: str | None = None) -> Policy:
     """A new policy whose draft is `document`; its name comes from the document."""
-    compiled = _compile(document)
+    compiled = policy_compile(document)
     name = compiled.spec.name
     try:
         with transaction.atomic():
@@ -127,7 +126,7 @@ def policy_update_draft(*, actor, policy: Policy, document: str, if_match: str |
         raise PreconditionRequired(
             f"send the draft's ETag in If-Match (currently {policy.etag}) so that a concurrent edit is not overwritten"
         )
-    compiled = _compile(document)
+    compiled = policy_compile(document)
     if compiled.spec.name != policy.name:
         raise ServiceError(
             f"the document is named {compiled.spec.name!r} but this policy is {policy.name!r}; a policy cannot be renamed",
@@ -177,7 +176,7 @@ def policy_import(*, actor, document: str) -> tuple[Policy, bool]:
     An import is an explicit overwrite of the draft, so it does not take an ETag; it is audited.
     Returns (policy, created).
     """
-    compiled = _compile(document)
+    compiled = policy_compile(document)
     name = compiled.spec.name
     with transaction.atomic():
         policy = Policy.objects.select_for_update().filter(name=name).first()
@@ -280,7 +279,7 @@ def policy_publish(*, actor, policy: Policy, message: str, cluster=None) -> Publ
     if len(message) > 2000:
         raise ServiceError("the publish message is longer than 2000 characters")
     document = policy.draft
-    compiled = _compile(document)
+    compiled = policy_compile(document)
     results = test_cases_run(policy=policy, compiled=compiled, cluster=cluster)
     failed = [r for r in results if not r["passed"]]
     if failed:
@@ -324,7 +323,7 @@ def policy_rollback(*, actor, policy: Policy, number: int) -> PolicyActivation:
     if version is None:
         raise NotFound(f"policy {policy.name} has no version {number}")
     try:
-        _compile(version.document)
+        policy_compile(version.document)
     except PolicyInvalid as exc:
         raise Conflict(
             f"version {number} no longer compiles and cannot serve: {exc}",

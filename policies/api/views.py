@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -21,7 +20,6 @@ from rest_framework.views import APIView
 
 from policies import selectors, services
 from policies.engine.compare import compare_evaluations
-from policies.engine.policy import compile_policy, validate_policy
 from policies.models import ApiToken, Decision, Policy, PolicyTestCase, PolicyVersion
 from policies.roles import user_role
 
@@ -332,7 +330,7 @@ class Validate(ApiView):
     )
     def post(self, request: Request) -> Response:
         data = self.data(s.ValidateSerializer, request)
-        found = validate_policy(data["document"], cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
+        found = selectors.policy_validate(data["document"])
         return Response({"valid": not found, "errors": [e.to_dict() for e in found]})
 
 
@@ -378,7 +376,7 @@ class Preview(ApiView):
             else:
                 found = get_object_or_404(PolicyVersion, policy=policy, number=int(version))
                 document, label = found.document, f"v{found.number}"
-        compiled = compile_policy(document, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
+        compiled = selectors.policy_compile(document)
         if "pod" in data:
             pod_source = data["pod"]
             pod = selectors.pod_view_from_object(
@@ -403,9 +401,7 @@ class Preview(ApiView):
         if data.get("compare") and policy is not None:
             active = selectors.policy_get_active(policy=policy)
             if active is not None:
-                published = compile_policy(
-                    active.document, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT
-                )
+                published = selectors.policy_compile(active.document)
                 before = selectors.preview_run(compiled=published, pod=pod, cluster=cluster)
                 body["compare"] = {
                     "againstVersion": active.number,
@@ -511,7 +507,7 @@ class TestCaseRun(ApiView):
     )
     def post(self, request: Request, name: str) -> Response:
         policy = _policy(name)
-        compiled = compile_policy(policy.draft, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
+        compiled = selectors.policy_compile(policy.draft)
         return Response(selectors.test_cases_run(policy=policy, compiled=compiled))
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from django.conf import settings
 
 from policies.engine.document import PolicyInvalid
-from policies.engine.policy import compile_policy
+from policies.selectors import policy_compile
 
 from .metrics import Metrics
 from .service import Extender, ServedPolicy
@@ -52,9 +52,7 @@ class PolicyRegistry:
             compiled = self._compiled.get(key)
             if compiled is None:
                 try:
-                    compiled = compile_policy(
-                        entry["document"], cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT
-                    )
+                    compiled = policy_compile(entry["document"])
                 except PolicyInvalid as exc:
                     log.error(
                         "active policy %s v%s does not compile here: %s",

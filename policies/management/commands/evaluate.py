@@ -11,12 +11,10 @@ import json
 import sys
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from policies import selectors
 from policies.engine.document import PolicyInvalid
-from policies.engine.policy import compile_policy
 from policies.selectors import ClusterUnavailable, InputError, cluster_load, pod_view_from_text
 from policies.textformat import format_evaluation
 
@@ -39,7 +37,7 @@ class Command(BaseCommand):
             policy_text = _read(options["policy"], "policy")
             pod_text = _read(options["pod"], "pod")
             pod = pod_view_from_text(pod_text)
-            policy = compile_policy(policy_text, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
+            policy = selectors.policy_compile(policy_text)
             cluster = cluster_load(options["cluster"])
         except PolicyInvalid as exc:
             self.stderr.write(

@@ -12,13 +12,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from policies import selectors, services
 from policies.engine.document import PolicyInvalid
-from policies.engine.policy import compile_policy
 from policies.engine.testcases import check_expectations
 from policies.models import Policy, PolicyVersion
 
@@ -104,7 +102,7 @@ class Command(BaseCommand):
         for path in options["files"]:
             text = self._read(path)
             try:
-                compiled = compile_policy(text, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
+                compiled = selectors.policy_compile(text)
             except PolicyInvalid as exc:
                 self._invalid(path, exc)
                 invalid = True

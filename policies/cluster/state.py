@@ -129,11 +129,6 @@ class _Reader:
         """The node view by name, if the snapshot has it."""
         return self._nodes.get(name)
 
-    def nodes_named(self, names: list[str]) -> list[NodeView | None]:
-        """The node view of each name (None where the snapshot has none), in one C-level pass:
-        the extender looks up every candidate of every request."""
-        return list(map(self._nodes.get, names))
-
     def node_count(self) -> int:
         """Number of nodes."""
         return len(self._nodes)

@@ -108,12 +108,12 @@ class Extender:
         unknown: list[str] = []
         lookup = state.node if state is not None else (lambda name: None)
         if args.nodes is None:
-            if state is None:
-                return known, list(args.node_names)
-            views = state.nodes_named(args.node_names)
-            known = [v for v in views if v is not None]
-            if len(known) < len(views):
-                unknown = [n for n, v in zip(args.node_names, views) if v is None]
+            for name in args.node_names:
+                view = lookup(name)
+                if view is None:
+                    unknown.append(name)
+                else:
+                    known.append(view)
             return known, unknown
         for obj in args.nodes:
             name = obj["metadata"]["name"]
@@ -270,16 +270,10 @@ class Extender:
             pod = self._pods.view(args.pod)
             known, _unknown = self._nodes(args, state)
             evaluation = served.compiled.evaluate(pod, known, state)
-            if len(evaluation.node_names) == len(args.node_names):
-                # every candidate known (the usual case): the evaluation is in request order
-                body_out = protocol.host_priority_list(
-                    list(zip(evaluation.node_names, evaluation.extender))
-                )
-            else:
-                scores = dict(zip(evaluation.node_names, evaluation.extender))
-                body_out = protocol.host_priority_list(
-                    [(name, scores.get(name, 0)) for name in args.node_names]
-                )
+            scores = dict(zip(evaluation.node_names, evaluation.extender))
+            body_out = protocol.host_priority_list(
+                [(name, scores.get(name, 0)) for name in args.node_names]
+            )
         except Exception:  # prioritize errors mean "no opinion": an empty list
             log.exception("extender prioritize failed for policy %s", served.label)
             return self._observe(

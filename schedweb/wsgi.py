@@ -1,4 +1,5 @@
-"""WSGI entry point (gunicorn schedweb.wsgi).
+"""WSGI entry point, for those who deploy with a WSGI server (make run and docker-compose serve
+schedweb.asgi with uvicorn).
 
 kube-scheduler's extender calls (POST /extender/<verb>) go straight to the extender, skipping
 Django's middleware and URL resolution: they need none of it (no session, CSRF, auth or

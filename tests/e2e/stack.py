@@ -79,7 +79,7 @@ class RedisServer:
 
 
 class SchedwebStack:
-    """Web (gunicorn) + worker (Celery with beat) against `kubeconfig`, with its own database."""
+    """Web (uvicorn) + worker (Celery with beat) against `kubeconfig`, with its own database."""
 
     def __init__(
         self,

@@ -28,7 +28,7 @@ from rest_framework.response import Response
 
 from policies import selectors
 from policies.api.views import ApiView, Pagination, errors
-from policies.engine.views import NodeView, PodView
+from policies.engine.inputs import NodeView, PodView
 from policies.models import SyncRun
 from policies.roles import has_role
 from policies.selectors import ClusterUnavailable, InputError, LoadedCluster

@@ -14,7 +14,7 @@ import yaml
 
 from policies.cluster.convert import ConversionError, pod_view
 from policies.cluster.files import ClusterFileError
-from policies.engine.views import NodeView, PodView
+from policies.engine.inputs import NodeView, PodView
 
 MAX_POD_BYTES = 256 * 1024
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from policies.engine.inputs import PodView
 from policies.engine.results import Evaluation
-from policies.engine.views import PodView
 
 
 def _num(value: float | int | None) -> str:

@@ -22,8 +22,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from policies.engine.inputs import NodeView, PodView, ResourceMap, resource_key
 from policies.engine.quantity import QuantityError, parse_quantity
-from policies.engine.views import NodeView, PodView, ResourceMap, resource_key
 
 TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
 NANO = 10**9  # nano-units per unit

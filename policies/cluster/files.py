@@ -20,7 +20,7 @@ import yaml
 
 from policies.cluster.convert import ConversionError, node_view, pod_view
 from policies.cluster.state import ClusterState, gc_paused
-from policies.engine.views import NodeView, PodView
+from policies.engine.inputs import NodeView, PodView
 
 _LIST_ITEM_KIND = {"NodeList": "Node", "PodList": "Pod", "List": None}
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~10x faster

@@ -43,7 +43,7 @@ from policies.cluster.convert import (
     pod_key,
     pod_view,
 )
-from policies.engine.views import NodeView, PodView, ResourceMap
+from policies.engine.inputs import NodeView, PodView, ResourceMap
 
 _Bucket = dict[str, PodView]
 _MEMO_MAX = 4096

@@ -49,7 +49,7 @@ from policies.cluster.store import (
     SnapshotStore,
     SnapshotWriter,
 )
-from policies.engine.views import NodeView, PodView
+from policies.engine.inputs import NodeView, PodView
 
 log = logging.getLogger(__name__)
 

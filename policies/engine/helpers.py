@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from .views import ClusterView, PodView
+from .inputs import ClusterView, PodView
 
 
 def _key(selector: Mapping[str, object]) -> tuple:

@@ -39,8 +39,8 @@ from .document import (
     parse_text,
 )
 from .helpers import ClusterFunctions
+from .inputs import ClusterView, NodeView, PodView
 from .results import Evaluation, RuleError
-from .views import ClusterView, NodeView, PodView
 
 DEFAULT_COST_LIMIT = 1_000_000
 _BOOL = (types.BOOL,)

@@ -15,8 +15,8 @@ from functools import partial
 from typing import Any
 
 from policies.cluster.convert import ConversionError, node_view, pod_view
+from policies.engine.inputs import NodeView, PodView, ResourceMap
 from policies.engine.policy import CompiledPolicy
-from policies.engine.views import NodeView, PodView, ResourceMap
 
 from . import protocol
 from .metrics import Metrics

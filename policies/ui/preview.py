@@ -22,9 +22,9 @@ from django.conf import settings
 from policies import selectors
 from policies.engine.compare import compare_evaluations
 from policies.engine.document import FieldError, PolicyInvalid
+from policies.engine.inputs import PodView
 from policies.engine.policy import CompiledPolicy, compile_policy
 from policies.engine.results import Evaluation
-from policies.engine.views import PodView
 from policies.selectors import ClusterUnavailable, InputError, LoadedCluster
 
 from .forms import PodChoice

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from policies.cluster.convert import ConversionError, node_view, pod_view
-from policies.engine.views import NodeView, PodView, ResourceMap
+from policies.engine.inputs import NodeView, PodView, ResourceMap
 from tests.builders import make_container, make_node, make_pod
 
 Mi = 2**20

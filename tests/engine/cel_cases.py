@@ -14,7 +14,7 @@ from typing import Any
 
 from policies.engine.cel import CodegenContext, Program, policy_env, types
 from policies.engine.cel.values import TypeValue, UInt
-from policies.engine.views import ResourceMap
+from policies.engine.inputs import ResourceMap
 
 GiB = 2**30
 MiB = 2**20

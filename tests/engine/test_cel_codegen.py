@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from policies.engine.cel import CodegenContext, compile_expression, policy_env, types
-from policies.engine.views import ResourceMap
+from policies.engine.inputs import ResourceMap
 from tests.engine.cel_cases import NODES, PODS, activation, make_node
 
 BUDGET = 1_000_000

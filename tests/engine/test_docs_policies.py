@@ -29,7 +29,7 @@ from policies.engine.helpers import ClusterFunctions
 from policies.engine.policy import DEFAULT_COST_LIMIT, compile_policy, validate_policy
 from policies.textformat import format_evaluation
 
-from .views import node_view, pod_view
+from .inputs import node_view, pod_view
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "policies.md"

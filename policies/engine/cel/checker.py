@@ -3,7 +3,7 @@ every node with its static type. Collects every issue instead of stopping at the
 
 from __future__ import annotations
 
-from policies.engine.views import resource_key
+from policies.engine.inputs import resource_key
 
 from . import ast
 from . import types as t

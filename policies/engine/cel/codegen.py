@@ -21,8 +21,8 @@ import tokenize
 from collections.abc import Callable
 from typing import Any
 
+from policies.engine.inputs import resource_key
 from policies.engine.quantity import Quantity
-from policies.engine.views import resource_key
 
 from . import ast
 from . import functions as fn

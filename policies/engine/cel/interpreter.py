@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from policies.engine.views import resource_key
+from policies.engine.inputs import resource_key
 
 from . import ast
 from . import functions as fn

@@ -14,8 +14,8 @@ import re
 from decimal import Decimal
 from typing import Any, NoReturn
 
+from policies.engine.inputs import ResourceMap
 from policies.engine.quantity import Quantity
-from policies.engine.views import ResourceMap
 
 from .errors import CelEvalError
 from .values import INT_MAX, INT_MIN, UINT_MAX, TypeValue, UInt, kind_of, type_name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies.engine.views import NodeView, PodView, ResourceMap
+from policies.engine.inputs import NodeView, PodView, ResourceMap
 
 
 def node_view(

@@ -55,12 +55,12 @@ def _service_latency(policy_text: str) -> dict[str, float]:
     from django.conf import settings
 
     from policies.cluster.demo import generate_cluster
+    from policies.cluster.loaded import LoadedCluster
     from policies.cluster.state import ClusterState
     from policies.engine.policy import compile_policy
     from policies.extender.metrics import Metrics
     from policies.extender.runtime import DecisionBuffer
     from policies.extender.service import Extender, ServedPolicy
-    from policies.selectors import LoadedCluster
 
     nodes_json, pods_json = generate_cluster(NODES, NODES * 4, seed=3)
     snapshot = LoadedCluster(

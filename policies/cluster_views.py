@@ -5,7 +5,7 @@
     GET /api/v1/cluster/nodes     ?zone= ?label=key=value (repeatable; `key` alone: has it) ?search=
     GET /api/v1/cluster/pods      ?namespace= ?node= ?phase= ?label=key=value ?search=
 
-All read the configured source (SCHEDWEB_CLUSTER_SOURCE) through selectors.cluster_default,
+All read the configured source (SCHEDWEB_CLUSTER_SOURCE) through policies.cluster.loaded.cluster_default,
 like previews do. Without a snapshot the status says why and the lists answer 503; a stale
 snapshot is still shown, marked stale, with the watcher's error.
 """
@@ -26,12 +26,12 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from policies import selectors
 from policies.api.views import ApiView, Pagination, errors
+from policies.cluster.loaded import LoadedCluster, cluster_default
 from policies.engine.inputs import NodeView, PodView
+from policies.errors import ClusterUnavailable, InputError
 from policies.models import SyncRun
 from policies.roles import has_role
-from policies.selectors import ClusterUnavailable, InputError, LoadedCluster
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 GPU = "nvidia_com_gpu"
@@ -50,7 +50,7 @@ def cluster_status(*, runs: int = RUNS_SHOWN) -> tuple[dict[str, Any], LoadedClu
     loaded: LoadedCluster | None = None
     problem = ""
     try:
-        loaded = selectors.cluster_default()
+        loaded = cluster_default()
     except (ClusterUnavailable, InputError) as exc:
         problem = str(exc)
     details: dict[str, Any] = dict(loaded.details) if loaded is not None else {}
@@ -372,7 +372,7 @@ class ClusterNodesView(ApiView):
         },
     )
     def get(self, request: Request) -> Response:
-        loaded = selectors.cluster_default()
+        loaded = cluster_default()
         nodes = nodes_filtered(loaded=loaded, params=request.query_params)
         return _paged(self, request, loaded, nodes, node_dict)
 
@@ -397,7 +397,7 @@ class ClusterPodsView(ApiView):
         },
     )
     def get(self, request: Request) -> Response:
-        loaded = selectors.cluster_default()
+        loaded = cluster_default()
         pods = pods_filtered(loaded=loaded, params=request.query_params)
         return _paged(self, request, loaded, pods, pod_dict)
 

@@ -3,6 +3,7 @@
 Each validates, changes the database in one transaction with its audit row, and schedules the
 Redis distribution of active versions with `transaction.on_commit` (so a rolled-back publish never
 reaches an extender). Views, API classes and commands parse input, call one of these, and render.
+Refusals raise the ServiceError family of policies/errors.py.
 """
 
 from __future__ import annotations
@@ -16,8 +17,19 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
+from policies.cluster.manifest import parse_manifest, pod_view_from_object
 from policies.engine.document import FieldError, PolicyInvalid
 from policies.engine.testcases import expect_problems
+from policies.errors import (
+    Conflict,
+    InputError,
+    NotFound,
+    PreconditionFailed,
+    PreconditionRequired,
+    ServiceError,
+    TestsFailed,
+)
+from policies.evaluation import policy_compile, test_cases_run
 from policies.models import (
     ApiToken,
     AuditEvent,
@@ -26,47 +38,7 @@ from policies.models import (
     PolicyTestCase,
     PolicyVersion,
 )
-from policies.selectors import (
-    InputError,
-    parse_manifest,
-    pod_view_from_object,
-    policy_compile,
-    test_cases_run,
-)
-
-
-class ServiceError(Exception):
-    """A refused operation; `code` maps to an HTTP status in the API layer."""
-
-    code = "invalid"
-    status = 400
-
-    def __init__(self, message: str, *, details: Any = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.details = details
-
-
-class Conflict(ServiceError):
-    code, status = "conflict", 409
-
-
-class PreconditionFailed(ServiceError):
-    code, status = "precondition_failed", 412
-
-
-class PreconditionRequired(ServiceError):
-    code, status = "precondition_required", 428
-
-
-class NotFound(ServiceError):
-    code, status = "not_found", 404
-
-
-class TestsFailed(ServiceError):
-    """Publishing refused because test cases failed; `details` lists each failure."""
-
-    code, status = "tests_failed", 422
+from policies.publishing import active_policies_after_commit
 
 
 def _audit(
@@ -83,9 +55,7 @@ def _audit(
 
 
 def _distribute_after_commit() -> None:
-    from policies.tasks import distribute_active_policies
-
-    transaction.on_commit(distribute_active_policies.after_commit)
+    transaction.on_commit(active_policies_after_commit)
 
 
 def _lock_publishing() -> None:
@@ -280,7 +250,7 @@ def policy_publish(*, actor, policy: Policy, message: str, cluster=None) -> Publ
         raise ServiceError("the publish message is longer than 2000 characters")
     document = policy.draft
     compiled = policy_compile(document)
-    results = test_cases_run(policy=policy, compiled=compiled, cluster=cluster)
+    results = test_cases_run(compiled=compiled, stored=policy.test_cases.all(), cluster=cluster)
     failed = [r for r in results if not r["passed"]]
     if failed:
         raise TestsFailed(

@@ -19,8 +19,35 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from policies.engine.document import PolicyInvalid
-from policies.selectors import ClusterUnavailable, InputError
-from policies.services import ServiceError, TestsFailed
+from policies.errors import (
+    ClusterUnavailable,
+    Conflict,
+    InputError,
+    NotFound,
+    PreconditionFailed,
+    PreconditionRequired,
+    ServiceError,
+    TestsFailed,
+)
+
+# The one place a service error becomes an HTTP status; the pages use it too.
+STATUS_OF = {
+    InputError: 400,
+    NotFound: 404,
+    Conflict: 409,
+    PreconditionFailed: 412,
+    TestsFailed: 422,
+    PreconditionRequired: 428,
+    ClusterUnavailable: 503,
+}
+
+
+def http_status(exc: ServiceError) -> int:
+    """The HTTP status of a ServiceError (400 for a plain refusal)."""
+    for kind in type(exc).__mro__:
+        if kind in STATUS_OF:
+            return STATUS_OF[kind]
+    return 400
 
 
 def error_body(
@@ -65,20 +92,15 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
             ),
             status=status.HTTP_400_BAD_REQUEST,
         )
-    if isinstance(exc, TestsFailed):
-        return Response(error_body(exc.code, exc.message, results=exc.details), status=exc.status)
     if isinstance(exc, ServiceError):
         errors = exc.details if isinstance(exc.details, list) else None
-        body = error_body(exc.code, exc.message, errors=errors)
+        if isinstance(exc, TestsFailed):
+            body = error_body(exc.code, exc.message, results=exc.details)
+        else:
+            body = error_body(exc.code, str(exc.message), errors=errors)
         if isinstance(exc.details, dict):
             body["conflict"] = exc.details
-        return Response(body, status=exc.status)
-    if isinstance(exc, InputError):
-        return Response(error_body("invalid_input", str(exc)), status=status.HTTP_400_BAD_REQUEST)
-    if isinstance(exc, ClusterUnavailable):
-        return Response(
-            error_body("cluster_unavailable", str(exc)), status=status.HTTP_503_SERVICE_UNAVAILABLE
-        )
+        return Response(body, status=http_status(exc))
     if isinstance(exc, RequestDataTooBig):
         return Response(
             error_body("too_large", "the request body is too large"),

@@ -19,7 +19,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from policies import selectors, services
-from policies.engine.compare import compare_evaluations
+from policies.cluster.loaded import cluster_default, cluster_load, pod_from_cluster
+from policies.cluster.manifest import pod_view_from_source
+from policies.evaluation import policy_compile, policy_validate, preview_run, test_cases_run
 from policies.models import ApiToken, Decision, Policy, PolicyTestCase, PolicyVersion
 from policies.roles import user_role
 
@@ -330,7 +332,7 @@ class Validate(ApiView):
     )
     def post(self, request: Request) -> Response:
         data = self.data(s.ValidateSerializer, request)
-        found = selectors.policy_validate(data["document"])
+        found = policy_validate(data["document"])
         return Response({"valid": not found, "errors": [e.to_dict() for e in found]})
 
 
@@ -348,11 +350,7 @@ class Preview(ApiView):
     )
     def post(self, request: Request) -> Response:
         data = self.data(s.PreviewSerializer, request)
-        cluster = (
-            selectors.cluster_load(data["cluster"])
-            if "cluster" in data
-            else selectors.cluster_default()
-        )
+        cluster = cluster_load(data["cluster"]) if "cluster" in data else cluster_default()
         label = "document"
         policy = None
         if "document" in data:
@@ -376,17 +374,21 @@ class Preview(ApiView):
             else:
                 found = get_object_or_404(PolicyVersion, policy=policy, number=int(version))
                 document, label = found.document, f"v{found.number}"
-        compiled = selectors.policy_compile(document)
         if "pod" in data:
-            pod_source = data["pod"]
-            pod = selectors.pod_view_from_object(
-                pod_source if isinstance(pod_source, dict) else selectors.parse_manifest(pod_source)
-            )
+            pod = pod_view_from_source(data["pod"])
         else:
-            pod = selectors.pod_from_cluster(cluster=cluster, **data["podRef"])
-        evaluation = selectors.preview_run(compiled=compiled, pod=pod, cluster=cluster)
+            pod = pod_from_cluster(cluster=cluster, **data["podRef"])
+        active = None
+        if data.get("compare") and policy is not None:
+            active = selectors.policy_get_active(policy=policy)
+        preview = preview_run(
+            document=document,
+            pod=pod,
+            cluster=cluster,
+            compare_document=active.document if active is not None else None,
+        )
         body: dict[str, Any] = {
-            "policy": compiled.name,
+            "policy": preview.compiled.name,
             "version": label,
             "pod": f"{pod['namespace']}/{pod['name']}",
             "cluster": {
@@ -395,18 +397,13 @@ class Preview(ApiView):
                 "version": cluster.version,
                 "stale": cluster.stale,
             },
-            "result": evaluation.to_dict(),
+            "result": preview.evaluation.to_dict(),
             "compare": None,
         }
-        if data.get("compare") and policy is not None:
-            active = selectors.policy_get_active(policy=policy)
-            if active is not None:
-                published = selectors.policy_compile(active.document)
-                before = selectors.preview_run(compiled=published, pod=pod, cluster=cluster)
-                body["compare"] = {
-                    "againstVersion": active.number,
-                    **compare_evaluations(before, evaluation),
-                }
+        if preview.compare_error is not None:  # the active version no longer compiles here
+            raise preview.compare_error
+        if preview.comparison is not None:
+            body["compare"] = {"againstVersion": active.number, **preview.comparison}
         return Response(body)
 
 
@@ -507,8 +504,8 @@ class TestCaseRun(ApiView):
     )
     def post(self, request: Request, name: str) -> Response:
         policy = _policy(name)
-        compiled = selectors.policy_compile(policy.draft)
-        return Response(selectors.test_cases_run(policy=policy, compiled=compiled))
+        compiled = policy_compile(policy.draft)
+        return Response(test_cases_run(compiled=compiled, stored=policy.test_cases.all()))
 
 
 # --- audit, tokens, me ----------------------------------------------------------------------------

@@ -9,7 +9,7 @@
            kept for a few seconds. Once a watcher has reported, its message stands instead
            ("unauthorized: ...") and nothing is listed behind its back.
 
-`selectors.cluster_load` delegates here; the extender uses `live_snapshots()` (no I/O in its
+`policies.cluster.loaded.cluster_load` delegates here; the extender uses `live_snapshots()` (no I/O in its
 requests: its own thread refreshes).
 """
 
@@ -27,8 +27,9 @@ import redis
 
 from policies.cluster.demo import demo_state
 from policies.cluster.files import ClusterFileError, load_cluster_file
+from policies.cluster.loaded import LoadedCluster
 from policies.cluster.store import SnapshotReader, cluster_name_check, reader_for
-from policies.selectors import ClusterUnavailable, InputError, LoadedCluster
+from policies.errors import ClusterUnavailable, InputError
 
 log = logging.getLogger(__name__)
 

@@ -46,8 +46,9 @@ import redis
 
 from policies.cluster.convert import ConversionError
 from policies.cluster.files import FREEZE_ABOVE_BYTES, bulk_load
+from policies.cluster.loaded import LoadedCluster
 from policies.cluster.state import ClusterSnapshot, ClusterState
-from policies.selectors import ClusterUnavailable, LoadedCluster
+from policies.errors import ClusterUnavailable
 
 log = logging.getLogger(__name__)
 

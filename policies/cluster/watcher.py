@@ -1,5 +1,5 @@
 """The watch loop: list Nodes and Pods, then follow their watches into a ClusterState and
-the Redis snapshot store. Pure of Celery: the task (policies/cluster_tasks.py) runs it until a
+the Redis snapshot store. Pure of Celery: the watch service (policies/cluster/sync.py) runs it until a
 deadline and re-arms it; tests run it in a thread.
 
     sync:   list nodes, list pods -> a new state (full snapshot written, readers reload), or,

@@ -1,8 +1,11 @@
-"""What changes between two evaluations of the same pod over the same nodes (draft vs published)."""
+"""What changes between two evaluations of the same pod over the same nodes (draft vs published),
+and between two documents' rules (the version diff)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import yaml
 
 from .results import Evaluation
 
@@ -60,4 +63,34 @@ def compare_evaluations(before: Evaluation, after: Evaluation) -> dict[str, Any]
         "winnerChanged": winners_before != winners_after,
         "verdictChanges": sum(1 for c in changes if c["verdictChanged"]),
         "changes": changes,
+    }
+
+
+def _rules_of(document: str) -> dict[str, Any]:
+    """Rules by "<section>/<name>" plus the scalar settings, for a rule-level diff."""
+    try:
+        data = yaml.safe_load(document) or {}
+    except yaml.YAMLError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    rules: dict[str, Any] = {}
+    for key in ("matchConditions", "variables", "filters", "scores"):
+        items = data.get(key)
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict) and "name" in item:
+                rules[f"{key}/{item['name']}"] = item
+    for key in ("schedulerNames", "failurePolicy"):
+        if key in data:
+            rules[key] = data[key]
+    return rules
+
+
+def rule_changes(old: str, new: str) -> dict[str, list[str]]:
+    """Which rules `new` adds, removes or changes against `old` (names, sorted)."""
+    before, after = _rules_of(old), _rules_of(new)
+    return {
+        "added": sorted(set(after) - set(before)),
+        "removed": sorted(set(before) - set(after)),
+        "changed": sorted(k for k in set(before) & set(after) if before[k] != after[k]),
     }

@@ -21,8 +21,9 @@ from typing import Any
 
 from django.conf import settings
 
+from policies.background import DECISIONS_RECORD, task_queue
 from policies.engine.document import PolicyInvalid
-from policies.selectors import policy_compile
+from policies.evaluation import policy_compile
 
 from .metrics import Metrics
 from .service import Extender, ServedPolicy
@@ -70,7 +71,7 @@ class PolicyRegistry:
         self.loaded_from = source
 
     def refresh_from_redis(self) -> bool:
-        from policies.distribution import active_counter_read, active_entries_read
+        from policies.publishing import active_counter_read, active_entries_read
 
         counter = active_counter_read()
         if counter is None or counter == self.counter:
@@ -82,7 +83,7 @@ class PolicyRegistry:
 
     def load_from_database(self) -> None:
         """Start-up fallback when Redis cannot be read (never on a request)."""
-        from policies.publication import active_policies_entries
+        from policies.publishing import active_policies_entries
 
         self.install(active_policies_entries(), source="database")
 
@@ -210,7 +211,7 @@ class ExtenderRuntime:
                 self._flush_decisions()
 
     def _flush_rejections(self) -> None:
-        from policies.requeue import rejections_record
+        from policies.extender.requeue import rejections_record
 
         batch = []
         while self.rejections:
@@ -225,9 +226,7 @@ class ExtenderRuntime:
         if not batch:
             return
         try:
-            from policies.tasks import decisions_record
-
-            decisions_record.delay(batch)
+            task_queue(DECISIONS_RECORD, batch)
         except Exception as exc:
             log.warning("dropped %d sampled decisions: cannot queue them (%s)", len(batch), exc)
 
@@ -250,7 +249,7 @@ class _StaticSnapshots:
     """demo and file sources: loaded once per process."""
 
     def __init__(self) -> None:
-        from policies.selectors import cluster_default
+        from policies.cluster.loaded import cluster_default
 
         self._snapshot = cluster_default()
 

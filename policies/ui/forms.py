@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from django import forms
 
+from policies.cluster.manifest import MAX_POD_BYTES
 from policies.engine.document import POLICY_NAME
-from policies.selectors import MAX_POD_BYTES, InputError
+from policies.errors import InputError
 
 from .examples import BLANK_POLICY, example_pod, example_policies, example_policy
 

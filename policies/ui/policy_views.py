@@ -24,27 +24,33 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
-from policies import selectors, services
+from policies import preview_jobs, selectors, services
+from policies.api.errors import http_status
+from policies.cluster.loaded import CLUSTER_KEYS, cluster_for
+from policies.cluster.manifest import parse_manifest
+from policies.engine.compare import rule_changes
 from policies.engine.document import PolicyInvalid
+from policies.errors import (
+    ClusterUnavailable,
+    InputError,
+    PreconditionFailed,
+    ServiceError,
+    TestsFailed,
+)
+from policies.evaluation import policy_compile, preview_run, test_cases_run
 from policies.models import Policy, PolicyActivation, PolicyTestCase, PolicyVersion
 from policies.roles import DESCRIPTIONS, has_role, user_role
-from policies.selectors import ClusterUnavailable, InputError
-from policies.services import ServiceError
 
-from . import jobs
 from .completions import policy_completions
 from .diff import side_by_side
 from .examples import example_pods, example_policies
 from .forms import NewPolicyForm, PodChoice, PublishForm, pod_choice_parse
 from .markers import error_markers
 from .preview import (
-    CLUSTER_KEYS,
     PreviewInput,
-    cluster_for,
     cluster_info,
     pod_manifest,
     pod_resolve,
-    policy_compile,
     preview_build,
     test_expectation,
 )
@@ -166,7 +172,10 @@ def policy_list(request: HttpRequest) -> HttpResponse:
                 problems, status = exc.errors, 422
                 create_error = "The document has problems; fix them or choose another name."
             except ServiceError as exc:
-                create_error, status = exc.message[:1].upper() + exc.message[1:] + ".", exc.status
+                create_error, status = (
+                    exc.message[:1].upper() + exc.message[1:] + ".",
+                    http_status(exc),
+                )
             else:
                 messages.success(request, f"Created policy {policy.name} (a draft, not active).")
                 return redirect("policy-playground", name=policy.name)
@@ -429,7 +438,7 @@ def draft_save(request: HttpRequest, name: str) -> HttpResponse:
         markers, _ = error_markers(text=document, errors=exc.errors)
         context.update(outcome="invalid", problems=exc.errors, markers_json=_markers_json(markers))
         status = 422
-    except services.PreconditionFailed as exc:
+    except PreconditionFailed as exc:
         current = Policy.objects.get(pk=policy.pk)
         last = selectors.audit_list(policy_name=name, action="policy.update_draft").first()
         context.update(
@@ -463,7 +472,7 @@ def preview_all_start(request: HttpRequest, name: str) -> HttpResponse:
         compare_document, compare_label = _compare_source(policy)
     cluster_key = request.POST.get("cluster", "")
     try:
-        job_id = jobs.preview_job_start(
+        job_id = preview_jobs.preview_job_start(
             policy_name=policy.name,
             document=request.POST.get("document", ""),
             compare_document=compare_document,
@@ -471,7 +480,7 @@ def preview_all_start(request: HttpRequest, name: str) -> HttpResponse:
             cluster_key=cluster_key if cluster_key in CLUSTER_KEYS else "",
             user_id=request.user.pk,
         )
-    except jobs.JobError as exc:
+    except preview_jobs.JobError as exc:
         return render(
             request, "policies/_preview_all.html", {"error": str(exc), "policy": policy}, status=422
         )
@@ -480,8 +489,8 @@ def preview_all_start(request: HttpRequest, name: str) -> HttpResponse:
 
 def _job_response(request: HttpRequest, *, policy: Policy, job_id: str) -> HttpResponse:
     try:
-        job = jobs.preview_job_read(job_id=job_id)
-    except jobs.JobError as exc:
+        job = preview_jobs.preview_job_read(job_id=job_id)
+    except preview_jobs.JobError as exc:
         return render(request, "policies/_preview_all.html", {"error": str(exc), "policy": policy})
     if job is None or job["policy"] != policy.name or job["user"] != str(request.user.pk):
         return render(
@@ -523,7 +532,7 @@ def _test_rows(policy: Policy, results: list[dict[str, Any]] | None) -> list[dic
     rows = []
     for case in policy.test_cases.select_related("created_by"):
         try:
-            meta = selectors.parse_manifest(case.pod).get("metadata") or {}
+            meta = parse_manifest(case.pod).get("metadata") or {}
             pod = f"{meta.get('namespace', 'default')}/{meta.get('name', '?')}"
         except InputError:
             pod = "(unreadable pod)"
@@ -547,10 +556,10 @@ def _test_rows(policy: Policy, results: list[dict[str, Any]] | None) -> list[dic
 
 def _run_tests(policy: Policy, document: str) -> tuple[list[dict[str, Any]] | None, str]:
     try:
-        compiled = policy_compile(text=document)
+        compiled = policy_compile(document)
     except PolicyInvalid as exc:
         return None, f"The document has {len(exc.errors)} problem(s); tests cannot run: {exc}"
-    return selectors.test_cases_run(policy=policy, compiled=compiled), ""
+    return test_cases_run(compiled=compiled, stored=policy.test_cases.all()), ""
 
 
 def _tests_context(
@@ -614,7 +623,8 @@ def test_add(request: HttpRequest, name: str) -> HttpResponse:
     if len(wanted) > 63:
         return _add_answer(request, policy, error="A test case name has at most 63 characters.")
     try:
-        compiled = policy_compile(text=request.POST.get("document", ""))
+        document = request.POST.get("document", "")
+        policy_compile(document)
         choice = _preview_choice(request)
         cluster = cluster_for(key=cluster_key if cluster_key in CLUSTER_KEYS else "")
         pod = pod_resolve(choice=choice, cluster=cluster)
@@ -625,7 +635,7 @@ def test_add(request: HttpRequest, name: str) -> HttpResponse:
         )
     except (InputError, ClusterUnavailable) as exc:
         return _add_answer(request, policy, error=str(exc))
-    evaluation = selectors.preview_run(compiled=compiled, pod=pod, cluster=cluster)
+    evaluation = preview_run(document=document, pod=pod, cluster=cluster).evaluation
     expect = test_expectation(evaluation=evaluation)
     winners = evaluation.winners()
     case_name = _test_name(
@@ -749,7 +759,7 @@ def publish(request: HttpRequest, name: str) -> HttpResponse:
             )
         try:
             result = services.policy_publish(actor=request.user, policy=policy, message=message)
-        except services.TestsFailed as exc:
+        except TestsFailed as exc:
             return _versions_error(
                 request,
                 policy,
@@ -761,7 +771,7 @@ def publish(request: HttpRequest, name: str) -> HttpResponse:
             return _versions_error(request, policy, f"The saved draft does not compile: {exc}", 422)
         except ServiceError as exc:
             return _versions_error(
-                request, policy, exc.message[:1].upper() + exc.message[1:] + ".", exc.status
+                request, policy, exc.message[:1].upper() + exc.message[1:] + ".", http_status(exc)
             )
         count = len(result.test_results)
         tests = f"{count} test case{'s' if count != 1 else ''} passed" if count else "no test cases"
@@ -783,7 +793,7 @@ def publish(request: HttpRequest, name: str) -> HttpResponse:
         results=results or [],
         failed=[r for r in results or [] if not r["passed"]],
         compile_error=compile_error,
-        rules=selectors._rule_changes(active.document if active else "", policy.draft),
+        rules=rule_changes(active.document if active else "", policy.draft),
         same_as_active=active is not None and active.document == policy.draft,
     )
     template = "policies/_publish_check.html" if _is_htmx(request) else "policies/versions.html"
@@ -806,7 +816,7 @@ def rollback(request: HttpRequest, name: str) -> HttpResponse:
         services.policy_rollback(actor=request.user, policy=policy, number=number)
     except ServiceError as exc:
         return _versions_error(
-            request, policy, exc.message[:1].upper() + exc.message[1:] + ".", exc.status
+            request, policy, exc.message[:1].upper() + exc.message[1:] + ".", http_status(exc)
         )
     messages.success(
         request, f"Rolled back {policy.name} to v{number}; extenders switch within 2 seconds."
@@ -822,7 +832,7 @@ def deactivate(request: HttpRequest, name: str) -> HttpResponse:
         services.policy_deactivate(actor=request.user, policy=policy)
     except ServiceError as exc:
         return _versions_error(
-            request, policy, exc.message[:1].upper() + exc.message[1:] + ".", exc.status
+            request, policy, exc.message[:1].upper() + exc.message[1:] + ".", http_status(exc)
         )
     messages.success(request, f"Deactivated {policy.name}: its pods now pass through.")
     return redirect("policy-versions", name=policy.name)
@@ -840,7 +850,7 @@ def policy_delete(request: HttpRequest, name: str) -> HttpResponse:
         services.policy_delete(actor=request.user, policy=policy)
     except ServiceError as exc:
         return _versions_error(
-            request, policy, exc.message[:1].upper() + exc.message[1:] + ".", exc.status
+            request, policy, exc.message[:1].upper() + exc.message[1:] + ".", http_status(exc)
         )
     messages.success(request, f"Deleted policy {name}.")
     return redirect("policy-list")
@@ -879,7 +889,7 @@ def diff_page(request: HttpRequest, name: str, a: str, b: str) -> HttpResponse:
     if a.isdigit() and b.isdigit():
         rules = selectors.version_diff(policy=policy, a=int(a), b=int(b))["rules"]
     else:
-        rules = selectors._rule_changes(old, new)
+        rules = rule_changes(old, new)
     versions = list(policy.versions.select_related("author").order_by("-number"))
     context = {
         "policy": policy,

@@ -17,15 +17,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import yaml
-from django.conf import settings
 
-from policies import selectors
-from policies.engine.compare import compare_evaluations
+from policies.cluster.loaded import LoadedCluster, cluster_for, pod_from_cluster
+from policies.cluster.manifest import pod_view_from_text
 from policies.engine.document import FieldError, PolicyInvalid
 from policies.engine.inputs import PodView
-from policies.engine.policy import CompiledPolicy, compile_policy
 from policies.engine.results import Evaluation
-from policies.selectors import ClusterUnavailable, InputError, LoadedCluster
+from policies.errors import ClusterUnavailable, InputError
+from policies.evaluation import policy_compile, preview_run
 
 from .forms import PodChoice
 from .markers import error_markers, evaluation_markers
@@ -33,47 +32,20 @@ from .node_rows import node_rows_html
 
 MAX_ROWS = 1000  # node rows rendered; bigger clusters show the best passing nodes first
 TOP_BARS = 8
-CLUSTER_KEYS = ("", "demo")  # "" = the configured source (SCHEDWEB_CLUSTER_SOURCE)
 
 
 # --- inputs, cached by text ----------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=32)
-def _compile(text: str, cost_limit: int) -> tuple[CompiledPolicy | None, tuple[FieldError, ...]]:
-    try:
-        return compile_policy(text, cost_limit=cost_limit), ()
-    except PolicyInvalid as exc:
-        return None, tuple(exc.errors)
-
-
-def policy_compile(*, text: str) -> CompiledPolicy:
-    """compile_policy with a small per-process cache (the same text is previewed again when
-    only the pod or the compare toggle changes); raises PolicyInvalid."""
-    compiled, errors = _compile(text, settings.SCHEDWEB_CEL_COST_LIMIT)
-    if compiled is None:
-        raise PolicyInvalid(list(errors))
-    return compiled
-
-
 @functools.lru_cache(maxsize=16)
 def _pod_from_text(text: str) -> PodView:
-    return selectors.pod_view_from_text(text)
-
-
-def cluster_for(*, key: str) -> LoadedCluster:
-    """The configured cluster source ("") or the bundled demo cluster ("demo")."""
-    if key == "demo":
-        return selectors.cluster_load("demo")
-    return selectors.cluster_default()
+    return pod_view_from_text(text)
 
 
 def pod_resolve(*, choice: PodChoice, cluster: LoadedCluster) -> PodView:
     """The engine's view of the chosen pod; InputError when it cannot be found or read."""
     if choice.kind == "snapshot":
-        return selectors.pod_from_cluster(
-            cluster=cluster, namespace=choice.namespace, name=choice.name
-        )
+        return pod_from_cluster(cluster=cluster, namespace=choice.namespace, name=choice.name)
     return _pod_from_text(choice.text)
 
 
@@ -256,10 +228,10 @@ def _top(evaluation: Evaluation) -> list[dict[str, Any]]:
 
 
 def _compare(
-    before: Evaluation, after: Evaluation, label: str
+    before: Evaluation, after: Evaluation, result: dict[str, Any], label: str
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The comparison banner and changed-node table, and changes by node for the main table."""
-    result = compare_evaluations(before, after)
+    """The comparison banner and changed-node table, and changes by node for the main table
+    (`result` is compare_evaluations(before, after))."""
     changes = []
     by_node = {}
     for c in result["changes"]:
@@ -320,7 +292,7 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
     or the cluster cannot be read: a message)."""
     started = time.perf_counter()
     try:
-        compiled = policy_compile(text=given.document)
+        policy_compile(given.document)
     except PolicyInvalid as exc:
         markers, _ = error_markers(text=given.document, errors=exc.errors)
         return {"state": "invalid", "problems": _problem_dicts(exc.errors), "markers": markers}
@@ -329,16 +301,20 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
         pod = pod_resolve(choice=given.pod, cluster=cluster)
     except (InputError, ClusterUnavailable) as exc:
         return {"state": "unavailable", "message": str(exc), "markers": []}
-    evaluation = selectors.preview_run(compiled=compiled, pod=pod, cluster=cluster)
+    preview = preview_run(
+        document=given.document,
+        pod=pod,
+        cluster=cluster,
+        compare_document=given.compare_document,
+    )
+    compiled, evaluation = preview.compiled, preview.evaluation
     compare, changes = None, None
-    if given.compare_document is not None:
-        try:
-            published = policy_compile(text=given.compare_document)
-        except PolicyInvalid as exc:  # an old version the engine no longer accepts
-            compare = {"label": given.compare_label, "error": str(exc)}
-        else:
-            before = selectors.preview_run(compiled=published, pod=pod, cluster=cluster)
-            compare, changes = _compare(before, evaluation, given.compare_label)
+    if preview.compare_error is not None:  # an old version the engine no longer accepts
+        compare = {"label": given.compare_label, "error": str(preview.compare_error)}
+    elif preview.before is not None:
+        compare, changes = _compare(
+            preview.before, evaluation, preview.comparison, given.compare_label
+        )
     elapsed_ms = (time.perf_counter() - started) * 1000
     rows, hidden = _rows(evaluation, changes)
     histogram, hist_max = _histogram(evaluation)

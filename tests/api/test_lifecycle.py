@@ -13,8 +13,8 @@ from django.core.management import call_command
 from django.db import connection
 
 from policies import services
-from policies.distribution import active_entries_read
 from policies.models import Policy, PolicyActivation, PolicyVersion
+from policies.publishing import active_entries_read
 from tests.redisdb import redis_database
 
 from .conftest import document, make_user
@@ -135,7 +135,7 @@ def test_a_publish_reaches_redis_at_commit_even_when_no_task_can_be_queued(
     """The web process writes the active set itself; the task only retries and repairs."""
     from kombu.exceptions import OperationalError
 
-    from policies.tasks import distribute_active_policies
+    from policies.tasks.distribution import distribute_active_policies
 
     def broker_down(*args, **kwargs):
         raise OperationalError("Error 111 connecting to the broker")

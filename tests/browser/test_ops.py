@@ -16,12 +16,13 @@ import yaml
 from django.contrib.auth.models import Group, User
 
 from policies import services
+from policies.cluster.loaded import cluster_load
+from policies.cluster.manifest import pod_view_from_text
 from policies.engine.policy import compile_policy
 from policies.extender.metrics import MINUTE_KEY, Metrics
 from policies.extender.service import ServedPolicy, _decision
 from policies.models import Decision
 from policies.redis import redis_client
-from policies.selectors import cluster_load, pod_view_from_text
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
 SHARED_REDIS = os.environ.get("SCHEDWEB_REDIS_URL", "redis://127.0.0.1:6390/0")

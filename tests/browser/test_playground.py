@@ -23,11 +23,12 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import Group, User
 
+from policies import preview_jobs as jobs
 from policies import services
+from policies.cluster.loaded import cluster_load
 from policies.extender.runtime import reset_runtime
 from policies.models import Policy
-from policies.selectors import cluster_load
-from policies.ui import jobs
+from policies.tasks.previews import preview_all_pending
 from tests.redisdb import redis_database
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
@@ -404,7 +405,7 @@ def test_all_pending_pods_are_previewed_in_the_background_with_a_progress_bar(
 
         threading.Thread(target=run, daemon=True).start()
 
-    monkeypatch.setattr(jobs.preview_all_pending, "delay", worker)
+    monkeypatch.setattr(preview_all_pending, "delay", worker)
     user = make_user("paula", "viewer")
     services.policy_create(
         actor=make_user("ed", "editor"), document=example("seed-003-name-length")

@@ -16,7 +16,8 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from policies import selectors
+from policies.cluster.loaded import cluster_load
+from policies.cluster.manifest import pod_view_from_text
 from policies.engine.cel import (
     CelCompileError,
     CelEvalError,
@@ -214,7 +215,7 @@ def test_every_cel_example_gives_what_the_doc_says(where, expression, expected):
 
 def _example_pod(namespace: str, name: str):
     for path in sorted(EXAMPLE_PODS.glob("*.yaml")):
-        pod = selectors.pod_view_from_text(path.read_text(encoding="utf-8"))
+        pod = pod_view_from_text(path.read_text(encoding="utf-8"))
         if (pod["namespace"], pod["name"]) == (namespace, name):
             return pod
     raise AssertionError(f"no example pod {namespace}/{name} in {EXAMPLE_PODS}")
@@ -236,8 +237,8 @@ def test_the_evaluate_output_shown_is_what_the_command_prints(shown):
     policy_name, namespace, pod_name, source = _HEADER.match(shown).groups()
     compiled = compile_policy(_policy_named(policy_name))
     pod = _example_pod(namespace, pod_name)
-    cluster = selectors.cluster_load(source)
-    evaluation = selectors.preview_run(compiled=compiled, pod=pod, cluster=cluster)
+    cluster = cluster_load(source)
+    evaluation = compiled.evaluate(pod, cluster.nodes(), cluster.state)
     printed = format_evaluation(evaluation, pod=pod, cluster=cluster.describe()).splitlines()
     position = 0
     for line in shown.splitlines():
@@ -250,9 +251,8 @@ def test_the_evaluate_output_shown_is_what_the_command_prints(shown):
 def test_the_worked_example_table_has_the_engines_totals_and_extender_scores():
     compiled = compile_policy(_policy_named("worked-example"))
     pod = _example_pod("web", "web-6d5f8b7c9d-x2k4p")
-    evaluation = selectors.preview_run(
-        compiled=compiled, pod=pod, cluster=selectors.cluster_load("demo")
-    )
+    cluster = cluster_load("demo")
+    evaluation = compiled.evaluate(pod, cluster.nodes(), cluster.state)
     by_node = {r.node: r for r in evaluation.rows()}
     # | a-small-3 | ... | (178+100)/3 = 92.666667 | floor(9.27+0.5) = **9** |
     rows = re.findall(r"^\| (\S+) \|.*= ([0-9.]+) \| [^|]*\*\*(\d+)\*\* \|$", TEXT, re.MULTILINE)
@@ -278,9 +278,9 @@ def test_every_shipped_and_documented_policy_gets_the_same_answer_from_both_path
     exact interpreter, for every example pod over the demo cluster: same verdicts, messages,
     errors, raw, normalized and extender scores."""
     compiled = compile_policy(text)
-    cluster = selectors.cluster_load("demo")
+    cluster = cluster_load("demo")
     pods = [
-        selectors.pod_view_from_text(p.read_text(encoding="utf-8"))
+        pod_view_from_text(p.read_text(encoding="utf-8"))
         for p in sorted(EXAMPLE_PODS.glob("*.yaml"))
     ]
     nodes = cluster.nodes()

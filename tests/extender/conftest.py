@@ -11,8 +11,8 @@ import orjson
 import pytest
 
 from policies.cluster.demo import demo_objects
-from policies.distribution import active_entries_write
 from policies.extender.runtime import reset_runtime, runtime
+from policies.publishing import active_entries_write
 from tests.redisdb import redis_database
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from policies.cluster.loaded import LoadedCluster
 from policies.cluster.state import ClusterState
-from policies.requeue import ANNOTATION, rejections_record, requeue_key, requeue_unblocked
-from policies.selectors import LoadedCluster
+from policies.extender.requeue import ANNOTATION, rejections_record, requeue_key, requeue_unblocked
 from tests.builders import make_node, make_pod
 
 from .conftest import example

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from policies import selectors
 from policies.cluster.demo import demo_objects
 from policies.cluster.live import LiveClient
+from policies.cluster.loaded import cluster_load
 from policies.cluster.sources import cluster_source, live_snapshots
 from policies.cluster.store import SnapshotStore
-from policies.selectors import ClusterUnavailable, InputError
+from policies.errors import ClusterUnavailable, InputError
 from tests.cluster.resources import node_create, node_manifest
 
 from .conftest import synced_reader, wait_until
@@ -55,7 +55,7 @@ def test_an_unusable_file_is_an_input_error_naming_it(tmp_path, content, message
     if content is not None:
         path.write_text(content)
     with pytest.raises(InputError, match=message) as caught:
-        selectors.cluster_load(str(path))
+        cluster_load(str(path))
     assert str(path) in str(caught.value)
 
 
@@ -68,9 +68,7 @@ def test_live_reads_the_watchers_snapshot_from_redis(
     store = SnapshotStore(cluster_name, client=live_redis)
     run_watcher(client=LiveClient(kubeconfig=control_plane.kubeconfig), store=store)
     synced_reader(store)
-    loaded = wait_until(
-        lambda: (c := selectors.cluster_load("live")).state.node(node) and c, what="the node"
-    )
+    loaded = wait_until(lambda: (c := cluster_load("live")).state.node(node) and c, what="the node")
     assert loaded.source == "live" and loaded.label.startswith(f"live {cluster_name} v")
     assert loaded.stale is False and loaded.version >= 1
 
@@ -82,7 +80,7 @@ def test_without_a_watcher_live_lists_the_api_server_directly(
     node = names("direct")
     node_create(api=control_plane.api, manifest=node_manifest(name=node))
     live_settings(control_plane.kubeconfig)
-    loaded = selectors.cluster_load("live")
+    loaded = cluster_load("live")
     assert loaded.state.node(node) is not None
     assert "listed directly" in loaded.describe() and loaded.stale is False
 
@@ -110,7 +108,7 @@ def test_live_without_snapshot_or_kubeconfig_explains_both(live_redis, live_sett
     with pytest.raises(
         ClusterUnavailable, match="listing it directly failed: config: no kubeconfig"
     ):
-        selectors.cluster_load("live")
+        cluster_load("live")
 
 
 def test_the_extenders_live_snapshots_refresh_in_the_background_thread_only(

@@ -25,7 +25,7 @@ from policies.cluster.store import (
     SnapshotWriter,
     cluster_name_check,
 )
-from policies.selectors import ClusterUnavailable
+from policies.errors import ClusterUnavailable
 from tests.builders import make_node, make_pod
 
 from .conftest import LIVE_DB_URL, wait_until

@@ -23,12 +23,13 @@ from django.db import OperationalError
 from django.test import Client
 
 from policies import services
+from policies.cluster.loaded import cluster_load
+from policies.cluster.manifest import pod_view_from_text
 from policies.engine.policy import compile_policy
 from policies.extender.metrics import MINUTE_KEY, Metrics
 from policies.extender.service import ServedPolicy, _decision
 from policies.models import Decision
 from policies.redis import redis_client
-from policies.selectors import cluster_load, pod_view_from_text
 
 pytestmark = pytest.mark.django_db
 

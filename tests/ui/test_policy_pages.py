@@ -18,14 +18,16 @@ import yaml
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
+from policies import preview_jobs as jobs
 from policies import services
+from policies.cluster.loaded import cluster_load
+from policies.cluster.manifest import pod_view_from_text
 from policies.engine.document import FieldError
 from policies.engine.policy import compile_policy, validate_policy
+from policies.evaluation import test_cases_run as run_test_cases
 from policies.models import Policy, PolicyTestCase, PolicyVersion
 from policies.redis import redis_client
-from policies.selectors import cluster_load, pod_view_from_text
-from policies.selectors import test_cases_run as run_test_cases
-from policies.ui import jobs
+from policies.tasks.previews import preview_all_pending
 from policies.ui.diff import side_by_side
 from policies.ui.forms import document_with_name
 from policies.ui.markers import error_markers
@@ -563,7 +565,9 @@ def test_add_as_test_case_stores_the_pod_and_the_current_winner_and_verdicts(cli
     assert pod_view_from_text(case.pod)["name"] == "abc"
     # and it holds: the draft passes its new test
     compiled = compile_policy(seed003.draft)
-    assert [r["passed"] for r in run_test_cases(policy=seed003, compiled=compiled)] == [True]
+    assert [
+        r["passed"] for r in run_test_cases(compiled=compiled, stored=seed003.test_cases.all())
+    ] == [True]
     assert "Added test case" in response["HX-Trigger"]
     assert 'id="tests-list" class="pg-tests" hx-swap-oob="true"' in response.content.decode()
 
@@ -918,7 +922,7 @@ def test_progress_is_polled_until_the_job_is_done(clients, seed003, isolated_red
     # not eager, and no worker: the job stays queued and the page keeps polling it
     from unittest import mock
 
-    with mock.patch.object(jobs.preview_all_pending, "delay"):
+    with mock.patch.object(preview_all_pending, "delay"):
         response = clients["viewer"].post(
             "/policies/seed-003-name-length/preview-all", {"document": seed003.draft}, **HTMX
         )
@@ -934,7 +938,7 @@ def test_progress_is_polled_until_the_job_is_done(clients, seed003, isolated_red
 def test_someone_elses_job_is_not_shown(clients, seed003, isolated_redis):
     from unittest import mock
 
-    with mock.patch.object(jobs.preview_all_pending, "delay"):
+    with mock.patch.object(preview_all_pending, "delay"):
         html = (
             clients["viewer"]
             .post("/policies/seed-003-name-length/preview-all", {"document": seed003.draft}, **HTMX)

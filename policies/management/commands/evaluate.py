@@ -13,9 +13,11 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from policies import selectors
+from policies.cluster.loaded import cluster_load
+from policies.cluster.manifest import pod_view_from_text
 from policies.engine.document import PolicyInvalid
-from policies.selectors import ClusterUnavailable, InputError, cluster_load, pod_view_from_text
+from policies.errors import ClusterUnavailable, InputError
+from policies.evaluation import policy_compile, preview_run
 from policies.textformat import format_evaluation
 
 
@@ -37,7 +39,7 @@ class Command(BaseCommand):
             policy_text = _read(options["policy"], "policy")
             pod_text = _read(options["pod"], "pod")
             pod = pod_view_from_text(pod_text)
-            policy = selectors.policy_compile(policy_text)
+            policy_compile(policy_text)
             cluster = cluster_load(options["cluster"])
         except PolicyInvalid as exc:
             self.stderr.write(
@@ -51,7 +53,7 @@ class Command(BaseCommand):
             self.stderr.write(f"error: {exc}")
             sys.exit(2)
 
-        evaluation = selectors.preview_run(compiled=policy, pod=pod, cluster=cluster)
+        evaluation = preview_run(document=policy_text, pod=pod, cluster=cluster).evaluation
         if options["json"]:
             payload = {
                 "pod": f"{pod['namespace']}/{pod['name']}",

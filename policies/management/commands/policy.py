@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from policies import selectors, services
 from policies.engine.document import PolicyInvalid
-from policies.engine.testcases import check_expectations
+from policies.evaluation import policy_compile, test_case_run
 from policies.models import Policy, PolicyVersion
 
 
@@ -102,7 +102,7 @@ class Command(BaseCommand):
         for path in options["files"]:
             text = self._read(path)
             try:
-                compiled = selectors.policy_compile(text)
+                compiled = policy_compile(text)
             except PolicyInvalid as exc:
                 self._invalid(path, exc)
                 invalid = True
@@ -113,7 +113,7 @@ class Command(BaseCommand):
             base = Path(path).resolve().parent
             for case in compiled.spec.tests:
                 total += 1
-                problems = self._run_case(compiled, case, base)
+                problems = test_case_run(compiled=compiled, base=base, **case)["failures"]
                 status = "ok" if not problems else "FAIL"
                 self.stdout.write(f"{path}: {case['name']}: {status}")
                 for problem in problems:
@@ -124,17 +124,3 @@ class Command(BaseCommand):
             sys.exit(2)
         if failures:
             sys.exit(1)
-
-    def _run_case(self, compiled, case: dict, base: Path) -> list[str]:
-        try:
-            pod = selectors.pod_view_from_object(case["pod"])
-            source = case.get("cluster") or "demo"
-            if source in ("demo", "live"):
-                cluster = selectors.cluster_load(source)
-            else:
-                path = Path(source) if Path(source).is_absolute() else base / source
-                cluster = selectors.cluster_load(str(path))
-        except (selectors.InputError, selectors.ClusterUnavailable) as exc:
-            return [str(exc)]
-        evaluation = selectors.preview_run(compiled=compiled, pod=pod, cluster=cluster)
-        return check_expectations(evaluation, case["expect"])

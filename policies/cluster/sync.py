@@ -1,16 +1,16 @@
-"""Celery tasks that keep the live cluster snapshot current (source `live` only).
+"""Keeping the live cluster snapshot current: the services the watch tasks wrap.
 
-    cluster_watch(cluster)       takes the cluster's Redis lock (skips if another watcher has
-                                 it), records a SyncRun, runs the watcher for WATCH_SECONDS,
-                                 finishes the SyncRun (ok / error, counts, version, events),
-                                 releases the lock and re-arms itself.
-    cluster_watch_supervise()    on beat every 15 s: queues a watch when no watcher holds the
+    sync_run_watch(cluster)      takes the cluster's Redis lock (skips if another watcher has
+                                 it), records a SyncRun, runs the watcher for `seconds`,
+                                 finishes the SyncRun (ok / error, counts, version, events)
+                                 and releases the lock. The task (policies/tasks/cluster.py)
+                                 re-arms itself after it with `watch_rearm`.
+    watch_supervise(cluster)     on beat every 15 s: queues a watch when no watcher holds the
                                  lock (first start, a killed worker, a lost re-arm), closes
                                  SyncRuns whose worker died, and prunes old ones.
 
 The watch task holds a worker slot for its whole run: run the worker with a concurrency of at
-least 2 (make run does), or route `policies.cluster_tasks.cluster_watch` to its own queue.
-`sync_run_watch` is the service the task wraps (tests call it directly).
+least 2 (make run does), or route `schedweb.cluster_watch` to its own queue.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import redis
-from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.utils import timezone
 
+from policies.background import CLUSTER_WATCH, task_queue
 from policies.models import SyncRun
 
 if TYPE_CHECKING:
@@ -137,34 +137,6 @@ def _run_progress(run: SyncRun, result) -> None:
     run.save(update_fields=["nodes", "pods", "snapshot_version", "events", "error"])
 
 
-@shared_task(
-    bind=True,
-    ignore_result=True,
-    acks_late=False,  # a killed worker's watch is restarted by the supervisor, not redelivered
-    time_limit=WATCH_SECONDS + 120,
-    soft_time_limit=WATCH_SECONDS + 60,
-)
-def cluster_watch(self, cluster: str = "") -> str:
-    """Keeps the live snapshot of `cluster` current for one run, then re-arms."""
-    if settings.SCHEDWEB_CLUSTER_SOURCE != "live":
-        return "skipped: the cluster source is not live"
-    cluster = cluster or settings.SCHEDWEB_CLUSTER_NAME
-    run = sync_run_watch(cluster=cluster, seconds=WATCH_SECONDS)
-    if run is None:
-        return "skipped: another watcher holds the lock"
-    if run.ended_by != "lock-lost":
-        _queue_watch(cluster)
-    return f"{run.status}: {run.events} events, snapshot v{run.snapshot_version}"
-
-
-@shared_task(ignore_result=True, time_limit=30)
-def cluster_watch_supervise() -> str:
-    """Starts a watch when none runs; repairs SyncRun rows of dead workers; prunes."""
-    if settings.SCHEDWEB_CLUSTER_SOURCE != "live":
-        return "skipped: the cluster source is not live"
-    return watch_supervise(cluster=settings.SCHEDWEB_CLUSTER_NAME)
-
-
 def watch_supervise(*, cluster: str, redis_client: redis.Redis | None = None) -> str:
     """The supervisor's work for one cluster: "running", "queued" or "starting"."""
     from policies.cluster.store import SnapshotStore
@@ -187,18 +159,18 @@ def watch_supervise(*, cluster: str, redis_client: redis.Redis | None = None) ->
         return "running"
     if not store.client.set(store.keys.starting, "1", nx=True, ex=STARTING_TTL):
         return "starting"
-    cluster_watch.delay(cluster)
+    task_queue(CLUSTER_WATCH, cluster)
     return "queued"
 
 
-def _queue_watch(cluster: str) -> None:
+def watch_rearm(cluster: str) -> None:
     """Re-arm: the next run starts at once (the supervisor would within 15 s anyway)."""
     try:
         from policies.cluster.store import SnapshotStore
 
         store = SnapshotStore(cluster)
         store.client.set(store.keys.starting, "1", ex=STARTING_TTL)
-        cluster_watch.apply_async(args=[cluster], countdown=1)
+        task_queue(CLUSTER_WATCH, cluster, countdown=1)
     except Exception as exc:  # broker down: the supervisor queues it when it is back
         log.warning("cluster %s: could not re-arm the watch (%s)", cluster, exc)
 

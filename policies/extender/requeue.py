@@ -21,7 +21,8 @@ from typing import Any
 
 import orjson
 
-from policies.engine.policy import compile_policy
+from policies.engine.document import PolicyInvalid
+from policies.evaluation import policy_compile
 
 log = logging.getLogger(__name__)
 
@@ -40,15 +41,58 @@ def rejections_record(client, *, cluster: str, rejections: list[dict[str, Any]])
         client.hset(requeue_key(cluster), mapping={r["uid"]: orjson.dumps(r) for r in rejections})
 
 
-_compiled: dict[str, Any] = {}
+def _compiled_or_none(entry: dict[str, Any] | None):
+    """The entry's policy under the installation's budget, as the extender compiles it; None
+    when it is withdrawn or does not compile here (the extender does not serve it either)."""
+    if entry is None:
+        return None
+    try:
+        return policy_compile(entry["document"])
+    except PolicyInvalid:
+        return None
 
 
-def _policy(entry: dict[str, Any]):
-    key = entry["contentHash"]
-    if key not in _compiled:
-        _compiled.clear() if len(_compiled) > 64 else None
-        _compiled[key] = compile_policy(entry["document"])
-    return _compiled[key]
+def requeue_run() -> dict[str, int]:
+    """One beat run: nudges the pods the active policies would now admit (live source only)."""
+    from django.conf import settings
+
+    from policies.cluster.live import LiveClient
+    from policies.cluster.loaded import cluster_default
+    from policies.errors import ClusterUnavailable
+    from policies.publishing import active_entries_read
+    from policies.redis import redis_client
+
+    if settings.SCHEDWEB_CLUSTER_SOURCE != "live":
+        return {}
+    client = redis_client()
+    if not client.exists(requeue_key(settings.SCHEDWEB_CLUSTER_NAME)):
+        return {}
+    try:
+        snapshot = cluster_default()
+    except ClusterUnavailable:
+        return {}
+    _, policies = active_entries_read()
+    counts = requeue_unblocked(
+        client=client,
+        cluster=settings.SCHEDWEB_CLUSTER_NAME,
+        snapshot=snapshot,
+        policies=policies,
+        kube=_kube_client(LiveClient),
+    )
+    if counts.get("requeued"):
+        log.info("requeued %d pods a policy would now admit", counts["requeued"])
+    return counts
+
+
+_kube = None
+
+
+def _kube_client(factory):
+    """One Kubernetes client per worker process, created on first use."""
+    global _kube
+    if _kube is None:
+        _kube = factory.from_settings()
+    return _kube
 
 
 def requeue_unblocked(
@@ -71,14 +115,15 @@ def requeue_unblocked(
         pod = state.pod(uid)
         policy_entry = policies.get(entry["policy"])
         gone = pod is None or bool(pod["nodeName"])
-        if gone or policy_entry is None or now - entry["at"] > MAX_AGE_SECONDS:
-            client.hdel(key, uid)  # bound, gone, policy withdrawn, or too old
+        compiled = _compiled_or_none(policy_entry)
+        if gone or compiled is None or now - entry["at"] > MAX_AGE_SECONDS:
+            client.hdel(key, uid)  # bound, gone, policy withdrawn or not servable, or too old
             counts["forgotten"] += 1
             continue
         counts["checked"] += 1
         if now - entry.get("nudged", 0) < NUDGE_EVERY_SECONDS:
             continue
-        evaluation = _policy(policy_entry).evaluate(pod, nodes, state, scores=False)
+        evaluation = compiled.evaluate(pod, nodes, state, scores=False)
         if not any(evaluation.passed):
             continue
         annotations = {ANNOTATION: f"{now:.3f}"}

@@ -1,5 +1,6 @@
-"""Preview for all pending pods: too large for a request, so a Celery task evaluates the draft
-for every pending pod of the snapshot while the page polls its progress.
+"""Preview for all pending pods: too large for a request, so a Celery task
+(policies/tasks/previews.py) evaluates the draft for every pending pod of the snapshot while
+the page polls its progress.
 
 A job lives in Redis for JOB_TTL seconds under schedweb:preview-job:<id> (a hash: status,
 done/total, error, the inputs) and ...:results (JSON, written once at the end). The task takes
@@ -14,12 +15,12 @@ import uuid
 from typing import Any
 
 import orjson
-from celery import shared_task
 
+from policies.background import PREVIEW_ALL_PENDING, task_queue
+from policies.cluster.loaded import cluster_for
 from policies.engine.document import PolicyInvalid
+from policies.evaluation import pods_pending, policy_compile, preview_run
 from policies.redis import redis_client
-
-from .preview import cluster_for, policy_compile
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +71,9 @@ def preview_job_start(
     except Exception as exc:  # redis errors: the page says so in words
         raise JobError(f"Redis is unavailable, so background previews cannot run: {exc}") from None
     try:
-        preview_all_pending.delay(job_id)
+        task_queue(PREVIEW_ALL_PENDING, job_id)
     except Exception as exc:  # the broker is Redis too; it may refuse while the hash was written
-        _fail(job_id, f"could not queue the job: {exc}")
+        preview_job_fail(job_id, f"could not queue the job: {exc}")
         raise JobError(f"could not queue the preview job: {exc}") from None
     return job_id
 
@@ -98,7 +99,8 @@ def preview_job_read(*, job_id: str) -> dict[str, Any] | None:
     return job
 
 
-def _fail(job_id: str, message: str) -> None:
+def preview_job_fail(job_id: str, message: str) -> None:
+    """Marks the job failed with `message` (shown on the page)."""
     try:
         redis_client().hset(_key(job_id), mapping={"status": "error", "error": message})
     except Exception:  # nothing more to record it in; the page shows "expired"
@@ -126,18 +128,19 @@ def preview_job_run(*, job_id: str) -> None:
         log.warning("preview job %s expired before it ran", job_id)
         return
     try:
-        compiled = policy_compile(text=job["document"])
-        published = policy_compile(text=job["compare_document"]) if job["compare"] else None
+        policy_compile(job["document"])  # both documents are checked before any pod is run
+        compare_document = job["compare_document"] if job["compare"] else None
+        if compare_document is not None:
+            policy_compile(compare_document)
         cluster = cluster_for(key=job["cluster"])
     except PolicyInvalid as exc:
-        _fail(job_id, f"the document is invalid: {exc}")
+        preview_job_fail(job_id, f"the document is invalid: {exc}")
         return
     except Exception as exc:  # ClusterUnavailable, InputError, Redis errors
-        _fail(job_id, str(exc))
+        preview_job_fail(job_id, str(exc))
         return
     nodes = cluster.nodes()
-    pending = [p for p in cluster.state.pods() if not p["nodeName"] and p["phase"] == "Pending"]
-    pending.sort(key=lambda p: (p["namespace"], p["name"]))
+    pending = pods_pending(cluster=cluster)
     truncated = max(0, len(pending) - MAX_PODS)
     pending = pending[:MAX_PODS]
     client.hset(
@@ -154,10 +157,12 @@ def preview_job_run(*, job_id: str) -> None:
     results = []
     last_write = time.monotonic()
     for done, pod in enumerate(pending, start=1):
-        evaluation = compiled.evaluate(pod, nodes, cluster.state)
+        preview = preview_run(
+            document=job["document"], pod=pod, cluster=cluster, compare_document=compare_document
+        )
+        evaluation, before = preview.evaluation, preview.before
         row = _pod_result(evaluation, pod)
-        if published is not None:
-            before = published.evaluate(pod, nodes, cluster.state)
+        if before is not None:
             row["before"] = _pod_result(before, pod)
             row["winnerChanged"] = before.winners() != row["winners"]
             row["appliesChanged"] = before.applies != evaluation.applies
@@ -173,13 +178,3 @@ def preview_job_run(*, job_id: str) -> None:
         mapping={"status": "done", "done": len(pending), "finished": time.time()},
     )
     pipe.execute()
-
-
-@shared_task(time_limit=300, soft_time_limit=280, ignore_result=True)
-def preview_all_pending(job_id: str) -> None:
-    """Evaluates a draft for every pending pod (the playground's "Preview all pending pods")."""
-    try:
-        preview_job_run(job_id=job_id)
-    except Exception as exc:  # record it for the page; the worker logs the traceback
-        log.exception("preview job %s failed", job_id)
-        _fail(job_id, f"the job failed: {exc}")

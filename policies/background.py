@@ -1,0 +1,31 @@
+"""Queueing background work by task name.
+
+Writers (services, the extender, the playground) queue Celery tasks through these names instead
+of importing `policies.tasks`, whose modules import them in turn: no import cycle, and the task
+names are stable whatever module a task lives in (messages already queued keep working after a
+refactor). The tasks themselves are registered in `policies/tasks/`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DISTRIBUTE_ACTIVE_POLICIES = "schedweb.distribute_active_policies"
+DECISIONS_RECORD = "schedweb.decisions_record"
+DECISIONS_RESOLVE_CHOSEN = "schedweb.decisions_resolve_chosen"
+PODS_REQUEUE_UNBLOCKED = "schedweb.pods_requeue_unblocked"
+PREVIEW_ALL_PENDING = "schedweb.preview_all_pending"
+CLUSTER_WATCH = "schedweb.cluster_watch"
+CLUSTER_WATCH_SUPERVISE = "schedweb.cluster_watch_supervise"
+
+
+def task_queue(name: str, *args: Any, countdown: float | None = None) -> None:
+    """Queues task `name` with `args` (the registered task object, so eager mode applies);
+    raises what the broker raises when it cannot take the message."""
+    from celery import current_app
+
+    task = current_app.tasks[name]
+    if countdown is None:
+        task.delay(*args)
+    else:
+        task.apply_async(args=list(args), countdown=countdown)

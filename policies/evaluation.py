@@ -1,0 +1,181 @@
+"""Evaluation for every caller that is not the extender: compile, preview, test cases.
+
+One cached, budgeted `policy_compile`; one `preview_run` that the REST preview, the playground,
+background previews and `evaluate` call; one test-case runner with one meaning of a test's
+cluster. The extender compiles with the same `policy_compile` and evaluates with the same engine
+(`policies/extender/service.py`); parity tests hold the two to the same numbers.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from policies.cluster.loaded import (
+    LoadedCluster,
+    cluster_default,
+    cluster_from_text,
+    cluster_load,
+)
+from policies.cluster.manifest import pod_view_from_source
+from policies.engine.compare import compare_evaluations
+from policies.engine.document import FieldError, PolicyInvalid
+from policies.engine.inputs import PodView
+from policies.engine.policy import CompiledPolicy, compile_policy, validate_policy
+from policies.engine.results import Evaluation
+from policies.engine.testcases import check_expectations
+from policies.errors import ClusterUnavailable, InputError
+
+# --- compiling -------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=64)
+def _compile(text: str, cost_limit: int) -> tuple[CompiledPolicy | None, tuple[FieldError, ...]]:
+    try:
+        return compile_policy(text, cost_limit=cost_limit), ()
+    except PolicyInvalid as exc:
+        return None, tuple(exc.errors)
+
+
+def policy_compile(document: str) -> CompiledPolicy:
+    """`document` compiled under this installation's CEL budget (SCHEDWEB_CEL_COST_LIMIT), the
+    same for publish, previews, test cases, the extender and the commands; raises PolicyInvalid.
+
+    Cached by text: the playground previews the same text again when only the pod or the
+    compare toggle changes, and a background preview compiles once for all its pods. A compiled
+    policy is immutable, so sharing it is safe."""
+    compiled, errors = _compile(document, settings.SCHEDWEB_CEL_COST_LIMIT)
+    if compiled is None:
+        raise PolicyInvalid(list(errors))
+    return compiled
+
+
+def policy_validate(document: str) -> list[FieldError]:
+    """Every FieldError of `document` under the same budget as policy_compile ([] = valid)."""
+    return validate_policy(document, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
+
+
+# --- previews --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Preview:
+    """One pod evaluated by a document over a cluster, and optionally by a second document
+    (the published version) for comparison."""
+
+    compiled: CompiledPolicy
+    pod: PodView
+    cluster: LoadedCluster
+    evaluation: Evaluation
+    before: Evaluation | None = None  # the compared document's evaluation
+    comparison: dict[str, Any] | None = None  # compare_evaluations(before, evaluation)
+    compare_error: PolicyInvalid | None = None  # the compared document no longer compiles
+
+
+def preview_run(
+    *,
+    document: str,
+    pod: PodView,
+    cluster: LoadedCluster,
+    compare_document: str | None = None,
+) -> Preview:
+    """The per-node evaluation every preview shows (the extender's engine and numbers).
+
+    Raises PolicyInvalid for `document`; an invalid `compare_document` (an old version the
+    engine no longer accepts) is reported in `compare_error` instead."""
+    compiled = policy_compile(document)
+    evaluation = compiled.evaluate(pod, cluster.nodes(), cluster.state)
+    if compare_document is None:
+        return Preview(compiled, pod, cluster, evaluation)
+    try:
+        published = policy_compile(compare_document)
+    except PolicyInvalid as exc:
+        return Preview(compiled, pod, cluster, evaluation, compare_error=exc)
+    before = published.evaluate(pod, cluster.nodes(), cluster.state)
+    return Preview(
+        compiled, pod, cluster, evaluation, before, compare_evaluations(before, evaluation)
+    )
+
+
+def pods_pending(*, cluster: LoadedCluster) -> list[PodView]:
+    """Pods of the snapshot waiting for a node, in a stable order (namespace, name)."""
+    pending = [p for p in cluster.state.pods() if not p["nodeName"] and p["phase"] == "Pending"]
+    pending.sort(key=lambda p: (p["namespace"], p["name"]))
+    return pending
+
+
+# --- test cases ------------------------------------------------------------------------------
+
+TEST_CLUSTERS = ("demo", "snapshot")
+
+
+def test_cluster_load(
+    source: str, *, default: LoadedCluster | None = None, base: Path | None = None
+) -> LoadedCluster:
+    """The cluster a test case names. One meaning everywhere:
+
+    - `demo`: the bundled demo cluster;
+    - `snapshot` (or empty): this installation's cluster source, or `default` when given;
+    - kubectl JSON/YAML text (a stored test case's own cluster, several lines or `{...}`);
+    - any other string is a file path relative to the document: only `manage.py policy test`
+      reads files (it passes `base`, the document's folder); elsewhere the case fails saying so.
+    """
+    if source in ("", "snapshot"):
+        return default or cluster_default()
+    if source == "demo":
+        return cluster_load("demo")
+    if "\n" in source or source.lstrip().startswith("{"):
+        return cluster_from_text(source)
+    if base is None:
+        raise InputError(
+            f"cluster file {source!r} is only read by `manage.py policy test`; use demo or snapshot"
+        )
+    path = Path(source) if Path(source).is_absolute() else base / source
+    return cluster_load(str(path))
+
+
+def test_case_run(
+    *,
+    compiled: CompiledPolicy,
+    name: str,
+    pod: str | dict[str, Any],
+    cluster: str,
+    expect: dict[str, Any],
+    default: LoadedCluster | None = None,
+    base: Path | None = None,
+) -> dict[str, Any]:
+    """One test case: {name, passed, failures}; an unusable pod or cluster is a failure."""
+    try:
+        pod_view = pod_view_from_source(pod)
+        target = test_cluster_load(cluster, default=default, base=base)
+    except (InputError, ClusterUnavailable) as exc:
+        return {"name": name, "passed": False, "failures": [str(exc)]}
+    evaluation = compiled.evaluate(pod_view, target.nodes(), target.state)
+    failures = check_expectations(evaluation, expect)
+    return {"name": name, "passed": not failures, "failures": failures}
+
+
+def test_cases_run(
+    *,
+    compiled: CompiledPolicy,
+    stored: Iterable[Any] = (),
+    cluster: LoadedCluster | None = None,
+    base: Path | None = None,
+) -> list[dict[str, Any]]:
+    """A policy's stored test cases (`stored`, PolicyTestCase rows) and then the document's own
+    `tests:`, each as {name, passed, failures}. `cluster` stands in for `snapshot`."""
+    cases = [
+        {"name": c.name, "pod": c.pod, "cluster": c.cluster, "expect": c.expect} for c in stored
+    ]
+    cases += [dict(case) for case in compiled.spec.tests]
+    return [test_case_run(compiled=compiled, default=cluster, base=base, **case) for case in cases]
+
+
+test_case_run.__test__ = False  # not pytest tests, despite their names
+test_cases_run.__test__ = False
+test_cluster_load.__test__ = False

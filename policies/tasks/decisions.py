@@ -1,0 +1,33 @@
+"""Sampled extender decisions: stored in batches, then completed with where pods were bound."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from policies import services
+from policies.background import DECISIONS_RECORD, DECISIONS_RESOLVE_CHOSEN
+from policies.cluster.loaded import cluster_default
+from policies.errors import ClusterUnavailable
+
+
+@shared_task(
+    name=DECISIONS_RECORD,
+    bind=True,
+    autoretry_for=(Exception,),
+    retry_backoff=2,
+    max_retries=5,
+    time_limit=60,
+)
+def decisions_record(self, batch: list[dict]) -> int:
+    """Stores a batch of sampled extender decisions (sent by web processes, never in a request)."""
+    return services.decisions_store(batch=batch)
+
+
+@shared_task(name=DECISIONS_RESOLVE_CHOSEN, time_limit=120)
+def decisions_resolve_chosen() -> int:
+    """Fills in where recently decided pods were bound, from the cluster snapshot."""
+    try:
+        cluster = cluster_default()
+    except ClusterUnavailable:
+        return 0
+    return services.decisions_resolve_chosen(cluster=cluster)

@@ -27,7 +27,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from policies.api.views import ApiView, Pagination, errors
-from policies.cluster.loaded import LoadedCluster, cluster_default
+from policies.cluster.loaded import LoadedCluster
+from policies.cluster.sources import cluster_default
 from policies.engine.inputs import NodeView, PodView
 from policies.errors import ClusterUnavailable, InputError
 from policies.models import SyncRun

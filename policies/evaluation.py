@@ -16,13 +16,9 @@ from typing import Any
 
 from django.conf import settings
 
-from policies.cluster.loaded import (
-    LoadedCluster,
-    cluster_default,
-    cluster_from_text,
-    cluster_load,
-)
+from policies.cluster.loaded import LoadedCluster
 from policies.cluster.manifest import pod_view_from_source
+from policies.cluster.sources import cluster_default, cluster_from_text, cluster_load
 from policies.engine.compare import compare_evaluations
 from policies.engine.document import FieldError, PolicyInvalid
 from policies.engine.inputs import PodView

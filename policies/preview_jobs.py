@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from policies.background import PREVIEW_ALL_PENDING, task_queue
-from policies.cluster.loaded import cluster_for
+from policies.cluster.sources import cluster_for
 from policies.engine.document import PolicyInvalid
 from policies.evaluation import pods_pending, policy_compile, preview_run
 from policies.redis import redis_client

@@ -19,8 +19,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from policies import selectors, services
-from policies.cluster.loaded import cluster_default, cluster_load, pod_from_cluster
+from policies.cluster.loaded import pod_from_cluster
 from policies.cluster.manifest import pod_view_from_source
+from policies.cluster.sources import cluster_default, cluster_load
 from policies.evaluation import policy_compile, policy_validate, preview_run, test_cases_run
 from policies.models import ApiToken, Decision, Policy, PolicyTestCase, PolicyVersion
 from policies.roles import user_role

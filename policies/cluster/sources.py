@@ -9,8 +9,10 @@
            kept for a few seconds. Once a watcher has reported, its message stands instead
            ("unauthorized: ...") and nothing is listed behind its back.
 
-`policies.cluster.loaded.cluster_load` delegates here; the extender uses `live_snapshots()` (no I/O in its
-requests: its own thread refreshes).
+Every caller but the extender loads clusters with `cluster_load(name)`, `cluster_default()` (the
+configured source), `cluster_for(key=)` (the pages' choice) or `cluster_from_text()` (a test
+case's own cluster); the extender uses `live_snapshots()` (no I/O in its requests: its own
+thread refreshes).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Protocol
 import redis
 
 from policies.cluster.demo import demo_state
-from policies.cluster.files import ClusterFileError, load_cluster_file
+from policies.cluster.files import ClusterFileError, load_cluster_bytes, load_cluster_file
 from policies.cluster.loaded import LoadedCluster
 from policies.cluster.store import SnapshotReader, cluster_name_check, reader_for
 from policies.errors import ClusterUnavailable, InputError
@@ -231,3 +233,41 @@ def live_snapshots(cluster: str | None = None) -> LiveSnapshots:
 
         cluster = settings.SCHEDWEB_CLUSTER_NAME
     return LiveSnapshots(SnapshotReader(cluster_name_check(cluster)))
+
+
+# --- loading, for every caller of the engine but the extender ------------------------------------
+
+
+def cluster_load(source: str) -> LoadedCluster:
+    """`demo`, `live` (the watcher's snapshot in Redis) or the path of a kubectl JSON/YAML file.
+    InputError for an unusable file, ClusterUnavailable when live has no snapshot."""
+    return cluster_source(source).snapshot()
+
+
+def cluster_default() -> LoadedCluster:
+    """The configured cluster source (SCHEDWEB_CLUSTER_SOURCE)."""
+    from django.conf import settings
+
+    source = settings.SCHEDWEB_CLUSTER_SOURCE
+    if source == "file":
+        return cluster_load(str(settings.SCHEDWEB_CLUSTER_FILE))
+    return cluster_load(source)
+
+
+CLUSTER_KEYS = ("", "demo")  # the pages' choice: "" = the configured source, or the demo
+
+
+def cluster_for(*, key: str) -> LoadedCluster:
+    """The configured cluster source ("") or the bundled demo cluster ("demo")."""
+    if key == "demo":
+        return cluster_load("demo")
+    return cluster_default()
+
+
+def cluster_from_text(text: str) -> LoadedCluster:
+    """A cluster given inline (a test case's kubectl JSON/YAML)."""
+    try:
+        state = load_cluster_bytes(text.encode(), name="the test case's cluster")
+    except ClusterFileError as exc:
+        raise InputError(str(exc)) from None
+    return LoadedCluster(state=state.freeze(), source="inline", label="inline")

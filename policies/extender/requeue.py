@@ -57,7 +57,7 @@ def requeue_run() -> dict[str, int]:
     from django.conf import settings
 
     from policies.cluster.live import LiveClient
-    from policies.cluster.loaded import cluster_default
+    from policies.cluster.sources import cluster_default
     from policies.errors import ClusterUnavailable
     from policies.publishing import active_entries_read
     from policies.redis import redis_client

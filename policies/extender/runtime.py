@@ -249,7 +249,7 @@ class _StaticSnapshots:
     """demo and file sources: loaded once per process."""
 
     def __init__(self) -> None:
-        from policies.cluster.loaded import cluster_default
+        from policies.cluster.sources import cluster_default
 
         self._snapshot = cluster_default()
 

@@ -6,7 +6,7 @@ from celery import shared_task
 
 from policies import services
 from policies.background import DECISIONS_RECORD, DECISIONS_RESOLVE_CHOSEN
-from policies.cluster.loaded import cluster_default
+from policies.cluster.sources import cluster_default
 from policies.errors import ClusterUnavailable
 
 

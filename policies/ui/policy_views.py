@@ -26,8 +26,8 @@ from django.utils import timezone
 
 from policies import preview_jobs, selectors, services
 from policies.api.errors import http_status
-from policies.cluster.loaded import CLUSTER_KEYS, cluster_for
 from policies.cluster.manifest import parse_manifest
+from policies.cluster.sources import CLUSTER_KEYS, cluster_for
 from policies.engine.compare import rule_changes
 from policies.engine.document import PolicyInvalid
 from policies.errors import (

@@ -18,8 +18,9 @@ from typing import Any
 
 import yaml
 
-from policies.cluster.loaded import LoadedCluster, cluster_for, pod_from_cluster
+from policies.cluster.loaded import LoadedCluster, pod_from_cluster
 from policies.cluster.manifest import pod_view_from_text
+from policies.cluster.sources import cluster_for
 from policies.engine.document import FieldError, PolicyInvalid
 from policies.engine.inputs import PodView
 from policies.engine.results import Evaluation

@@ -16,8 +16,8 @@ import yaml
 from django.contrib.auth.models import Group, User
 
 from policies import services
-from policies.cluster.loaded import cluster_load
 from policies.cluster.manifest import pod_view_from_text
+from policies.cluster.sources import cluster_load
 from policies.engine.policy import compile_policy
 from policies.extender.metrics import MINUTE_KEY, Metrics
 from policies.extender.service import ServedPolicy, _decision

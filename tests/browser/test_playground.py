@@ -25,7 +25,7 @@ from django.contrib.auth.models import Group, User
 
 from policies import preview_jobs as jobs
 from policies import services
-from policies.cluster.loaded import cluster_load
+from policies.cluster.sources import cluster_load
 from policies.extender.runtime import reset_runtime
 from policies.models import Policy
 from policies.tasks.previews import preview_all_pending

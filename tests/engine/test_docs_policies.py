@@ -16,8 +16,8 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from policies.cluster.loaded import cluster_load
 from policies.cluster.manifest import pod_view_from_text
+from policies.cluster.sources import cluster_load
 from policies.engine.cel import (
     CelCompileError,
     CelEvalError,

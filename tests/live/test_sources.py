@@ -13,8 +13,7 @@ from django.core.management import call_command
 
 from policies.cluster.demo import demo_objects
 from policies.cluster.live import LiveClient
-from policies.cluster.loaded import cluster_load
-from policies.cluster.sources import cluster_source, live_snapshots
+from policies.cluster.sources import cluster_load, cluster_source, live_snapshots
 from policies.cluster.store import SnapshotStore
 from policies.errors import ClusterUnavailable, InputError
 from tests.cluster.resources import node_create, node_manifest

@@ -23,8 +23,8 @@ from django.db import OperationalError
 from django.test import Client
 
 from policies import services
-from policies.cluster.loaded import cluster_load
 from policies.cluster.manifest import pod_view_from_text
+from policies.cluster.sources import cluster_load
 from policies.engine.policy import compile_policy
 from policies.extender.metrics import MINUTE_KEY, Metrics
 from policies.extender.service import ServedPolicy, _decision

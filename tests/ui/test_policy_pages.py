@@ -20,8 +20,8 @@ from django.test import Client
 
 from policies import preview_jobs as jobs
 from policies import services
-from policies.cluster.loaded import cluster_load
 from policies.cluster.manifest import pod_view_from_text
+from policies.cluster.sources import cluster_load
 from policies.engine.document import FieldError
 from policies.engine.policy import compile_policy, validate_policy
 from policies.evaluation import test_cases_run as run_test_cases

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from policies.cluster.loaded import cluster_load
 from policies.cluster.manifest import pod_view_from_text
+from policies.cluster.sources import cluster_load
 from policies.engine.document import PolicyInvalid
 from policies.errors import ClusterUnavailable, InputError
 from policies.evaluation import policy_compile, preview_run

@@ -1,4 +1,5 @@
-"""Requeueing pods a policy rejected once the cluster would let them pass (policies/requeue.py)."""
+"""Requeueing pods a policy rejected once the cluster would let them pass
+(policies/extender/requeue.py)."""
 
 from __future__ import annotations
 
@@ -100,6 +101,24 @@ def test_bound_gone_or_unpoliced_pods_are_forgotten(redis_db):
     counts = sweep(redis_db, state, RecordingKube(), policies={})
     assert counts == {"checked": 0, "requeued": 0, "forgotten": 2}
     assert redis_db.hlen(requeue_key("c")) == 0
+
+
+def test_a_policy_over_the_installations_budget_nudges_nothing_as_the_extender_serves_nothing(
+    redis_db, settings
+):
+    """The nudge compiles as publish and the extender do (SCHEDWEB_CEL_COST_LIMIT), not with
+    the engine's default budget: a policy this installation would not serve is forgotten."""
+    state = ClusterState.from_objects(
+        [make_node(name="n1")], [member("m0", "u0"), member("m1", "u1"), member("m2", "u2")]
+    )
+    rejections_record(redis_db, cluster="c", rejections=[rejection("u0", "m0", time.time())])
+    settings.SCHEDWEB_CEL_COST_LIMIT = 1  # the gang policy's cluster.countPods costs more
+    kube = RecordingKube()
+    counts = sweep(redis_db, state, kube)
+    assert counts == {"checked": 0, "requeued": 0, "forgotten": 1} and kube.patched == []
+    settings.SCHEDWEB_CEL_COST_LIMIT = 1_000_000
+    rejections_record(redis_db, cluster="c", rejections=[rejection("u0", "m0", time.time())])
+    assert sweep(redis_db, state, kube)["requeued"] == 1
 
 
 @pytest.mark.django_db

@@ -19,12 +19,23 @@ CLUSTER_WATCH = "schedweb.cluster_watch"
 CLUSTER_WATCH_SUPERVISE = "schedweb.cluster_watch_supervise"
 
 
+def registered_task(name: str):
+    """The task registered as `name`. A web process imports no task module by itself (Celery's
+    autodiscovery runs when a worker starts), so the first lookup there has Celery's loader
+    import them, as the worker does."""
+    from celery import current_app
+
+    try:
+        return current_app.tasks[name]
+    except KeyError:
+        current_app.loader.import_default_modules()
+        return current_app.tasks[name]
+
+
 def task_queue(name: str, *args: Any, countdown: float | None = None) -> None:
     """Queues task `name` with `args` (the registered task object, so eager mode applies);
     raises what the broker raises when it cannot take the message."""
-    from celery import current_app
-
-    task = current_app.tasks[name]
+    task = registered_task(name)
     if countdown is None:
         task.delay(*args)
     else:

@@ -66,3 +66,35 @@ def test_every_task_has_a_stable_name_and_every_beat_entry_names_a_registered_ta
     ours = [n for n in view["registered"] if not n.startswith("celery.")]
     assert all(n.startswith("schedweb.") for n in ours), ours  # not module paths
     assert set(view["beat"]) <= set(view["registered"])
+
+
+# What a web process (uvicorn, manage.py) has: Django set up, the Celery app configured, and no
+# worker start-up, so nothing has imported a task module yet.
+_WEB_PROCESS = """
+import json
+import django
+django.setup()
+from celery import current_app
+from policies import background
+before = background.PREVIEW_ALL_PENDING in current_app.tasks
+found = {name: background.registered_task(name).name for name in (
+    background.DISTRIBUTE_ACTIVE_POLICIES, background.DECISIONS_RECORD,
+    background.PREVIEW_ALL_PENDING)}
+print(json.dumps({"before": before, "found": found}))
+"""
+
+
+def test_a_web_process_finds_the_tasks_it_queues_by_name():
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "schedweb.settings"}
+    out = subprocess.run(
+        [sys.executable, "-c", _WEB_PROCESS],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    view = json.loads(out.stdout.strip().splitlines()[-1])
+    assert view["before"] is False  # nothing had imported policies.tasks
+    assert view["found"] == {name: name for name in view["found"]}

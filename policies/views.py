@@ -4,13 +4,13 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 
 def _api_error(request: HttpRequest, status: int, code: str, detail: str) -> HttpResponse | None:
-    if request.path.startswith(("/api/", "/extender/")):
+    if request.path.startswith("/api/"):
         return JsonResponse({"error": code, "detail": detail}, status=status)
     return None
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    """JSON 404 under /api/ and /extender/ (clients parse JSON), the HTML page elsewhere."""
+    """JSON 404 under /api/ (clients parse JSON), the HTML page elsewhere."""
     from django.views.defaults import page_not_found
 
     return _api_error(
@@ -19,7 +19,7 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    """JSON 500 under /api/ and /extender/, the HTML page elsewhere."""
+    """JSON 500 under /api/, the HTML page elsewhere."""
     from django.views.defaults import server_error as html_server_error
 
     return _api_error(

@@ -157,20 +157,18 @@ class BodySizeLimitMiddleware:
 
         self.get_response = get_response
         self.api_limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        self.extender_limit = settings.SCHEDWEB_EXTENDER_MAX_BODY_BYTES
 
     def __call__(self, request):
-        path = request.path_info
-        limit = self.extender_limit if path.startswith("/extender/") else self.api_limit
-        if path.startswith(("/api/", "/extender/")):
+        if request.path_info.startswith("/api/"):
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:
                 length = 0
-            if length > limit:
+            if length > self.api_limit:
                 return JsonResponse(
                     error_body(
-                        "too_large", f"the request body is {length} bytes; the limit is {limit}"
+                        "too_large",
+                        f"the request body is {length} bytes; the limit is {self.api_limit}",
                     ),
                     status=413,
                 )

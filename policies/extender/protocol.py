@@ -192,5 +192,6 @@ def binding_result(error: str = "") -> bytes:
     return orjson.dumps({"Error": error})
 
 
-def error_body(message: str) -> bytes:
-    return orjson.dumps({"error": "bad_request", "detail": message})
+def error_body(message: str, *, code: str = "bad_request") -> bytes:
+    """The JSON error of a non-200 answer, in the API's shape: {"error": code, "detail": ...}."""
+    return orjson.dumps({"error": code, "detail": message})

@@ -17,7 +17,6 @@ import re
 import statistics
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,7 @@ from policies.cluster.sources import cluster_load
 from policies.extender.runtime import reset_runtime
 from policies.models import Policy
 from policies.tasks.previews import preview_all_pending
+from tests.asgiclient import extender_post
 from tests.redisdb import redis_database
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
@@ -128,8 +128,10 @@ def meaningful_errors(page) -> list[str]:
     return [e for e in page.console_errors if "Failed to load resource" not in e]
 
 
-def extender_filter(live_server, *, pod_name: str) -> tuple[str, dict]:
-    """POST /extender/filter as kube-scheduler would: (X-Schedweb-Policy, body)."""
+def extender_filter(*, pod_name: str) -> tuple[str, dict]:
+    """POST /extender/filter as kube-scheduler would: (X-Schedweb-Policy, body). Through the
+    ASGI entry in this process (the extender's one way in; the live server is plain Django),
+    whose runtime follows publishes as a served one does."""
     pod = {
         "metadata": {"name": pod_name, "namespace": "default", "uid": f"uid-{pod_name}"},
         "spec": {
@@ -140,22 +142,17 @@ def extender_filter(live_server, *, pod_name: str) -> tuple[str, dict]:
     }
     names = [n["name"] for n in cluster_load("demo").nodes()]
     body = json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}).encode()
-    request = urllib.request.Request(
-        f"{live_server.url}/extender/filter",
-        data=body,
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=5) as response:
-        return response.headers.get("X-Schedweb-Policy", ""), json.loads(response.read())
+    response = extender_post("filter", body)
+    assert response.status_code == 200, response.content
+    return response.headers.get("x-schedweb-policy", ""), response.json()
 
 
-def extender_serves(live_server, label: str, *, within: float = 3.0) -> str:
+def extender_serves(label: str, *, within: float = 3.0) -> str:
     """Polls the extender until it answers with policy `label` (name/vN); returns the last."""
     deadline = time.monotonic() + within
     seen = ""
     while time.monotonic() < deadline:
-        seen, _ = extender_filter(live_server, pod_name="abc")
+        seen, _ = extender_filter(pod_name="abc")
         if seen == label:
             return seen
         time.sleep(0.1)
@@ -297,7 +294,7 @@ def test_a_publisher_compares_publishes_and_rolls_back_and_the_extender_follows(
     # publish v1 with a message: the extender serves it
     publish_through_the_page(page, live_server, "seed-003-name-length", "Short node names win")
     assert "v1 active" in page.inner_text(".pg-title")
-    assert extender_serves(live_server, "seed-003-name-length/v1") == "seed-003-name-length/v1"
+    assert extender_serves("seed-003-name-length/v1") == "seed-003-name-length/v1"
 
     # the draft flips the score; compare mode says who wins instead
     page.goto(f"{live_server.url}/policies/seed-003-name-length/?pod=default/abc")
@@ -320,7 +317,7 @@ def test_a_publisher_compares_publishes_and_rolls_back_and_the_extender_follows(
     page.wait_for_function("document.querySelector('#dirty-flag').hidden")
     publish_through_the_page(page, live_server, "seed-003-name-length", "Long node names win")
     assert "v2 active" in page.inner_text(".pg-title")
-    assert extender_serves(live_server, "seed-003-name-length/v2") == "seed-003-name-length/v2"
+    assert extender_serves("seed-003-name-length/v2") == "seed-003-name-length/v2"
 
     # the diff of v1 and v2, side by side
     page.goto(f"{live_server.url}/policies/seed-003-name-length/versions/1/diff/2")
@@ -335,7 +332,7 @@ def test_a_publisher_compares_publishes_and_rolls_back_and_the_extender_follows(
     page.click("[data-rollback='1']")
     page.wait_for_selector("#toasts .toast--success")
     assert "v1 active" in page.inner_text(".pg-title")
-    assert extender_serves(live_server, "seed-003-name-length/v1") == "seed-003-name-length/v1"
+    assert extender_serves("seed-003-name-length/v1") == "seed-003-name-length/v1"
     assert meaningful_errors(page) == []
 
 

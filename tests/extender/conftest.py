@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import threading
 from pathlib import Path
 
 import orjson
@@ -58,6 +59,26 @@ class Published:
 @pytest.fixture
 def publish(extender_redis) -> Published:
     return Published(extender_redis)
+
+
+@pytest.fixture
+def queries_anywhere(monkeypatch) -> list[str]:
+    """The SQL of every query any thread runs while the test does, the runtime's refresh thread
+    excepted (its flushes are off the request path). django_assert_num_queries counts only the
+    calling thread's connection; the ASGI entry answers in an event loop's thread or a worker's.
+    """
+    from django.db.backends.utils import CursorWrapper
+
+    seen: list[str] = []
+    execute = CursorWrapper._execute_with_wrappers
+
+    def counted(self, sql, params, many, executor):
+        if threading.current_thread().name != "schedweb-extender-refresh":
+            seen.append(sql)
+        return execute(self, sql, params, many, executor)
+
+    monkeypatch.setattr(CursorWrapper, "_execute_with_wrappers", counted)
+    return seen
 
 
 def example(name: str) -> str:
@@ -138,7 +159,3 @@ def args_body(pod: dict, names: list[str] | None = None, *, full: bool = False) 
     if names is None:
         names = [n["metadata"]["name"] for n in demo_node_objects()]
     return orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
-
-
-def post(client, verb: str, body: bytes):
-    return client.generic("POST", f"/extender/{verb}", body, content_type="application/json")

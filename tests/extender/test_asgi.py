@@ -1,61 +1,20 @@
-"""The ASGI entry point answers kube-scheduler before Django and hands everything else to it."""
+"""The ASGI entry is the extender's one way in: it answers everything under /extender/ itself
+and hands every other request to Django; neither Django's URLs nor the WSGI entry serve it."""
 
 from __future__ import annotations
 
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
+import io
 
 import orjson
 import pytest
+from django.urls import Resolver404, resolve
 
+from policies.extender.entry import VERBS
+from policies.extender.runtime import runtime
 from schedweb import asgi
+from tests.asgiclient import asgi_request, extender_post, run
 
-
-def run(coroutine) -> None:
-    """asyncio.run in a thread of its own: the browser tests' Playwright keeps an event loop
-    running in the main thread for the whole session."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(asyncio.run, coroutine).result()
-
-
-def call(method: str, path: str, body: bytes = b"", chunk: int = 0) -> tuple[int, dict, bytes]:
-    """One request through schedweb.asgi.application; (status, headers, body)."""
-    parts = [body[i : i + chunk] for i in range(0, len(body), chunk)] if chunk else [body]
-    messages = [
-        {"type": "http.request", "body": part, "more_body": i < len(parts) - 1}
-        for i, part in enumerate(parts)
-    ]
-    sent: list[dict] = []
-
-    async def receive() -> dict:
-        if messages:
-            return messages.pop(0)
-        await asyncio.Event().wait()  # the client stays connected until the answer is sent
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict) -> None:
-        sent.append(message)
-
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-    }
-    run(asgi.application(scope, receive, send))
-    start = next(m for m in sent if m["type"] == "http.response.start")
-    payload = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
-    return start["status"], headers, payload
-
+from .conftest import args_body, example, go_pod
 
 GO_BODY = orjson.dumps(
     {
@@ -71,37 +30,105 @@ GO_BODY = orjson.dumps(
 
 @pytest.mark.django_db
 def test_filter_is_answered_before_django_in_pascal_case():
-    status, headers, body = call("POST", "/extender/filter", GO_BODY, chunk=7)
-    assert status == 200 and headers["content-type"] == "application/json"
-    assert headers["content-length"] == str(len(body))
-    answer = orjson.loads(body)
+    response = asgi_request("POST", "/extender/filter", GO_BODY, chunk=7)
+    assert response.status_code == 200 and response["Content-Type"] == "application/json"
+    assert response["Content-Length"] == str(len(response.content))
+    answer = response.json()
     assert answer["NodeNames"] == ["n1", "n2"] and answer["Error"] == ""
 
 
 @pytest.mark.django_db
 def test_prioritize_of_a_pod_no_policy_targets_is_an_empty_list():
-    assert call("POST", "/extender/prioritize", GO_BODY)[::2] == (200, b"[]")
+    response = extender_post("prioritize", GO_BODY)
+    assert (response.status_code, response.content) == (200, b"[]")
+
+
+@pytest.mark.django_db
+def test_each_verb_sends_the_services_answer_with_its_policy_header(publish):
+    publish(example("seed-003-name-length"))
+    preempt = orjson.dumps(
+        {
+            "Pod": go_pod("abc"),
+            "NodeNameToMetaVictims": {"cp-1": {"Pods": [{"UID": "u"}], "NumPDBViolations": 0}},
+        }
+    )
+    bodies = {
+        "filter": args_body(go_pod("abc"), ["cp-1", "a-small-1"]),
+        "prioritize": args_body(go_pod("abc"), ["cp-1", "a-small-1"]),
+        "preempt": preempt,
+    }
+    for verb, body in bodies.items():
+        response = extender_post(verb, body)
+        direct = getattr(runtime().extender, verb)(body)
+        assert (response.status_code, response.content) == (200, direct.body)
+        assert response["X-Schedweb-Policy"] == direct.policy == "seed-003-name-length/v1"
+        assert response["Content-Type"] == "application/json"
+        assert response["Content-Length"] == str(len(direct.body))
 
 
 @pytest.mark.django_db
 def test_a_malformed_body_is_a_400_with_a_json_error():
-    status, _, body = call("POST", "/extender/filter", b"{not json")
-    assert status == 400 and "error" in orjson.loads(body)
+    response = extender_post("filter", b"{not json")
+    assert response.status_code == 400 and "not JSON" in response.json()["detail"]
 
 
 @pytest.mark.django_db
 def test_an_oversized_body_is_refused_without_reading_it_all(settings):
     settings.SCHEDWEB_EXTENDER_MAX_BODY_BYTES = 100
-    status, _, body = call("POST", "/extender/filter", b"x" * 1000, chunk=64)
-    assert status == 413 and "the limit is 100 bytes" in body.decode()
+    for verb in VERBS:
+        response = asgi_request("POST", f"/extender/{verb}", b"x" * 1000, chunk=64)
+        assert response.status_code == 413 and response["Content-Type"] == "application/json"
+        assert response.json()["detail"] == "the body is larger; the limit is 100 bytes"
+    assert extender_post("filter", b"x" * 100).status_code == 400  # at the limit: read and parsed
+
+
+def test_no_request_under_extender_reaches_django(monkeypatch):
+    async def django_application(scope, receive, send):
+        raise AssertionError(f"{scope['method']} {scope['path']} reached Django")
+
+    monkeypatch.setattr(asgi, "django_application", django_application)
+    get = asgi_request("GET", "/extender/filter")
+    assert (get.status_code, get["Allow"], get["Content-Type"]) == (405, "POST", "application/json")
+    assert asgi_request("HEAD", "/extender/bind").status_code == 405
+    assert asgi_request("POST", "/extender/unknown", b"{}").json()["error"] == "not_found"
+    assert asgi_request("PUT", "/extender/filter/").status_code == 404
 
 
 @pytest.mark.django_db
 def test_other_requests_go_to_django():
-    assert call("GET", "/extender/filter")[0] == 405  # Django's view: POST only
-    status, _, body = call("GET", "/healthz")
-    assert (status, orjson.loads(body)) == (200, {"status": "ok"})
-    assert call("POST", "/extender/unknown")[0] == 404
+    response = asgi_request("GET", "/healthz")
+    assert (response.status_code, response.json()) == (200, {"status": "ok"})
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_no_django_url_serves_the_extender(verb):
+    with pytest.raises(Resolver404):
+        resolve(f"/extender/{verb}")
+
+
+@pytest.mark.django_db
+def test_the_wsgi_application_does_not_serve_the_extender(publish):
+    from schedweb.wsgi import application
+
+    publish(example("seed-003-name-length"))
+    body = args_body(go_pod("abc"), ["cp-1"])
+    environ = {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": "/extender/filter",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "HTTP_HOST": "127.0.0.1:8000",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": io.StringIO(),
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(body)),
+    }
+    seen: list[str] = []
+    answer = b"".join(
+        application(environ, lambda status, headers, exc_info=None: seen.append(status))
+    )
+    assert seen[0].startswith("404") and b"NodeNames" not in answer
 
 
 def test_the_lifespan_protocol_is_acknowledged():

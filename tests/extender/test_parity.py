@@ -8,9 +8,10 @@ import orjson
 import pytest
 
 from policies import services
+from tests.asgiclient import extender_post
 
 from ..api.conftest import make_user, token_client
-from .conftest import args_body, example, go_pod, post
+from .conftest import args_body, example, go_pod
 
 pytestmark = pytest.mark.django_db
 
@@ -56,7 +57,7 @@ def generated_pods(count: int, seed: int) -> list[dict]:
         "seed-000-name-score",
     ],
 )
-def test_extender_and_rest_preview_agree_on_50_generated_pods(client, publish, name):
+def test_extender_and_rest_preview_agree_on_50_generated_pods(publish, name):
     text = example(name)
     publish(text)
     user = make_user("viewer-p", "viewer")
@@ -65,31 +66,32 @@ def test_extender_and_rest_preview_agree_on_50_generated_pods(client, publish, n
         preview = api.post(
             "/api/v1/preview", {"document": text, "pod": pod, "cluster": "demo"}, format="json"
         ).json()["result"]
-        filtered = orjson.loads(post(client, "filter", args_body(pod)).content)
+        filtered = orjson.loads(extender_post("filter", args_body(pod)).content)
         expected_pass = [n["node"] for n in preview["nodes"] if n["verdict"] == "pass"]
         assert sorted(filtered["NodeNames"]) == sorted(expected_pass), pod["metadata"]["name"]
         rejected = {**filtered["FailedNodes"], **filtered["FailedAndUnresolvableNodes"]}
         assert set(rejected) == {n["node"] for n in preview["nodes"] if n["verdict"] == "reject"}
         if len(expected_pass) >= 2:
-            scores = orjson.loads(post(client, "prioritize", args_body(pod, expected_pass)).content)
+            scores = orjson.loads(
+                extender_post("prioritize", args_body(pod, expected_pass)).content
+            )
             want = {
                 n["node"]: n["extenderScore"] for n in preview["nodes"] if n["verdict"] == "pass"
             }
             assert {s["Host"]: s["Score"] for s in scores} == want, pod["metadata"]["name"]
 
 
-def test_sampled_decisions_are_stored_by_the_task_with_per_node_outcomes(client, publish):
+def test_sampled_decisions_are_stored_by_the_task_with_per_node_outcomes(publish):
     from policies.extender.runtime import runtime
     from policies.models import Decision
 
     publish(example("seed-003-name-length"))
-    post(client, "filter", args_body(go_pod("abc"), ["cp-1", "a-small-1"]))
-    post(client, "prioritize", args_body(go_pod("abc"), ["cp-1", "a-small-1"]))
-    post(
-        client, "filter", args_body(go_pod("abcdefg"), ["cp-1", "a-small-1"])
+    extender_post("filter", args_body(go_pod("abc"), ["cp-1", "a-small-1"]))
+    extender_post("prioritize", args_body(go_pod("abc"), ["cp-1", "a-small-1"]))
+    extender_post(
+        "filter", args_body(go_pod("abcdefg"), ["cp-1", "a-small-1"])
     )  # nothing passes: recorded
-    post(
-        client,
+    extender_post(
         "bind",
         orjson.dumps(
             {

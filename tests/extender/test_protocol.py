@@ -8,15 +8,16 @@ import orjson
 import pytest
 
 from policies.extender.runtime import runtime
+from tests.asgiclient import asgi_request, extender_post
 
-from .conftest import args_body, demo_node_objects, example, go_pod, post
+from .conftest import args_body, demo_node_objects, example, go_pod
 
 pytestmark = pytest.mark.django_db
 
 
-def test_filter_rejects_a_long_pod_name_everywhere_with_the_policy_message(client, publish):
+def test_filter_rejects_a_long_pod_name_everywhere_with_the_policy_message(publish):
     publish(example("seed-003-name-length"))
-    response = post(client, "filter", args_body(go_pod("abcdefg")))
+    response = extender_post("filter", args_body(go_pod("abcdefg")))
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json"
     assert response["X-Schedweb-Policy"] == "seed-003-name-length/v1"
@@ -35,12 +36,12 @@ def test_filter_rejects_a_long_pod_name_everywhere_with_the_policy_message(clien
     )
 
 
-def test_filter_and_prioritize_for_a_short_name_prefer_the_shortest_node_name(client, publish):
+def test_filter_and_prioritize_for_a_short_name_prefer_the_shortest_node_name(publish):
     publish(example("seed-003-name-length"))
     names = ["cp-1", "a-small-1", "worker-medium-a-1"]
-    body = orjson.loads(post(client, "filter", args_body(go_pod("abc"), names)).content)
+    body = orjson.loads(extender_post("filter", args_body(go_pod("abc"), names)).content)
     assert body["NodeNames"] == names and body["FailedAndUnresolvableNodes"] == {}
-    response = post(client, "prioritize", args_body(go_pod("abc"), names))
+    response = extender_post("prioritize", args_body(go_pod("abc"), names))
     assert response.status_code == 200
     # 20 - len: cp-1 16, a-small-1 11, worker-medium-a-1 3; minmax over the three:
     # (16-3)*100/13 = 100 -> 10; (11-3)*100/13 = 61.5 -> 6; 0 -> 0
@@ -50,35 +51,35 @@ def test_filter_and_prioritize_for_a_short_name_prefer_the_shortest_node_name(cl
     )
 
 
-def test_non_cache_capable_filter_echoes_the_passing_node_objects_unmodified(client, publish):
+def test_non_cache_capable_filter_echoes_the_passing_node_objects_unmodified(publish):
     publish(example("seed-003-name-length"))
     names = ["cp-1", "a-small-1"]
-    body = orjson.loads(post(client, "filter", args_body(go_pod("abc"), names, full=True)).content)
+    body = orjson.loads(extender_post("filter", args_body(go_pod("abc"), names, full=True)).content)
     assert body["NodeNames"] is None
     sent = [n for n in demo_node_objects() if n["metadata"]["name"] in names]
     assert body["Nodes"] == {"metadata": {}, "items": sent}
     rejected = orjson.loads(
-        post(client, "filter", args_body(go_pod("abcdefg"), names, full=True)).content
+        extender_post("filter", args_body(go_pod("abcdefg"), names, full=True)).content
     )
     assert rejected["Nodes"] == {"metadata": {}, "items": []}
     assert set(rejected["FailedAndUnresolvableNodes"]) == set(names)
 
 
-def test_prioritize_in_both_modes_gives_the_same_integer_scores(client, publish):
+def test_prioritize_in_both_modes_gives_the_same_integer_scores(publish):
     publish(example("least-allocated"))
     pod = go_pod("web-2", cpu="500m")
     names = [n["metadata"]["name"] for n in demo_node_objects()][:12]
-    by_name = orjson.loads(post(client, "prioritize", args_body(pod, names)).content)
-    by_object = orjson.loads(post(client, "prioritize", args_body(pod, names, full=True)).content)
+    by_name = orjson.loads(extender_post("prioritize", args_body(pod, names)).content)
+    by_object = orjson.loads(extender_post("prioritize", args_body(pod, names, full=True)).content)
     assert by_name == by_object
     assert [e["Host"] for e in by_name] == names
     assert all(type(e["Score"]) is int and 0 <= e["Score"] <= 10 for e in by_name)
 
 
-def test_pods_of_other_schedulers_pass_through_at_once(client, publish):
+def test_pods_of_other_schedulers_pass_through_at_once(publish):
     publish(example("seed-003-name-length"))
     pod = go_pod("abcdefg", scheduler="default-scheduler")
-    body = orjson.loads(post(client, "filter", args_body(pod, ["cp-1", "x"])).content)
+    body = orjson.loads(extender_post("filter", args_body(pod, ["cp-1", "x"])).content)
     assert body == {
         "NodeNames": ["cp-1", "x"],
         "Nodes": None,
@@ -86,39 +87,39 @@ def test_pods_of_other_schedulers_pass_through_at_once(client, publish):
         "FailedAndUnresolvableNodes": {},
         "Error": "",
     }
-    response = post(client, "prioritize", args_body(pod, ["cp-1"]))
+    response = extender_post("prioritize", args_body(pod, ["cp-1"]))
     assert response.content == b"[]" and response["X-Schedweb-Policy"] == "none"
 
 
-def test_keys_in_any_casing_are_accepted(client, publish):
+def test_keys_in_any_casing_are_accepted(publish):
     publish(example("seed-003-name-length"))
     body = orjson.dumps({"pod": go_pod("abc"), "nodes": None, "nodenames": ["cp-1"]})
-    assert orjson.loads(post(client, "filter", body).content)["NodeNames"] == ["cp-1"]
+    assert orjson.loads(extender_post("filter", body).content)["NodeNames"] == ["cp-1"]
 
 
-def test_unknown_nodes_pass_with_ignore_and_fail_with_fail(client, publish):
+def test_unknown_nodes_pass_with_ignore_and_fail_with_fail(publish):
     policy = example("seed-003-name-length")
     publish(policy)
     body = orjson.loads(
-        post(client, "filter", args_body(go_pod("abc"), ["cp-1", "brand-new"])).content
+        extender_post("filter", args_body(go_pod("abc"), ["cp-1", "brand-new"])).content
     )
     assert body["NodeNames"] == ["cp-1", "brand-new"]
     publish(policy.replace("failurePolicy: Ignore", "failurePolicy: Fail"))
     body = orjson.loads(
-        post(client, "filter", args_body(go_pod("abc"), ["cp-1", "brand-new"])).content
+        extender_post("filter", args_body(go_pod("abc"), ["cp-1", "brand-new"])).content
     )
     assert body["NodeNames"] == ["cp-1"]
     assert "no data for this node" in body["FailedNodes"]["brand-new"]
     scores = orjson.loads(
-        post(client, "prioritize", args_body(go_pod("abc"), ["cp-1", "brand-new"])).content
+        extender_post("prioritize", args_body(go_pod("abc"), ["cp-1", "brand-new"])).content
     )
     assert scores == [{"Host": "cp-1", "Score": 10}, {"Host": "brand-new", "Score": 0}]
 
 
-def test_prioritize_answers_in_the_request_order_with_each_name_once_per_mention(client, publish):
+def test_prioritize_answers_in_the_request_order_with_each_name_once_per_mention(publish):
     publish(example("seed-003-name-length"))
     names = ["worker-medium-a-1", "cp-1", "a-small-1", "cp-1"]
-    scores = orjson.loads(post(client, "prioritize", args_body(go_pod("abc"), names)).content)
+    scores = orjson.loads(extender_post("prioritize", args_body(go_pod("abc"), names)).content)
     assert [s["Host"] for s in scores] == names
     by_host = {s["Host"]: s["Score"] for s in scores}
     # seed 003: shorter node names score higher
@@ -127,7 +128,7 @@ def test_prioritize_answers_in_the_request_order_with_each_name_once_per_mention
 
 
 def test_an_internal_error_follows_the_failure_policy_and_prioritize_answers_empty(
-    client, publish, monkeypatch
+    publish, monkeypatch
 ):
     policy = example("seed-003-name-length")
     publish(policy)
@@ -137,13 +138,13 @@ def test_an_internal_error_follows_the_failure_policy_and_prioritize_answers_emp
         raise RuntimeError("boom")
 
     monkeypatch.setattr(served.compiled, "evaluate", broken)
-    body = orjson.loads(post(client, "filter", args_body(go_pod("abcdefg"), ["cp-1"])).content)
+    body = orjson.loads(extender_post("filter", args_body(go_pod("abcdefg"), ["cp-1"])).content)
     assert body["NodeNames"] == ["cp-1"] and body["Error"] == ""  # Ignore: fail open
-    assert post(client, "prioritize", args_body(go_pod("abc"), ["cp-1"])).content == b"[]"
+    assert extender_post("prioritize", args_body(go_pod("abc"), ["cp-1"])).content == b"[]"
     publish(policy.replace("failurePolicy: Ignore", "failurePolicy: Fail"))
     served = runtime().registry.by_scheduler["schedweb"]
     monkeypatch.setattr(served.compiled, "evaluate", broken)
-    body = orjson.loads(post(client, "filter", args_body(go_pod("abc"), ["cp-1"])).content)
+    body = orjson.loads(extender_post("filter", args_body(go_pod("abc"), ["cp-1"])).content)
     assert body["NodeNames"] == [] and body["Error"] == "schedweb internal error: boom"
 
 
@@ -164,39 +165,58 @@ def test_an_internal_error_follows_the_failure_policy_and_prioritize_answers_emp
         ),
     ],
 )
-def test_a_malformed_body_is_a_400_with_a_json_error(client, publish, body, message):
+def test_a_malformed_body_is_a_400_with_a_json_error(publish, body, message):
     publish(example("seed-003-name-length"))
     for verb in ("filter", "prioritize"):
-        response = post(client, verb, body)
+        response = extender_post(verb, body)
         assert response.status_code == 400
         assert message in orjson.loads(response.content)["detail"]
 
 
-def test_only_post_without_a_trailing_slash_is_served(client, publish):
+def test_only_post_without_a_trailing_slash_is_served(publish):
     publish(example("seed-003-name-length"))
-    response = client.get("/extender/filter")
-    assert response.status_code == 405 and response["Allow"] == "POST"
-    slash = post(client, "filter/", args_body(go_pod("abc"), ["cp-1"]))
+    for verb in ("filter", "prioritize", "preempt", "bind"):
+        response = asgi_request("GET", f"/extender/{verb}")
+        assert (response.status_code, response["Allow"]) == (405, "POST")
+        assert response.json() == {"error": "bad_request", "detail": f"{verb} takes POST"}
+    slash = extender_post("filter/", args_body(go_pod("abc"), ["cp-1"]))
     assert slash.status_code == 404  # never a redirect: Go would turn it into a GET
 
 
-def test_answers_need_no_database_query(client, publish, django_assert_num_queries):
+def test_other_paths_under_extender_are_a_json_404_for_any_method(publish):
+    publish(example("seed-003-name-length"))
+    for method, path in [
+        ("POST", "/extender/filter/"),
+        ("POST", "/extender/unknown"),
+        ("GET", "/extender/"),
+        ("POST", "/extender/Filter"),  # Go appends the configured verb verbatim
+    ]:
+        response = asgi_request(method, path, b"{}")
+        assert (response.status_code, response["Content-Type"]) == (404, "application/json")
+        assert response.json() == {"error": "not_found", "detail": f"no such extender verb: {path}"}
+
+
+def test_answers_need_no_database_query(publish, queries_anywhere):
+    """Through the ASGI entry, as served: filter, prioritize and preempt inline on the event loop
+    (where a query would raise SynchronousOnlyOperation), bind in a thread (counted here)."""
     publish(example("least-allocated"))
-    post(client, "filter", args_body(go_pod("w"), ["cp-1"]))  # warm up
-    with django_assert_num_queries(0):
-        for verb in ("filter", "prioritize", "preempt"):
-            assert post(client, verb, args_body(go_pod("w"))).status_code == 200
+    extender_post("filter", args_body(go_pod("w"), ["cp-1"]))  # warm up (the runtime is ready)
+    queries_anywhere.clear()
+    for verb in ("filter", "prioritize", "preempt"):
+        assert extender_post(verb, args_body(go_pod("w"))).status_code == 200
+    binding = {"PodName": "w", "PodNamespace": "default", "PodUID": "u", "Node": "cp-1"}
+    assert extender_post("bind", orjson.dumps(binding)).status_code == 200
+    assert queries_anywhere == []
 
 
-def test_preempt_keeps_victims_except_on_nodes_a_filter_says_never_fit(client, publish):
+def test_preempt_keeps_victims_except_on_nodes_a_filter_says_never_fit(publish):
     publish(example("seed-003-name-length"))
     meta = {
         "cp-1": {"Pods": [{"UID": "u1"}], "NumPDBViolations": 0},
         "a-small-1": {"Pods": [{"UID": "u2"}, {"UID": "u3"}], "NumPDBViolations": 1},
     }
     kept = orjson.loads(
-        post(
-            client,
+        extender_post(
             "preempt",
             orjson.dumps(
                 {"Pod": go_pod("abc"), "NodeNameToVictims": None, "NodeNameToMetaVictims": meta}
@@ -205,8 +225,7 @@ def test_preempt_keeps_victims_except_on_nodes_a_filter_says_never_fit(client, p
     )
     assert kept == {"NodeNameToMetaVictims": meta}
     dropped = orjson.loads(
-        post(
-            client,
+        extender_post(
             "preempt",
             orjson.dumps(
                 {"Pod": go_pod("abcdefg"), "NodeNameToVictims": None, "NodeNameToMetaVictims": meta}
@@ -216,8 +235,7 @@ def test_preempt_keeps_victims_except_on_nodes_a_filter_says_never_fit(client, p
     assert dropped == {"NodeNameToMetaVictims": {}}
     full = {"cp-1": {"Pods": [go_pod("victim", uid="u9")], "NumPDBViolations": 0}}
     converted = orjson.loads(
-        post(
-            client,
+        extender_post(
             "preempt",
             orjson.dumps(
                 {"Pod": go_pod("abc"), "NodeNameToVictims": full, "NodeNameToMetaVictims": None}
@@ -229,18 +247,18 @@ def test_preempt_keeps_victims_except_on_nodes_a_filter_says_never_fit(client, p
     }
 
 
-def test_bind_without_a_cluster_client_reports_an_error_in_the_protocol(client, publish):
+def test_bind_without_a_cluster_client_reports_an_error_in_the_protocol(publish):
     publish(example("seed-003-name-length"))
     body = orjson.dumps(
         {"PodName": "abc", "PodNamespace": "default", "PodUID": "u", "Node": "cp-1"}
     )
-    response = post(client, "bind", body)
+    response = extender_post("bind", body)
     assert response.status_code == 200
     assert "no Kubernetes client" in orjson.loads(response.content)["Error"]
-    assert post(client, "bind", b'{"PodName": ""}').status_code == 400
+    assert extender_post("bind", b'{"PodName": ""}').status_code == 400
 
 
-def test_fuzzed_bodies_never_produce_a_500(client, publish):
+def test_fuzzed_bodies_never_produce_a_500(publish):
     publish(
         example("least-allocated"), example("seed-003-name-length").replace("[schedweb]", "[other]")
     )
@@ -260,7 +278,7 @@ def test_fuzzed_bodies_never_produce_a_500(client, publish):
                     [b"null", b"{}", b"[]", b'"x"', b"-1e999", b"\\u0000", b",", b"9" * 30]
                 )
         for verb in ("filter", "prioritize", "preempt", "bind"):
-            response = post(client, verb, bytes(data))
+            response = extender_post(verb, bytes(data))
             assert response.status_code in (200, 400), (
                 verb,
                 bytes(data)[:200],
@@ -271,9 +289,9 @@ def test_fuzzed_bodies_never_produce_a_500(client, publish):
 
 def test_metrics_count_requests_latency_and_decisions(client, publish):
     publish(example("seed-003-name-length"))
-    post(client, "filter", args_body(go_pod("abc"), ["cp-1", "a-small-1"]))
-    post(client, "prioritize", args_body(go_pod("abc"), ["cp-1", "a-small-1"]))
-    post(client, "filter", b"nope")
+    extender_post("filter", args_body(go_pod("abc"), ["cp-1", "a-small-1"]))
+    extender_post("prioritize", args_body(go_pod("abc"), ["cp-1", "a-small-1"]))
+    extender_post("filter", b"nope")
     state = runtime()
     state.metrics.flush(state.redis)
     text = client.get("/metrics").content.decode()

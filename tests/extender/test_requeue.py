@@ -11,6 +11,7 @@ import pytest
 from policies.cluster.loaded import LoadedCluster
 from policies.cluster.state import ClusterState
 from policies.extender.requeue import ANNOTATION, rejections_record, requeue_key, requeue_unblocked
+from tests.asgiclient import extender_post
 from tests.builders import make_node, make_pod
 
 from .conftest import example
@@ -122,17 +123,17 @@ def test_a_policy_over_the_installations_budget_nudges_nothing_as_the_extender_s
 
 
 @pytest.mark.django_db
-def test_the_extender_remembers_pods_it_rejected_everywhere(client, publish, settings):
+def test_the_extender_remembers_pods_it_rejected_everywhere(publish, settings):
     import orjson
 
     from policies.extender.runtime import runtime
 
-    from .conftest import args_body, go_pod, post
+    from .conftest import args_body, go_pod
 
     publish(example("seed-003-name-length"))
-    post(client, "filter", args_body(go_pod("abcdefg"), ["cp-1", "a-small-1"]))
-    post(
-        client, "filter", args_body(go_pod("abc"), ["cp-1", "a-small-1"])
+    extender_post("filter", args_body(go_pod("abcdefg"), ["cp-1", "a-small-1"]))
+    extender_post(
+        "filter", args_body(go_pod("abc"), ["cp-1", "a-small-1"])
     )  # passes: not remembered
     state = runtime()
     state._flush_rejections()

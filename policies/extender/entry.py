@@ -1,0 +1,42 @@
+"""What kube-scheduler's HTTP calls get: POST /extender/{filter,prioritize,preempt,bind}.
+
+The extender has one way in: schedweb/asgi.py reads the request (and refuses a body over
+SCHEDWEB_EXTENDER_MAX_BODY_BYTES while reading it; a nodeCacheCapable=false request for 1000
+nodes is several MB) and sends what these functions answer. No Django route serves /extender/:
+no trailing slash, no CSRF, no session, no redirects (extender-protocol.md sections 1 and 8,
+P14). Always 200 for a well-formed request (the scheduler treats anything else as a failed
+call), 400 with a JSON error for a malformed one.
+
+Every answer is (status, JSON body bytes, policy label); an empty label means no
+X-Schedweb-Policy header.
+"""
+
+from __future__ import annotations
+
+from . import protocol
+from .runtime import runtime
+
+PREFIX = "/extender/"
+VERBS = ("filter", "prioritize", "preempt", "bind")
+
+
+def extender_answer(verb: str, body: bytes) -> tuple[int, bytes, str]:
+    """The answer to a POST of `body` to /extender/<verb> (one of VERBS), read within the limit."""
+    answer = getattr(runtime().extender, verb)(body)
+    return answer.status, answer.body, answer.policy
+
+
+def too_large_answer(limit: int) -> tuple[int, bytes, str]:
+    """413: the body grew past `limit` bytes (the rest was not read)."""
+    return 413, protocol.error_body(f"the body is larger; the limit is {limit} bytes"), ""
+
+
+def method_not_allowed_answer(verb: str) -> tuple[int, bytes, str]:
+    """405 for anything but POST to a verb; the caller adds `Allow: POST`."""
+    return 405, protocol.error_body(f"{verb} takes POST"), ""
+
+
+def not_found_answer(path: str) -> tuple[int, bytes, str]:
+    """404 for a path under /extender/ that is not a verb (a trailing slash included: never a
+    redirect, which Go's client would turn into a GET without a body)."""
+    return 404, protocol.error_body(f"no such extender verb: {path}", code="not_found"), ""

@@ -1,0 +1,82 @@
+"""Requests through schedweb.asgi.application, the application uvicorn serves, in process:
+tests reach the extender the way kube-scheduler's calls do."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import orjson
+
+
+@dataclass(frozen=True, slots=True)
+class AsgiResponse:
+    """Status, headers (lower-cased names) and body; `response["X-Name"]` reads a header."""
+
+    status_code: int
+    headers: dict[str, str]
+    content: bytes
+
+    def __getitem__(self, name: str) -> str:
+        return self.headers[name.lower()]
+
+    def json(self):
+        return orjson.loads(self.content)
+
+
+def run(coroutine) -> None:
+    """asyncio.run in a thread of its own: the browser tests' Playwright keeps an event loop
+    running in the main thread for the whole session."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, coroutine).result()
+
+
+def asgi_request(method: str, path: str, body: bytes = b"", *, chunk: int = 0) -> AsgiResponse:
+    """One HTTP request through schedweb.asgi.application; the body in `chunk`-byte messages."""
+    from schedweb import asgi
+
+    parts = [body[i : i + chunk] for i in range(0, len(body), chunk)] if chunk else [body]
+    messages = [
+        {"type": "http.request", "body": part, "more_body": i < len(parts) - 1}
+        for i, part in enumerate(parts)
+    ]
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        if messages:
+            return messages.pop(0)
+        await asyncio.Event().wait()  # the client stays connected until the answer is sent
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"127.0.0.1"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+    }
+    run(asgi.application(scope, receive, send))
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    payload = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
+    return AsgiResponse(start["status"], headers, payload)
+
+
+def extender_post(verb: str, body: bytes) -> AsgiResponse:
+    """POST /extender/<verb> as kube-scheduler sends it."""
+    return asgi_request("POST", f"/extender/{verb}", body)

@@ -14,5 +14,5 @@ urlpatterns = [
     path("", include("policies.urls")),
 ]
 
-handler404 = "policies.views.not_found"
-handler500 = "policies.views.server_error"
+handler404 = "policies.ui.errors.not_found"
+handler500 = "policies.ui.errors.server_error"

@@ -28,7 +28,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import LoginView, LogoutView, redirect_to_login
 from django.core.paginator import Paginator
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -37,6 +37,7 @@ from django.views.decorators.http import require_GET
 from policies import selectors
 from policies.cluster_views import cluster_status
 from policies.extender.metrics import recent_summary
+from policies.health import database_check, redis_check
 from policies.models import AuditEvent, Decision, PolicyActivation
 from policies.redis import redis_client
 from policies.roles import DESCRIPTIONS, user_role
@@ -98,7 +99,7 @@ def _database_down(request: HttpRequest, exc: Exception) -> HttpResponse:
     """A page (or the health fragment) that touches neither the session nor the user."""
     log.warning("database unavailable while loading the session: %s", exc)
     context = {
-        "redis": _check_redis(),
+        "redis": redis_check(),
         "error": exc.__class__.__name__,
         "fragment": bool(request.headers.get("HX-Request")),
     }
@@ -233,25 +234,6 @@ def audit_row(*, event: AuditEvent) -> dict[str, Any]:
     }
 
 
-def _check_database() -> str:
-    """Empty when the database answers SELECT 1, else the error's class name."""
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-    except DatabaseError as exc:
-        return exc.__class__.__name__
-    return ""
-
-
-def _check_redis() -> str:
-    """Empty when Redis answers PING, else the error's class name."""
-    try:
-        redis_client().ping()
-    except Exception as exc:  # redis raises several unrelated types (connection, timeout, auth)
-        return exc.__class__.__name__
-    return ""
-
-
 def _extender_summary(*, redis_error: str) -> dict[str, Any]:
     """recent_summary() for the card, or the sentence saying why there are no numbers."""
     if redis_error:
@@ -293,8 +275,8 @@ def _cluster() -> dict[str, Any]:
 
 def health_context() -> dict[str, Any]:
     """Everything the health card shows; each part degrades to a sentence on its own."""
-    database_error = _check_database()
-    redis_error = _check_redis()
+    database_error = database_check()
+    redis_error = redis_check()
     return {
         "database_error": database_error,
         "redis_error": redis_error,

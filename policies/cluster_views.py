@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -31,7 +30,7 @@ from policies.cluster.loaded import LoadedCluster, cluster_default
 from policies.engine.inputs import NodeView, PodView
 from policies.errors import ClusterUnavailable, InputError
 from policies.models import SyncRun
-from policies.roles import has_role
+from policies.ui.access import page_access
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 GPU = "nvidia_com_gpu"
@@ -405,11 +404,9 @@ class ClusterPodsView(ApiView):
 # --- page --------------------------------------------------------------------------------------
 
 
-@login_required
+@page_access(roles={"GET": "viewer"})
 def cluster_page(request: HttpRequest) -> HttpResponse:
     """Nodes and pods of the configured source as the engine sees them, and its status."""
-    if not has_role(request.user, "viewer"):
-        return render(request, "cluster/forbidden.html", status=403)
     status, loaded = cluster_status()
     context: dict[str, Any] = {"status": status, "filters": request.GET, "phases": PHASES}
     if loaded is not None:

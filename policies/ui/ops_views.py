@@ -15,24 +15,21 @@ failing the page (DESIGN.md section 10). Pages need the viewer role; nothing her
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.views import LoginView, LogoutView, redirect_to_login
+from django.contrib.auth.views import LoginView, LogoutView
 from django.core.paginator import Paginator
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.loader import render_to_string
-from django.views.decorators.http import require_GET
 
 from policies import selectors
 from policies.cluster_views import cluster_status
@@ -40,7 +37,6 @@ from policies.extender.metrics import recent_summary
 from policies.health import database_check, redis_check
 from policies.models import AuditEvent, Decision, PolicyActivation
 from policies.redis import redis_client
-from policies.roles import DESCRIPTIONS, user_role
 from policies.schedulerconfig import (
     MANAGED_RESOURCE,
     SchedulerSetup,
@@ -48,6 +44,7 @@ from policies.schedulerconfig import (
     scheduler_configuration,
     second_scheduler_manifests,
 )
+from policies.ui.access import page_access
 from policies.ui.context import role
 
 log = logging.getLogger(__name__)
@@ -56,58 +53,6 @@ RECENT = 10  # rows of recent decisions and audit events on the dashboard
 DECISIONS_PER_PAGE = 50
 HEALTH_MINUTES = 5  # the extender health window (metrics are bucketed per minute)
 HEALTH_POLL_SECONDS = 5
-
-# --- access -------------------------------------------------------------------------------------
-
-
-def viewer_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Login required plus the viewer role; htmx callers get HX-Redirect to the sign-in page.
-
-    The session lives in the database: when it does not answer, nobody can be identified, so the
-    answer is a standalone 503 page saying what is down (never a 500)."""
-
-    @functools.wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        try:
-            authenticated = request.user.is_authenticated
-            role = user_role(request.user) if authenticated else None
-        except DatabaseError as exc:
-            return _database_down(request, exc)
-        if not authenticated:
-            if request.headers.get("HX-Request"):
-                # The browser's page, not the fragment's URL, is where to come back to
-                # (LoginView checks `next` is on this host before using it).
-                current = urlsplit(request.headers.get("HX-Current-URL", ""))
-                back = current.path + (f"?{current.query}" if current.query else "") or "/"
-                response = HttpResponse(status=204)
-                response["HX-Redirect"] = f"{settings.LOGIN_URL}?{urlencode({'next': back})}"
-                return response
-            return redirect_to_login(request.get_full_path())
-        if role is None:
-            return render(
-                request,
-                "ops/forbidden.html",
-                {"user_role": None, "needed": "viewer", "allows": DESCRIPTIONS["viewer"]},
-                status=403,
-            )
-        return view(request, *args, **kwargs)
-
-    return wrapper
-
-
-def _database_down(request: HttpRequest, exc: Exception) -> HttpResponse:
-    """A page (or the health fragment) that touches neither the session nor the user."""
-    log.warning("database unavailable while loading the session: %s", exc)
-    context = {
-        "redis": redis_check(),
-        "error": exc.__class__.__name__,
-        "fragment": bool(request.headers.get("HX-Request")),
-    }
-    # htmx swaps only 2xx answers: the health card gets its sentence with 200, pages get 503.
-    return HttpResponse(
-        render_to_string("ops/unavailable.html", context),
-        status=200 if context["fragment"] else 503,
-    )
 
 
 def _page(
@@ -287,8 +232,7 @@ def health_context() -> dict[str, Any]:
     }
 
 
-@require_GET
-@viewer_page
+@page_access(roles={"GET": "viewer"})
 def dashboard(request: HttpRequest) -> HttpResponse:
     """The landing page: what serves, what the cluster looks like, how the extender does."""
     context = {
@@ -306,8 +250,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return _page(request, "ops/dashboard.html", context)
 
 
-@require_GET
-@viewer_page
+@page_access(roles={"GET": "viewer"})
 def dashboard_health(request: HttpRequest) -> HttpResponse:
     """The health card alone, for htmx polling (always 200: its sentences carry the trouble)."""
     return _page(request, "ops/_health.html", {"health": health_context()})
@@ -463,8 +406,7 @@ class DecisionFilterForm(forms.Form):
         return data
 
 
-@require_GET
-@viewer_page
+@page_access(roles={"GET": "viewer"})
 def decision_list(request: HttpRequest) -> HttpResponse:
     """Sampled extender decisions, newest first, filtered and paginated."""
     form = DecisionFilterForm(request.GET)
@@ -489,8 +431,7 @@ def decision_list(request: HttpRequest) -> HttpResponse:
     return _page(request, "ops/decisions.html", context)
 
 
-@require_GET
-@viewer_page
+@page_access(roles={"GET": "viewer"})
 def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
     """Why the pod went where it went: every node's verdict and score breakdown."""
     decision = get_object_or_404(Decision, pk=decision_id)
@@ -669,8 +610,7 @@ def _opt_in_pod(scheduler_name: str) -> dict[str, Any]:
     }
 
 
-@require_GET
-@viewer_page
+@page_access(roles={"GET": "viewer"})
 def connect(request: HttpRequest) -> HttpResponse:
     """How to point kube-scheduler here; htmx re-renders the options and outputs together."""
     bound = "weight" in request.GET  # the form always sends weight; a plain visit gets defaults

@@ -2,8 +2,9 @@
 
 from django.urls import path
 
-from . import cluster_views, devviews, ops
+from . import cluster_views, ops
 from .extender import views as extender
+from .ui import gallery
 
 urlpatterns = [
     path("cluster/", cluster_views.cluster_page, name="cluster"),
@@ -16,6 +17,6 @@ urlpatterns = [
     path("extender/preempt", extender.preempt_view),
     path("extender/bind", extender.bind_view),
     # Component gallery for developers and browser tests; the views answer 404 unless DEBUG.
-    path("_dev/components/", devviews.components, name="dev-components"),
-    path("_dev/components/preview", devviews.components_preview, name="dev-components-preview"),
+    path("_dev/components/", gallery.components, name="dev-components"),
+    path("_dev/components/preview", gallery.components_preview, name="dev-components-preview"),
 ]

@@ -42,7 +42,7 @@ from .completions import policy_completions
 from .diff import side_by_side
 from .examples import example_pods, example_policies
 from .forms import NewPolicyForm, PodChoice, PublishForm, pod_choice_parse
-from .markers import error_markers
+from .markers import error_markers, markers_json
 from .preview import (
     PreviewInput,
     cluster_info,
@@ -225,12 +225,6 @@ def _compare_source(policy: Policy) -> tuple[str | None, str]:
     return (active.document, f"v{active.number}") if active else (None, "")
 
 
-def _markers_json(markers: list[dict[str, Any]]) -> str:
-    from policies.devviews import markers_json
-
-    return markers_json(markers=markers)
-
-
 @page_access(roles={"GET": "viewer"})
 def playground(request: HttpRequest, name: str) -> HttpResponse:
     """The editor on the draft (or ?version=N), with a first preview rendered in the page."""
@@ -296,7 +290,7 @@ def playground(request: HttpRequest, name: str) -> HttpResponse:
         "settings_source": settings.SCHEDWEB_CLUSTER_SOURCE,
         "compare": compare,
         "preview": preview,
-        "markers_json": _markers_json(preview.get("markers", [])),
+        "markers_json": markers_json(markers=preview.get("markers", [])),
         "completions": policy_completions(
             document=document, nodes=cluster.nodes() if cluster is not None else []
         ),
@@ -353,7 +347,7 @@ def preview(request: HttpRequest, name: str) -> HttpResponse:
     seq = request.POST.get("seq", "")
     context = {
         "preview": result,
-        "markers_json": _markers_json(result.get("markers", [])),
+        "markers_json": markers_json(markers=result.get("markers", [])),
         "revision": revision if revision.isdigit() else "",
         "checked_at": timezone.now(),
         "oob": True,
@@ -389,7 +383,9 @@ def draft_save(request: HttpRequest, name: str) -> HttpResponse:
         )
     except PolicyInvalid as exc:
         markers, _ = error_markers(text=document, errors=exc.errors)
-        context.update(outcome="invalid", problems=exc.errors, markers_json=_markers_json(markers))
+        context.update(
+            outcome="invalid", problems=exc.errors, markers_json=markers_json(markers=markers)
+        )
         status = 422
     except PreconditionFailed as exc:
         current = Policy.objects.get(pk=policy.pk)

@@ -1,13 +1,12 @@
-"""URLs of the policies app (pages and ops endpoints)."""
+"""URLs of the ops endpoints (/healthz, /readyz, /metrics) and the extender's verbs; the pages
+are in policies/ui/urls.py, the API in policies/api/urls.py."""
 
 from django.urls import path
 
-from . import cluster_views, ops
+from . import ops
 from .extender import views as extender
-from .ui import gallery
 
 urlpatterns = [
-    path("cluster/", cluster_views.cluster_page, name="cluster"),
     path("healthz", ops.healthz, name="healthz"),
     path("readyz", ops.readyz, name="readyz"),
     path("metrics", ops.metrics, name="metrics"),
@@ -16,7 +15,4 @@ urlpatterns = [
     path("extender/prioritize", extender.prioritize_view),
     path("extender/preempt", extender.preempt_view),
     path("extender/bind", extender.bind_view),
-    # Component gallery for developers and browser tests; the views answer 404 unless DEBUG.
-    path("_dev/components/", gallery.components, name="dev-components"),
-    path("_dev/components/preview", gallery.components_preview, name="dev-components-preview"),
 ]

@@ -32,7 +32,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from policies import selectors
-from policies.cluster_views import cluster_status
+from policies.cluster.status import cluster_status
 from policies.extender.metrics import recent_summary
 from policies.health import database_check, redis_check
 from policies.models import AuditEvent, Decision, PolicyActivation
@@ -203,7 +203,7 @@ def _extender_summary(*, redis_error: str) -> dict[str, Any]:
 
 
 def _cluster() -> dict[str, Any]:
-    """cluster_views.cluster_status() without its sync-run history; never raises."""
+    """cluster_status() without its sync-run history; never raises."""
     try:
         status, _loaded = cluster_status(runs=1)
     except Exception as exc:  # a live source reads Redis and the database; both may fail

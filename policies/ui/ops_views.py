@@ -276,19 +276,34 @@ def _fmt(value: Any, places: int = 2) -> str:
     return str(value)  # a raw score that is not a number (a CEL string): shown as recorded
 
 
-def _record(decision: Decision) -> tuple[list[str], list[int], list[dict[str, Any]], bool]:
-    """The stored record's score names, weights and node entries; False when it is unreadable."""
+@dataclass(frozen=True)
+class _Record:
+    """A stored decision record read defensively (it is JSON, possibly from an older extender)."""
+
+    scores: list[str]
+    weights: list[float]
+    nodes: list[dict[str, Any]]
+    readable: bool  # False: some of it could not be read
+    winners: list[str]
+
+
+def _record(decision: Decision) -> _Record:
+    """The stored record's score names, weights, node entries and winners."""
     data = decision.nodes
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
-        return [], [], [], False
+        return _Record([], [], [], False, [])
     scores = [str(s) for s in data.get("scores") or []]
     weights = [_number(w) or 0 for w in data.get("weights") or []]  # unreadable weight: 0
     nodes = [n for n in data["nodes"] if isinstance(n, dict) and n.get("n")]
-    return scores, weights, nodes, len(nodes) == len(data["nodes"])
+    stored = data.get("winners")
+    # The extender records the evaluation's winners; the totals it stores are rounded to 3
+    # places, so recomputing from them (for records from before `winners`) can show false ties.
+    winners = [str(w) for w in stored] if isinstance(stored, list) else _winners(nodes)
+    return _Record(scores, weights, nodes, len(nodes) == len(data["nodes"]), winners)
 
 
 def _winners(nodes: list[dict[str, Any]]) -> list[str]:
-    """Passing nodes with the highest total (the extender's favourites; ties all win)."""
+    """Passing nodes with the highest stored total (the extender's favourites; ties all win)."""
     totals = [
         (n["n"], n["total"]) for n in nodes if n.get("ok") and _number(n.get("total")) is not None
     ]
@@ -300,7 +315,8 @@ def _winners(nodes: list[dict[str, Any]]) -> list[str]:
 
 def decision_summary(*, decision: Decision) -> dict[str, Any]:
     """A decision as one row: pod, policy version, verb, passing/total, winners, chosen node."""
-    _scores, _weights, nodes, _ok = _record(decision)
+    record = _record(decision)
+    nodes = record.nodes
     return {
         "id": decision.pk,
         "at": decision.created_at,
@@ -311,7 +327,7 @@ def decision_summary(*, decision: Decision) -> dict[str, Any]:
         "verb": decision.verb,
         "passing": sum(1 for n in nodes if n.get("ok")),
         "total": len(nodes),
-        "winners": _winners(nodes),
+        "winners": record.winners,
         "chosen": decision.chosen_node,
     }
 
@@ -319,8 +335,9 @@ def decision_summary(*, decision: Decision) -> dict[str, Any]:
 def decision_breakdown(*, decision: Decision) -> dict[str, Any]:
     """Every node of a decision: verdict, failing rule, each score raw -> normalized -> weighted
     (weighted = normalized x weight, as the engine computes it), total and extender score."""
-    scores, weights, nodes, readable = _record(decision)
-    winners = set(_winners(nodes))
+    record = _record(decision)
+    scores, weights, nodes, readable = record.scores, record.weights, record.nodes, record.readable
+    winners = set(record.winners)
     rows = []
     for entry in nodes:
         raw = entry.get("raw") if isinstance(entry.get("raw"), list) else []

@@ -493,6 +493,41 @@ def test_an_unreadable_record_is_shown_as_far_as_it_goes(stored):
     assert "could not be read" in response.content.decode()
 
 
+def near_tie_decision():
+    """A decision where the demo cluster's first node beats every other by 0.0002 (totals:
+    50.0002 vs 50.0 with normalize none and one weight), less than the record's 3 places."""
+    cluster = cluster_load("demo")
+    first = cluster.nodes()[0]["name"]
+    compiled = compile_policy(
+        "name: near-tie\nschedulerNames: [schedweb]\nscores:\n  - name: almost\n"
+        f"    expression: 'node.name == \"{first}\" ? 50.0002 : 50.0'\n    normalize: none\n"
+    )
+    pod = pod_view_from_text((EXAMPLES / "pods" / "web.yaml").read_text())
+    evaluation = compiled.evaluate(pod, cluster.nodes(), cluster.state)
+    served = ServedPolicy(name="near-tie", version=1, compiled=compiled)
+    services.decisions_store(batch=[_decision(pod, served, "prioritize", evaluation)])
+    return Decision.objects.order_by("-pk").first(), first
+
+
+def test_totals_closer_than_the_records_rounding_are_not_shown_as_a_tie():
+    decision, first = near_tie_decision()
+    client = client_for("viewer")
+    (summary,) = client.get("/decisions/").context["rows"]
+    assert summary["winners"] == [first]
+    breakdown = client.get(f"/decisions/{decision.pk}/").context["breakdown"]
+    assert [r["node"] for r in breakdown["rows"] if r["winner"]] == [first]
+
+
+def test_a_record_from_before_winners_were_stored_recomputes_them_from_its_totals():
+    decision, _first = near_tie_decision()
+    record = dict(decision.nodes)
+    del record["winners"]
+    Decision.objects.filter(pk=decision.pk).update(nodes=record)
+    (summary,) = client_for("viewer").get("/decisions/").context["rows"]
+    # every passing node's stored total is 50.0 once rounded to 3 places: all tie
+    assert summary["winners"] == [n["n"] for n in record["nodes"] if n["ok"]]
+
+
 def test_an_unknown_decision_is_a_404():
     assert client_for("viewer").get("/decisions/999999/").status_code == 404
 
@@ -601,7 +636,7 @@ def test_served_policy_records_match_the_stored_shape():
     decision, _ = record_decision()
     entry = decision.nodes["nodes"][0]
     assert {"n", "ok"} <= set(entry)
-    assert set(decision.nodes) == {"scores", "weights", "nodes"}
+    assert set(decision.nodes) == {"scores", "weights", "nodes", "winners"}
 
 
 def test_configurations_that_extend_the_clusters_scheduler_keep_its_lease():

@@ -41,6 +41,9 @@ from policies.schedulerconfig import (
     MANAGED_RESOURCE,
     SchedulerSetup,
     dump_yaml,
+    extender_cluster_role,
+    extender_urls,
+    rbac_command,
     scheduler_configuration,
     second_scheduler_manifests,
 )
@@ -521,42 +524,6 @@ class ConnectForm(forms.Form):
         return names
 
 
-def extender_urls(*, prefix: str) -> dict[str, str]:
-    """The exact URLs kube-scheduler calls: prefix + verb, no trailing slash (protocol P14)."""
-    base = prefix if prefix.endswith("/") else prefix + "/"
-    return {verb: base + verb for verb in ("filter", "prioritize", "preempt", "bind")}
-
-
-def extender_cluster_role(*, bind: bool, name: str = "schedweb-extender") -> list[dict[str, Any]]:
-    """The RBAC schedweb itself needs: list/watch nodes and pods (the snapshot), patch pods (the
-    requeue nudge annotation), and create pods/binding when it binds."""
-    rules: list[dict[str, Any]] = [
-        {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["list", "watch"]},
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]},
-    ]
-    if bind:
-        rules.append({"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]})
-    return [
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": name},
-            "rules": rules,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": "schedweb", "namespace": "schedweb"}],
-            "roleRef": {
-                "kind": "ClusterRole",
-                "name": name,
-                "apiGroup": "rbac.authorization.k8s.io",
-            },
-        },
-    ]
-
-
 def _cli(*, names: list[str], data: dict[str, Any], extra: str = "") -> str:
     """The `schedulerconfig` command line that prints the same configuration."""
     parts = ["python manage.py schedulerconfig"]
@@ -605,6 +572,7 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
         "cli_profile": _cli(names=names, data=data, extra=""),
         "cli_resource": _cli(names=names, data=data, extra="--scoping resource"),
         "cli_manifests": _cli(names=names, data=data, extra="--manifests"),
+        "cli_rbac": rbac_command(bind=data["bind"]),
     }
 
 

@@ -9,7 +9,10 @@ from the view code.
 
 from __future__ import annotations
 
+import html
+import io
 import os
+import shlex
 import socket
 import time
 from datetime import UTC, datetime, timedelta
@@ -19,6 +22,7 @@ from unittest import mock
 import pytest
 import yaml
 from django.contrib.auth.models import Group, User
+from django.core.management import call_command
 from django.db import OperationalError
 from django.test import Client
 
@@ -593,6 +597,20 @@ def test_the_extender_rbac_grants_binding_only_when_it_binds(bind, binding_rule)
     assert {("nodes", "list"), ("nodes", "watch"), ("pods", "list"), ("pods", "watch")} <= grants
     assert ("pods", "patch") in grants
     assert (("pods/binding", "create") in grants) is binding_rule
+
+
+@pytest.mark.parametrize("bind", [False, True])
+def test_the_cli_prints_the_same_rbac_as_the_connect_page(bind):
+    params = {"weight": "1", "node_cache_capable": "on", **({"bind": "on"} if bind else {})}
+    response = client_for("viewer").get("/connect/", params)
+    out = response.context["out"]
+    command = out["cli_rbac"]
+    assert command in html.unescape(response.content.decode())  # the page shows the command
+    printed = io.StringIO()
+    call_command(*shlex.split(command)[2:], stdout=printed)  # after "python manage.py"
+    assert printed.getvalue() == out["rbac"]
+    kinds = [d["kind"] for d in yaml.safe_load_all(printed.getvalue())]
+    assert kinds == ["ClusterRole", "ClusterRoleBinding"]
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from policies.cluster.filters import PHASES, ZONE_LABEL, nodes_filtered, pods_fi
 from policies.cluster.status import cluster_status
 from policies.engine.inputs import NodeView, PodView
 from policies.errors import InputError
+from policies.formatting import bytes_format, cpu_format, number_format
 from policies.ui.access import page_access
 
 GPU = "nvidia_com_gpu"
@@ -83,9 +84,9 @@ def node_row(node: NodeView) -> dict[str, Any]:
         "unschedulable": node["unschedulable"],
         "ready": ready,
         "problems": problems,
-        "cpu": _usage(used["cpu"], alloc["cpu"], _cpu),
-        "memory": _usage(used["memory"], alloc["memory"], _bytes),
-        "gpu": _usage(used[GPU], alloc[GPU], str) if alloc[GPU] or used[GPU] else None,
+        "cpu": _usage(used["cpu"], alloc["cpu"], cpu_format),
+        "memory": _usage(used["memory"], alloc["memory"], bytes_format),
+        "gpu": _usage(used[GPU], alloc[GPU], number_format) if alloc[GPU] or used[GPU] else None,
         "pods": node["podCount"],
         "pods_max": alloc["pods"],
     }
@@ -100,9 +101,9 @@ def pod_row(pod: PodView) -> dict[str, Any]:
         "node": pod["nodeName"],
         "phase": pod["phase"],
         "cpu": requests["cpu"],
-        "cpu_text": _cpu(requests["cpu"]),
+        "cpu_text": cpu_format(requests["cpu"]),
         "memory": requests["memory"],
-        "memory_text": _bytes(requests["memory"]),
+        "memory_text": bytes_format(requests["memory"]),
         "gpu": requests[GPU],
         "qos": pod["qosClass"],
         "scheduler": pod["schedulerName"],
@@ -116,8 +117,8 @@ def _totals(nodes: list[NodeView]) -> dict[str, Any]:
     mem_used = sum(n["requested"]["memory"] for n in nodes)
     mem_alloc = sum(n["allocatable"]["memory"] for n in nodes)
     return {
-        "cpu": _usage(cpu_used, cpu_alloc, _cpu),
-        "memory": _usage(mem_used, mem_alloc, _bytes),
+        "cpu": _usage(cpu_used, cpu_alloc, cpu_format),
+        "memory": _usage(mem_used, mem_alloc, bytes_format),
         "ready": sum(1 for n in nodes if n["conditions"].get("Ready") == "True"),
         "cordoned": sum(1 for n in nodes if n["unschedulable"]),
     }
@@ -133,24 +134,3 @@ def _usage(used: int, allocatable: int, fmt) -> dict[str, Any]:
         "pct": pct,
         "bar": min(pct, 100),
     }
-
-
-def _cpu(millis: int) -> str:
-    """Millicores for people: 250 -> "250m", 4000 -> "4", 3500 -> "3.5"."""
-    if millis < 1000:
-        return f"{millis}m"
-    return f"{millis / 1000:.2f}".rstrip("0").rstrip(".")
-
-
-def _bytes(n: int) -> str:
-    """Bytes for people, binary units: 134217728 -> "128 MiB"."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return (
-                f"{value:.0f} {unit}"
-                if unit in ("B", "KiB") or value >= 100
-                else f"{value:.1f} {unit}".replace(".0 ", " ")
-            )
-        value /= 1024
-    return f"{n} B"  # pragma: no cover

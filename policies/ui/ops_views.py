@@ -34,6 +34,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from policies import selectors
 from policies.cluster.status import cluster_status
 from policies.extender.metrics import recent_summary
+from policies.formatting import number_format
 from policies.health import database_check, redis_check
 from policies.models import AuditEvent, Decision, PolicyActivation
 from policies.redis import redis_client
@@ -267,18 +268,6 @@ def _number(value: Any) -> float | None:
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _fmt(value: Any, places: int = 2) -> str:
-    """A number for a table cell, like |floatformat:-places (whole numbers without decimals);
-    formatted here because a template filter per cell dominates the page's render time."""
-    if isinstance(value, bool) or value is None:
-        return "—"
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
-        return str(int(value))
-    if isinstance(value, float):
-        return f"{value:.{places}f}"
-    return str(value)  # a raw score that is not a number (a CEL string): shown as recorded
-
-
 @dataclass(frozen=True)
 class _Record:
     """A stored decision record read defensively (it is JSON, possibly from an older extender)."""
@@ -358,7 +347,12 @@ def decision_breakdown(*, decision: Decision) -> dict[str, Any]:
                     "normalized": n,
                     "weight": w,
                     "weighted": weighted,
-                    "text": (_fmt(r), _fmt(n), _fmt(w), _fmt(weighted, 1)),
+                    "text": (
+                        number_format(r),
+                        number_format(n),
+                        number_format(w),
+                        number_format(weighted, places=1),
+                    ),
                     "sort": "" if weighted is None else repr(weighted),
                 }
             )
@@ -373,7 +367,7 @@ def decision_breakdown(*, decision: Decision) -> dict[str, Any]:
                 "errors": errors,
                 "scores": cells if entry.get("ok") and raw else [],
                 "total": total,
-                "total_text": _fmt(total),
+                "total_text": number_format(total),
                 # the minibar's width: total is 0..100 by construction; clamped for a bad record
                 "total_pct": round(min(max(total or 0, 0), 100)),
                 "ext": _number(entry.get("ext")),

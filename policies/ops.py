@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from policies.redis import redis_client
+from policies.health import database_check, redis_check
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -22,17 +21,9 @@ def readyz(request: HttpRequest) -> JsonResponse:
     from policies.extender.runtime import runtime
 
     checks: dict[str, str] = {}
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-        checks["database"] = "ok"
-    except Exception as exc:
-        checks["database"] = f"down: {exc.__class__.__name__}"
-    try:
-        redis_client().ping()
-        checks["redis"] = "ok"
-    except Exception as exc:
-        checks["redis"] = f"down: {exc.__class__.__name__}"
+    for name, check in (("database", database_check), ("redis", redis_check)):
+        error = check()
+        checks[name] = f"down: {error}" if error else "ok"
     try:
         health = runtime().health()
     except Exception as exc:

@@ -1,4 +1,5 @@
-"""KubeSchedulerConfiguration (v1) and second-scheduler manifests that point at this extender.
+"""KubeSchedulerConfiguration (v1), second-scheduler manifests and the extender's own RBAC: every
+Kubernetes manifest schedweb generates, shared by `manage.py schedulerconfig` and the Connect page.
 
 Two ways to scope which pods reach the extender (extender-protocol.md section 6.3):
 - `profile`: a scheduler profile per schedulerName; extenders are shared by all profiles, so
@@ -220,6 +221,47 @@ def second_scheduler_manifests(setup: SchedulerSetup) -> list[dict[str, Any]]:
             },
         },
     ]
+
+
+def extender_urls(*, prefix: str) -> dict[str, str]:
+    """The exact URLs kube-scheduler calls: prefix + verb, no trailing slash (protocol P14)."""
+    base = prefix if prefix.endswith("/") else prefix + "/"
+    return {verb: base + verb for verb in ("filter", "prioritize", "preempt", "bind")}
+
+
+def extender_cluster_role(*, bind: bool, name: str = "schedweb-extender") -> list[dict[str, Any]]:
+    """The RBAC schedweb itself needs: list/watch nodes and pods (the snapshot), patch pods (the
+    requeue nudge annotation), and create pods/binding when it binds."""
+    rules: list[dict[str, Any]] = [
+        {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["list", "watch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]},
+    ]
+    if bind:
+        rules.append({"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]})
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": "schedweb", "namespace": "schedweb"}],
+            "roleRef": {
+                "kind": "ClusterRole",
+                "name": name,
+                "apiGroup": "rbac.authorization.k8s.io",
+            },
+        },
+    ]
+
+
+def rbac_command(*, bind: bool) -> str:
+    """The `schedulerconfig` command line that prints extender_cluster_role(bind=bind)."""
+    return "python manage.py schedulerconfig --rbac" + (" --bind" if bind else "")
 
 
 def dump_yaml(documents: list[dict[str, Any]] | dict[str, Any]) -> str:

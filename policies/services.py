@@ -466,6 +466,8 @@ def decisions_store(*, batch: list[dict[str, Any]]) -> int:
                 "scores": item.get("scores", []),
                 "weights": item.get("weights", []),
                 "nodes": item["nodes"],
+                # records queued by an older extender have no winners; the page recomputes them
+                **({"winners": item["winners"]} if "winners" in item else {}),
             },
         )
         for item in batch

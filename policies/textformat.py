@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from policies.engine.inputs import PodView
 from policies.engine.results import Evaluation
+from policies.formatting import number_format
 
 
 def _num(value: float | int | None) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        text = f"{value:.2f}".rstrip("0").rstrip(".")
-        return text or "0"
-    return str(value)
+    return number_format(value, places=2, missing="-")  # the terminal: ASCII for missing
 
 
 def _clip(text: str, width: int) -> str:

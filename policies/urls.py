@@ -1,15 +1,13 @@
-"""URLs of the policies app (pages and ops endpoints)."""
+"""URLs of the ops endpoints (/healthz, /readyz, /metrics); the pages are in policies/ui/urls.py,
+the API in policies/api/urls.py, and the extender's verbs are answered by the ASGI entry
+(schedweb/asgi.py) before Django."""
 
 from django.urls import path
 
-from . import cluster_views, devviews, ops
+from . import ops
 
 urlpatterns = [
-    path("cluster/", cluster_views.cluster_page, name="cluster"),
     path("healthz", ops.healthz, name="healthz"),
     path("readyz", ops.readyz, name="readyz"),
     path("metrics", ops.metrics, name="metrics"),
-    # Component gallery for developers and browser tests; the views answer 404 unless DEBUG.
-    path("_dev/components/", devviews.components, name="dev-components"),
-    path("_dev/components/preview", devviews.components_preview, name="dev-components-preview"),
 ]

@@ -9,10 +9,9 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("policies.api.urls")),
-    path("", include("policies.ui.ops_urls")),
-    path("", include("policies.ui.policy_urls")),
+    path("", include("policies.ui.urls")),
     path("", include("policies.urls")),
 ]
 
-handler404 = "policies.views.not_found"
-handler500 = "policies.views.server_error"
+handler404 = "policies.ui.errors.not_found"
+handler500 = "policies.ui.errors.server_error"

@@ -2,9 +2,7 @@
 
 from django.urls import path
 
-from policies import cluster_views
-
-from . import views
+from . import cluster, views
 
 urlpatterns = [
     path("policies", views.PolicyListCreate.as_view()),
@@ -26,7 +24,7 @@ urlpatterns = [
     path("me", views.Me.as_view()),
     path("decisions", views.DecisionList.as_view()),
     path("decisions/<int:decision_id>", views.DecisionDetail.as_view()),
-    path("cluster", cluster_views.ClusterStatusView.as_view()),
-    path("cluster/nodes", cluster_views.ClusterNodesView.as_view()),
-    path("cluster/pods", cluster_views.ClusterPodsView.as_view()),
+    path("cluster", cluster.ClusterStatusView.as_view()),
+    path("cluster/nodes", cluster.ClusterNodesView.as_view()),
+    path("cluster/pods", cluster.ClusterPodsView.as_view()),
 ]

@@ -394,4 +394,6 @@ def _decision(
         "scores": evaluation.score_names if scored else [],
         "weights": evaluation.weights if scored else [],
         "nodes": nodes,
+        # the evaluation's own winners: totals above are rounded, and would show false ties
+        "winners": evaluation.winners(),
     }

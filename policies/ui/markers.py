@@ -1,4 +1,5 @@
-"""Editor markers: validation errors and evaluation errors at their place in the document.
+"""Editor markers: validation errors and evaluation errors at their place in the document, and
+as the JSON the editor reads (`markers_json`).
 
 The validator gives each CEL error a position inside its expression (line, column) and, where
 it can, in the document (doc_line, doc_column). Its document position is exact for plain
@@ -10,15 +11,19 @@ the parsed value exactly (otherwise the validator's position stands).
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.safestring import mark_safe
+
 from policies.engine.document import FieldError, PolicyInvalid, Position, parse_text
 
 _PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 _VARIABLE_ERROR = re.compile(r"^variable ([A-Za-z_]\w*):")
+_JSON_SCRIPT_ESCAPES = {ord(">"): "\\u003E", ord("<"): "\\u003C", ord("&"): "\\u0026"}
 
 
 @dataclass(frozen=True)
@@ -232,3 +237,10 @@ def evaluation_markers(*, text: str, spec: Any, evaluation: Any) -> list[dict[st
             }
         )
     return markers
+
+
+def markers_json(*, markers: list[dict[str, Any]]) -> str:
+    """Markers as JSON that is safe inside <script type="application/json"> (what
+    django.utils.html.json_script does, without the tag, so the tag can carry data attributes)."""
+    text = json.dumps(markers).translate(_JSON_SCRIPT_ESCAPES)
+    return mark_safe(text)  # safe: <, > and & are escaped above

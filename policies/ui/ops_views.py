@@ -15,38 +15,40 @@ failing the page (DESIGN.md section 10). Pages need the viewer role; nothing her
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.views import LoginView, LogoutView, redirect_to_login
+from django.contrib.auth.views import LoginView, LogoutView
 from django.core.paginator import Paginator
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.loader import render_to_string
-from django.views.decorators.http import require_GET
 
 from policies import selectors
-from policies.cluster_views import cluster_status
+from policies.cluster.status import cluster_status
 from policies.extender.metrics import recent_summary
+from policies.formatting import number_format
+from policies.health import database_check, redis_check
 from policies.models import AuditEvent, Decision, PolicyActivation
 from policies.redis import redis_client
-from policies.roles import DESCRIPTIONS, user_role
 from policies.schedulerconfig import (
     MANAGED_RESOURCE,
     SchedulerSetup,
     dump_yaml,
+    extender_cluster_role,
+    extender_urls,
+    rbac_command,
     scheduler_configuration,
     second_scheduler_manifests,
 )
+from policies.ui.access import page_access
 from policies.ui.context import role
 
 log = logging.getLogger(__name__)
@@ -55,58 +57,6 @@ RECENT = 10  # rows of recent decisions and audit events on the dashboard
 DECISIONS_PER_PAGE = 50
 HEALTH_MINUTES = 5  # the extender health window (metrics are bucketed per minute)
 HEALTH_POLL_SECONDS = 5
-
-# --- access -------------------------------------------------------------------------------------
-
-
-def viewer_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Login required plus the viewer role; htmx callers get HX-Redirect to the sign-in page.
-
-    The session lives in the database: when it does not answer, nobody can be identified, so the
-    answer is a standalone 503 page saying what is down (never a 500)."""
-
-    @functools.wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        try:
-            authenticated = request.user.is_authenticated
-            role = user_role(request.user) if authenticated else None
-        except DatabaseError as exc:
-            return _database_down(request, exc)
-        if not authenticated:
-            if request.headers.get("HX-Request"):
-                # The browser's page, not the fragment's URL, is where to come back to
-                # (LoginView checks `next` is on this host before using it).
-                current = urlsplit(request.headers.get("HX-Current-URL", ""))
-                back = current.path + (f"?{current.query}" if current.query else "") or "/"
-                response = HttpResponse(status=204)
-                response["HX-Redirect"] = f"{settings.LOGIN_URL}?{urlencode({'next': back})}"
-                return response
-            return redirect_to_login(request.get_full_path())
-        if role is None:
-            return render(
-                request,
-                "ops/forbidden.html",
-                {"user_role": None, "needed": "viewer", "allows": DESCRIPTIONS["viewer"]},
-                status=403,
-            )
-        return view(request, *args, **kwargs)
-
-    return wrapper
-
-
-def _database_down(request: HttpRequest, exc: Exception) -> HttpResponse:
-    """A page (or the health fragment) that touches neither the session nor the user."""
-    log.warning("database unavailable while loading the session: %s", exc)
-    context = {
-        "redis": _check_redis(),
-        "error": exc.__class__.__name__,
-        "fragment": bool(request.headers.get("HX-Request")),
-    }
-    # htmx swaps only 2xx answers: the health card gets its sentence with 200, pages get 503.
-    return HttpResponse(
-        render_to_string("ops/unavailable.html", context),
-        status=200 if context["fragment"] else 503,
-    )
 
 
 def _page(
@@ -233,25 +183,6 @@ def audit_row(*, event: AuditEvent) -> dict[str, Any]:
     }
 
 
-def _check_database() -> str:
-    """Empty when the database answers SELECT 1, else the error's class name."""
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-    except DatabaseError as exc:
-        return exc.__class__.__name__
-    return ""
-
-
-def _check_redis() -> str:
-    """Empty when Redis answers PING, else the error's class name."""
-    try:
-        redis_client().ping()
-    except Exception as exc:  # redis raises several unrelated types (connection, timeout, auth)
-        return exc.__class__.__name__
-    return ""
-
-
 def _extender_summary(*, redis_error: str) -> dict[str, Any]:
     """recent_summary() for the card, or the sentence saying why there are no numbers."""
     if redis_error:
@@ -276,7 +207,7 @@ def _extender_summary(*, redis_error: str) -> dict[str, Any]:
 
 
 def _cluster() -> dict[str, Any]:
-    """cluster_views.cluster_status() without its sync-run history; never raises."""
+    """cluster_status() without its sync-run history; never raises."""
     try:
         status, _loaded = cluster_status(runs=1)
     except Exception as exc:  # a live source reads Redis and the database; both may fail
@@ -293,8 +224,8 @@ def _cluster() -> dict[str, Any]:
 
 def health_context() -> dict[str, Any]:
     """Everything the health card shows; each part degrades to a sentence on its own."""
-    database_error = _check_database()
-    redis_error = _check_redis()
+    database_error = database_check()
+    redis_error = redis_check()
     return {
         "database_error": database_error,
         "redis_error": redis_error,
@@ -305,8 +236,7 @@ def health_context() -> dict[str, Any]:
     }
 
 
-@require_GET
-@viewer_page
+@page_access(roles={"GET": "viewer"})
 def dashboard(request: HttpRequest) -> HttpResponse:
     """The landing page: what serves, what the cluster looks like, how the extender does."""
     context = {
@@ -324,8 +254,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return _page(request, "ops/dashboard.html", context)
 
 
-@require_GET
-@viewer_page
+@page_access(roles={"GET": "viewer"})
 def dashboard_health(request: HttpRequest) -> HttpResponse:
     """The health card alone, for htmx polling (always 200: its sentences carry the trouble)."""
     return _page(request, "ops/_health.html", {"health": health_context()})
@@ -339,31 +268,34 @@ def _number(value: Any) -> float | None:
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _fmt(value: Any, places: int = 2) -> str:
-    """A number for a table cell, like |floatformat:-places (whole numbers without decimals);
-    formatted here because a template filter per cell dominates the page's render time."""
-    if isinstance(value, bool) or value is None:
-        return "—"
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
-        return str(int(value))
-    if isinstance(value, float):
-        return f"{value:.{places}f}"
-    return str(value)  # a raw score that is not a number (a CEL string): shown as recorded
+@dataclass(frozen=True)
+class _Record:
+    """A stored decision record read defensively (it is JSON, possibly from an older extender)."""
+
+    scores: list[str]
+    weights: list[float]
+    nodes: list[dict[str, Any]]
+    readable: bool  # False: some of it could not be read
+    winners: list[str]
 
 
-def _record(decision: Decision) -> tuple[list[str], list[int], list[dict[str, Any]], bool]:
-    """The stored record's score names, weights and node entries; False when it is unreadable."""
+def _record(decision: Decision) -> _Record:
+    """The stored record's score names, weights, node entries and winners."""
     data = decision.nodes
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
-        return [], [], [], False
+        return _Record([], [], [], False, [])
     scores = [str(s) for s in data.get("scores") or []]
     weights = [_number(w) or 0 for w in data.get("weights") or []]  # unreadable weight: 0
     nodes = [n for n in data["nodes"] if isinstance(n, dict) and n.get("n")]
-    return scores, weights, nodes, len(nodes) == len(data["nodes"])
+    stored = data.get("winners")
+    # The extender records the evaluation's winners; the totals it stores are rounded to 3
+    # places, so recomputing from them (for records from before `winners`) can show false ties.
+    winners = [str(w) for w in stored] if isinstance(stored, list) else _winners(nodes)
+    return _Record(scores, weights, nodes, len(nodes) == len(data["nodes"]), winners)
 
 
 def _winners(nodes: list[dict[str, Any]]) -> list[str]:
-    """Passing nodes with the highest total (the extender's favourites; ties all win)."""
+    """Passing nodes with the highest stored total (the extender's favourites; ties all win)."""
     totals = [
         (n["n"], n["total"]) for n in nodes if n.get("ok") and _number(n.get("total")) is not None
     ]
@@ -375,7 +307,8 @@ def _winners(nodes: list[dict[str, Any]]) -> list[str]:
 
 def decision_summary(*, decision: Decision) -> dict[str, Any]:
     """A decision as one row: pod, policy version, verb, passing/total, winners, chosen node."""
-    _scores, _weights, nodes, _ok = _record(decision)
+    record = _record(decision)
+    nodes = record.nodes
     return {
         "id": decision.pk,
         "at": decision.created_at,
@@ -386,7 +319,7 @@ def decision_summary(*, decision: Decision) -> dict[str, Any]:
         "verb": decision.verb,
         "passing": sum(1 for n in nodes if n.get("ok")),
         "total": len(nodes),
-        "winners": _winners(nodes),
+        "winners": record.winners,
         "chosen": decision.chosen_node,
     }
 
@@ -394,8 +327,9 @@ def decision_summary(*, decision: Decision) -> dict[str, Any]:
 def decision_breakdown(*, decision: Decision) -> dict[str, Any]:
     """Every node of a decision: verdict, failing rule, each score raw -> normalized -> weighted
     (weighted = normalized x weight, as the engine computes it), total and extender score."""
-    scores, weights, nodes, readable = _record(decision)
-    winners = set(_winners(nodes))
+    record = _record(decision)
+    scores, weights, nodes, readable = record.scores, record.weights, record.nodes, record.readable
+    winners = set(record.winners)
     rows = []
     for entry in nodes:
         raw = entry.get("raw") if isinstance(entry.get("raw"), list) else []
@@ -413,7 +347,12 @@ def decision_breakdown(*, decision: Decision) -> dict[str, Any]:
                     "normalized": n,
                     "weight": w,
                     "weighted": weighted,
-                    "text": (_fmt(r), _fmt(n), _fmt(w), _fmt(weighted, 1)),
+                    "text": (
+                        number_format(r),
+                        number_format(n),
+                        number_format(w),
+                        number_format(weighted, places=1),
+                    ),
                     "sort": "" if weighted is None else repr(weighted),
                 }
             )
@@ -428,7 +367,7 @@ def decision_breakdown(*, decision: Decision) -> dict[str, Any]:
                 "errors": errors,
                 "scores": cells if entry.get("ok") and raw else [],
                 "total": total,
-                "total_text": _fmt(total),
+                "total_text": number_format(total),
                 # the minibar's width: total is 0..100 by construction; clamped for a bad record
                 "total_pct": round(min(max(total or 0, 0), 100)),
                 "ext": _number(entry.get("ext")),
@@ -481,8 +420,7 @@ class DecisionFilterForm(forms.Form):
         return data
 
 
-@require_GET
-@viewer_page
+@page_access(roles={"GET": "viewer"})
 def decision_list(request: HttpRequest) -> HttpResponse:
     """Sampled extender decisions, newest first, filtered and paginated."""
     form = DecisionFilterForm(request.GET)
@@ -507,8 +445,7 @@ def decision_list(request: HttpRequest) -> HttpResponse:
     return _page(request, "ops/decisions.html", context)
 
 
-@require_GET
-@viewer_page
+@page_access(roles={"GET": "viewer"})
 def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
     """Why the pod went where it went: every node's verdict and score breakdown."""
     decision = get_object_or_404(Decision, pk=decision_id)
@@ -581,42 +518,6 @@ class ConnectForm(forms.Form):
         return names
 
 
-def extender_urls(*, prefix: str) -> dict[str, str]:
-    """The exact URLs kube-scheduler calls: prefix + verb, no trailing slash (protocol P14)."""
-    base = prefix if prefix.endswith("/") else prefix + "/"
-    return {verb: base + verb for verb in ("filter", "prioritize", "preempt", "bind")}
-
-
-def extender_cluster_role(*, bind: bool, name: str = "schedweb-extender") -> list[dict[str, Any]]:
-    """The RBAC schedweb itself needs: list/watch nodes and pods (the snapshot), patch pods (the
-    requeue nudge annotation), and create pods/binding when it binds."""
-    rules: list[dict[str, Any]] = [
-        {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["list", "watch"]},
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]},
-    ]
-    if bind:
-        rules.append({"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]})
-    return [
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": name},
-            "rules": rules,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": "schedweb", "namespace": "schedweb"}],
-            "roleRef": {
-                "kind": "ClusterRole",
-                "name": name,
-                "apiGroup": "rbac.authorization.k8s.io",
-            },
-        },
-    ]
-
-
 def _cli(*, names: list[str], data: dict[str, Any], extra: str = "") -> str:
     """The `schedulerconfig` command line that prints the same configuration."""
     parts = ["python manage.py schedulerconfig"]
@@ -665,6 +566,7 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
         "cli_profile": _cli(names=names, data=data, extra=""),
         "cli_resource": _cli(names=names, data=data, extra="--scoping resource"),
         "cli_manifests": _cli(names=names, data=data, extra="--manifests"),
+        "cli_rbac": rbac_command(bind=data["bind"]),
     }
 
 
@@ -687,8 +589,7 @@ def _opt_in_pod(scheduler_name: str) -> dict[str, Any]:
     }
 
 
-@require_GET
-@viewer_page
+@page_access(roles={"GET": "viewer"})
 def connect(request: HttpRequest) -> HttpResponse:
     """How to point kube-scheduler here; htmx re-renders the options and outputs together."""
     bound = "weight" in request.GET  # the form always sends weight; a plain visit gets defaults

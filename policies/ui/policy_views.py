@@ -8,18 +8,14 @@ checks its role on the server (403 with a sentence) whatever the page showed.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import uuid
-from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.views import redirect_to_login
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -39,13 +35,14 @@ from policies.errors import (
 )
 from policies.evaluation import policy_compile, preview_run, test_cases_run
 from policies.models import Policy, PolicyActivation, PolicyTestCase, PolicyVersion
-from policies.roles import DESCRIPTIONS, has_role, user_role
+from policies.roles import has_role
 
+from .access import is_htmx, page_access
 from .completions import policy_completions
 from .diff import side_by_side
 from .examples import example_pods, example_policies
 from .forms import NewPolicyForm, PodChoice, PublishForm, pod_choice_parse
-from .markers import error_markers
+from .markers import error_markers, markers_json
 from .preview import (
     PreviewInput,
     cluster_info,
@@ -58,50 +55,6 @@ from .preview import (
 RECENT_PODS = 10
 PICKER_PENDING_MAX = 200
 _TEST_NAME_JUNK = re.compile(r"[^a-z0-9-]+")
-
-
-# --- access -------------------------------------------------------------------------------------
-
-
-def _is_htmx(request: HttpRequest) -> bool:
-    return request.headers.get("HX-Request") == "true"
-
-
-def _refusal(request: HttpRequest, role: str) -> HttpResponse:
-    held = user_role(request.user)
-    message = f"This needs the {role} role ({DESCRIPTIONS[role]}); " + (
-        f"you have the {held} role."
-        if held
-        else "you have no role: ask an admin to add you to a group."
-    )
-    if _is_htmx(request):
-        return HttpResponse(message, status=403, content_type="text/plain; charset=utf-8")
-    return render(request, "policies/forbidden.html", {"message": message}, status=403)
-
-
-def ui_view(*, roles: dict[str, str]) -> Callable:
-    """Login required (htmx requests are redirected by HX-Redirect), methods limited to
-    `roles`' keys, and the role each method needs checked before the view runs."""
-
-    def decorate(view: Callable) -> Callable:
-        @functools.wraps(view)
-        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            if request.method not in roles:
-                return HttpResponseNotAllowed(list(roles))
-            if not request.user.is_authenticated:
-                if _is_htmx(request):
-                    response = HttpResponse(status=204)
-                    page = request.headers.get("HX-Current-URL", "/")
-                    response["HX-Redirect"] = f"{settings.LOGIN_URL}?next={quote(page)}"
-                    return response
-                return redirect_to_login(request.get_full_path())
-            if not has_role(request.user, roles[request.method]):
-                return _refusal(request, roles[request.method])
-            return view(request, *args, **kwargs)
-
-        return wrapped
-
-    return decorate
 
 
 def _policy(name: str) -> Policy:
@@ -157,7 +110,7 @@ def _policy_rows(*, search: str) -> list[dict[str, Any]]:
     return rows
 
 
-@ui_view(roles={"GET": "viewer", "POST": "editor"})
+@page_access(roles={"GET": "viewer", "POST": "editor"})
 def policy_list(request: HttpRequest) -> HttpResponse:
     """GET: every policy with its state; POST: create one from an example or the blank one."""
     form = NewPolicyForm(request.POST or None)
@@ -272,13 +225,7 @@ def _compare_source(policy: Policy) -> tuple[str | None, str]:
     return (active.document, f"v{active.number}") if active else (None, "")
 
 
-def _markers_json(markers: list[dict[str, Any]]) -> str:
-    from policies.devviews import markers_json
-
-    return markers_json(markers=markers)
-
-
-@ui_view(roles={"GET": "viewer"})
+@page_access(roles={"GET": "viewer"})
 def playground(request: HttpRequest, name: str) -> HttpResponse:
     """The editor on the draft (or ?version=N), with a first preview rendered in the page."""
     policy = _policy(name)
@@ -343,7 +290,7 @@ def playground(request: HttpRequest, name: str) -> HttpResponse:
         "settings_source": settings.SCHEDWEB_CLUSTER_SOURCE,
         "compare": compare,
         "preview": preview,
-        "markers_json": _markers_json(preview.get("markers", [])),
+        "markers_json": markers_json(markers=preview.get("markers", [])),
         "completions": policy_completions(
             document=document, nodes=cluster.nodes() if cluster is not None else []
         ),
@@ -360,7 +307,7 @@ def _preview_choice(request: HttpRequest) -> PodChoice:
     )
 
 
-@ui_view(roles={"POST": "viewer"})
+@page_access(roles={"POST": "viewer"})
 def preview(request: HttpRequest, name: str) -> HttpResponse:
     """The live preview: the posted document for the chosen pod, as a fragment.
 
@@ -400,7 +347,7 @@ def preview(request: HttpRequest, name: str) -> HttpResponse:
     seq = request.POST.get("seq", "")
     context = {
         "preview": result,
-        "markers_json": _markers_json(result.get("markers", [])),
+        "markers_json": markers_json(markers=result.get("markers", [])),
         "revision": revision if revision.isdigit() else "",
         "checked_at": timezone.now(),
         "oob": True,
@@ -420,7 +367,7 @@ def preview(request: HttpRequest, name: str) -> HttpResponse:
     return response
 
 
-@ui_view(roles={"POST": "editor"})
+@page_access(roles={"POST": "editor"})
 def draft_save(request: HttpRequest, name: str) -> HttpResponse:
     """Saves the editor's text as the draft if nobody saved since it was read (If-Match).
 
@@ -436,7 +383,9 @@ def draft_save(request: HttpRequest, name: str) -> HttpResponse:
         )
     except PolicyInvalid as exc:
         markers, _ = error_markers(text=document, errors=exc.errors)
-        context.update(outcome="invalid", problems=exc.errors, markers_json=_markers_json(markers))
+        context.update(
+            outcome="invalid", problems=exc.errors, markers_json=markers_json(markers=markers)
+        )
         status = 422
     except PreconditionFailed as exc:
         current = Policy.objects.get(pk=policy.pk)
@@ -463,7 +412,7 @@ def draft_save(request: HttpRequest, name: str) -> HttpResponse:
 # --- preview of all pending pods ----------------------------------------------------------------
 
 
-@ui_view(roles={"POST": "viewer"})
+@page_access(roles={"POST": "viewer"})
 def preview_all_start(request: HttpRequest, name: str) -> HttpResponse:
     """Starts the background preview of every pending pod and answers its progress bar."""
     policy = _policy(name)
@@ -518,7 +467,7 @@ def _job_response(request: HttpRequest, *, policy: Policy, job_id: str) -> HttpR
     return render(request, "policies/_preview_all.html", context)
 
 
-@ui_view(roles={"GET": "viewer"})
+@page_access(roles={"GET": "viewer"})
 def preview_all_status(request: HttpRequest, name: str, job_id: str) -> HttpResponse:
     """The job's progress (polled every 300 ms), then its per-pod summary."""
     return _job_response(request, policy=_policy(name), job_id=job_id.hex)
@@ -579,7 +528,7 @@ def _tests_context(
     }
 
 
-@ui_view(roles={"GET": "viewer"})
+@page_access(roles={"GET": "viewer"})
 def tests_page(request: HttpRequest, name: str) -> HttpResponse:
     """Test cases with their result against the saved draft."""
     policy = _policy(name)
@@ -588,7 +537,7 @@ def tests_page(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "policies/tests.html", context)
 
 
-@ui_view(roles={"POST": "viewer"})
+@page_access(roles={"POST": "viewer"})
 def tests_run(request: HttpRequest, name: str) -> HttpResponse:
     """Runs the test cases against the editor's text (fragment)."""
     policy = _policy(name)
@@ -613,7 +562,7 @@ def _test_name(*, wanted: str, pod_name: str, winner: str, taken: set[str]) -> s
     return name
 
 
-@ui_view(roles={"POST": "editor"})
+@page_access(roles={"POST": "editor"})
 def test_add(request: HttpRequest, name: str) -> HttpResponse:
     """ "Add as test case" in one click: the previewed pod, with the current verdicts and
     winner (of the editor's text) as the expectation."""
@@ -678,13 +627,13 @@ def _add_answer(
     return response
 
 
-@ui_view(roles={"POST": "editor"})
+@page_access(roles={"POST": "editor"})
 def test_delete(request: HttpRequest, name: str) -> HttpResponse:
     """Deletes a test case (named in the form, so any name works)."""
     policy = _policy(name)
     case = get_object_or_404(PolicyTestCase, policy=policy, name=request.POST.get("case", ""))
     services.test_case_delete(actor=request.user, case=case)
-    if not _is_htmx(request):
+    if not is_htmx(request):
         messages.success(request, f"Deleted test case {case.name}.")
         return redirect("policy-tests", name=policy.name)
     context = _tests_context(request, policy, policy.draft, "the saved draft")
@@ -721,7 +670,7 @@ def _versions_context(request: HttpRequest, policy: Policy) -> dict[str, Any]:
     }
 
 
-@ui_view(roles={"GET": "viewer"})
+@page_access(roles={"GET": "viewer"})
 def versions_page(request: HttpRequest, name: str) -> HttpResponse:
     """Version history with rollback, and the publish form."""
     policy = _policy(name)
@@ -735,7 +684,7 @@ def _versions_error(
     return render(request, "policies/versions.html", context, status=status)
 
 
-@ui_view(roles={"POST": "publisher"})
+@page_access(roles={"POST": "publisher"})
 def publish(request: HttpRequest, name: str) -> HttpResponse:
     """Two steps: `check` runs the test cases on the saved draft and shows what would be
     published; `confirm` publishes it (if the draft is still the revision that was checked)."""
@@ -744,7 +693,7 @@ def publish(request: HttpRequest, name: str) -> HttpResponse:
     step = request.POST.get("step", "check")
     if not form.is_valid():
         context = {**_versions_context(request, policy), "form": form}
-        template = "policies/_publish_check.html" if _is_htmx(request) else "policies/versions.html"
+        template = "policies/_publish_check.html" if is_htmx(request) else "policies/versions.html"
         return render(request, template, context, status=422)
     message = form.cleaned_data["message"]
     if step == "confirm":
@@ -796,7 +745,7 @@ def publish(request: HttpRequest, name: str) -> HttpResponse:
         rules=rule_changes(active.document if active else "", policy.draft),
         same_as_active=active is not None and active.document == policy.draft,
     )
-    template = "policies/_publish_check.html" if _is_htmx(request) else "policies/versions.html"
+    template = "policies/_publish_check.html" if is_htmx(request) else "policies/versions.html"
     return render(request, template, context)
 
 
@@ -805,7 +754,7 @@ def _version_number(request: HttpRequest) -> int | None:
     return int(value) if value.isdigit() else None
 
 
-@ui_view(roles={"POST": "publisher"})
+@page_access(roles={"POST": "publisher"})
 def rollback(request: HttpRequest, name: str) -> HttpResponse:
     """Activates an earlier version again."""
     policy = _policy(name)
@@ -824,7 +773,7 @@ def rollback(request: HttpRequest, name: str) -> HttpResponse:
     return redirect("policy-versions", name=policy.name)
 
 
-@ui_view(roles={"POST": "publisher"})
+@page_access(roles={"POST": "publisher"})
 def deactivate(request: HttpRequest, name: str) -> HttpResponse:
     """Takes the policy out of service: its pods pass through the extender untouched."""
     policy = _policy(name)
@@ -838,7 +787,7 @@ def deactivate(request: HttpRequest, name: str) -> HttpResponse:
     return redirect("policy-versions", name=policy.name)
 
 
-@ui_view(roles={"POST": "admin"})
+@page_access(roles={"POST": "admin"})
 def policy_delete(request: HttpRequest, name: str) -> HttpResponse:
     """Deletes an inactive policy with its versions and test cases (admin)."""
     policy = _policy(name)
@@ -871,7 +820,7 @@ def _document_of(policy: Policy, ref: str) -> tuple[str, str]:
     return version.document, f"v{version.number}"
 
 
-@ui_view(roles={"GET": "viewer"})
+@page_access(roles={"GET": "viewer"})
 def diff_pick(request: HttpRequest, name: str) -> HttpResponse:
     """The pickers' GET form lands here and goes on to the canonical diff URL."""
     policy = _policy(name)
@@ -880,7 +829,7 @@ def diff_pick(request: HttpRequest, name: str) -> HttpResponse:
     return redirect("policy-diff", name=policy.name, a=a, b=b)
 
 
-@ui_view(roles={"GET": "viewer"})
+@page_access(roles={"GET": "viewer"})
 def diff_page(request: HttpRequest, name: str, a: str, b: str) -> HttpResponse:
     """Two documents side by side (versions or the draft), with the rule-level summary."""
     policy = _policy(name)

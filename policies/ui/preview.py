@@ -26,6 +26,7 @@ from policies.engine.inputs import PodView
 from policies.engine.results import Evaluation
 from policies.errors import ClusterUnavailable, InputError
 from policies.evaluation import policy_compile, preview_run
+from policies.formatting import number_format, quantity_format
 
 from .forms import PodChoice
 from .markers import error_markers, evaluation_markers
@@ -90,33 +91,12 @@ def test_expectation(*, evaluation: Evaluation) -> dict[str, Any]:
     return expect
 
 
-# --- formatting ------------------------------------------------------------------------------
-
-
-def _num(value: float | int | None, places: int = 1) -> str:
-    """12 -> "12", 12.5 -> "12.5", 12.0 -> "12", None -> "—"."""
-    if value is None:
-        return "—"
-    if isinstance(value, int):
-        return str(value)
-    text = f"{value:.{places}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def _quantity(key: str, value: int) -> str:
-    if key == "cpu":
-        return f"{value}m CPU" if value % 1000 else f"{value // 1000} CPU"
-    if key in ("memory", "ephemeral_storage"):
-        for unit, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
-            if value >= size and value % size == 0:
-                return f"{value // size}{unit} {key.replace('_', '-')}"
-        return f"{value} B {key}"
-    return f"{value} {key}"
+# --- the pod ---------------------------------------------------------------------------------
 
 
 def pod_summary(*, pod: PodView) -> dict[str, Any]:
     """The pod line above the table: who it is and what it asks for."""
-    requests = [_quantity(k, v) for k, v in pod["requests"].items() if v]
+    requests = [quantity_format(resource=k, value=v) for k, v in pod["requests"].items() if v]
     return {
         "ref": f"{pod['namespace']}/{pod['name']}",
         "scheduler": pod["schedulerName"],
@@ -169,9 +149,9 @@ def _rows(
                 scores.append(
                     {
                         "weight": weight,
-                        "raw": _num(raw, 2),
-                        "norm": _num(norm),
-                        "weighted": _num(norm * weight),
+                        "raw": number_format(raw, places=2),
+                        "norm": number_format(norm, places=1),
+                        "weighted": number_format(norm * weight, places=1),
                         "sort": round(norm * weight, 4) if ok else "",
                         "pct": max(0.0, min(100.0, norm)) if ok else 0,
                         "missing": raw is None,
@@ -189,7 +169,7 @@ def _rows(
                 "errors": "; ".join(f"{e.rule}: {e.message}" for e in errors),
                 "error_count": len(errors),
                 "scores": scores,
-                "total": _num(total[i], 2) if ok and scored else "—",
+                "total": number_format(total[i], places=2) if ok and scored else "—",
                 "total_sort": round(total[i], 4) if ok and scored else "",
                 "ext": ext[i] if ok and scored else "—",
                 "winner": names[i] in winners,
@@ -221,7 +201,7 @@ def _top(evaluation: Evaluation) -> list[dict[str, Any]]:
     return [
         {
             "label": evaluation.node_names[i],
-            "value": _num(evaluation.total[i], 1),
+            "value": number_format(evaluation.total[i], places=1),
             "pct": evaluation.total[i],
         }
         for i in best
@@ -244,8 +224,8 @@ def _compare(
             "after_verdict": a["verdict"],
             "before_rank": b["rank"] or "—",
             "after_rank": a["rank"] or "—",
-            "before_total": _num(b["total"], 2) if b["verdict"] == "pass" else "—",
-            "after_total": _num(a["total"], 2) if a["verdict"] == "pass" else "—",
+            "before_total": number_format(b["total"], places=2) if b["verdict"] == "pass" else "—",
+            "after_total": number_format(a["total"], places=2) if a["verdict"] == "pass" else "—",
             "before_ext": b["extenderScore"] if b["verdict"] == "pass" else "—",
             "after_ext": a["extenderScore"] if a["verdict"] == "pass" else "—",
             "before_rule": b["failedRule"] or "",
@@ -338,7 +318,7 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
         "errors": sum(len(v) for v in evaluation.errors.values()),
         "error_nodes": len(evaluation.errors),
         "winners": winners,
-        "winner_total": _num(evaluation.total[winner_index], 2) if winners else "",
+        "winner_total": number_format(evaluation.total[winner_index], places=2) if winners else "",
         "winner_ext": evaluation.extender[winner_index] if winners else "",
         "reasons": reasons.most_common(3),
         "score_columns": [

@@ -1,6 +1,6 @@
 """The policy editor (static/js/cel-editor.js) in a real browser, on the component gallery.
 
-Positions are 1-based lines and columns of the gallery's sample policy (policies/devviews.py):
+Positions are 1-based lines and columns of the gallery's sample policy (policies/ui/gallery.py):
   line 9:  `    expression: node.allocatable.cpu - node.requested.cpu`
   line 14: `    expression: variables.freeCpu >= pod.requests.cpu`
   4 spaces + "expression: " (12 characters) = 16, so the value starts at column 17; on line 14
@@ -14,8 +14,9 @@ import statistics
 import pytest
 from playwright.sync_api import expect
 
-from policies.devviews import SAMPLE_POLICY, cel_completions
 from policies.engine.policy import validate_policy
+from policies.ui.completions import cel_completions
+from policies.ui.gallery import SAMPLE_POLICY
 
 EDITOR = "#policy-editor"
 

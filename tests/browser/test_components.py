@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from policies.devviews import sample_nodes
+from policies.ui.gallery import sample_nodes
 
 # Dark palette tokens as app.css declares them (light-dark(light, dark)).
 LIGHT_BG = "rgb(245, 246, 248)"  # #f5f6f8

@@ -9,7 +9,10 @@ from the view code.
 
 from __future__ import annotations
 
+import html
+import io
 import os
+import shlex
 import socket
 import time
 from datetime import UTC, datetime, timedelta
@@ -19,6 +22,7 @@ from unittest import mock
 import pytest
 import yaml
 from django.contrib.auth.models import Group, User
+from django.core.management import call_command
 from django.db import OperationalError
 from django.test import Client
 
@@ -493,6 +497,41 @@ def test_an_unreadable_record_is_shown_as_far_as_it_goes(stored):
     assert "could not be read" in response.content.decode()
 
 
+def near_tie_decision():
+    """A decision where the demo cluster's first node beats every other by 0.0002 (totals:
+    50.0002 vs 50.0 with normalize none and one weight), less than the record's 3 places."""
+    cluster = cluster_load("demo")
+    first = cluster.nodes()[0]["name"]
+    compiled = compile_policy(
+        "name: near-tie\nschedulerNames: [schedweb]\nscores:\n  - name: almost\n"
+        f"    expression: 'node.name == \"{first}\" ? 50.0002 : 50.0'\n    normalize: none\n"
+    )
+    pod = pod_view_from_text((EXAMPLES / "pods" / "web.yaml").read_text())
+    evaluation = compiled.evaluate(pod, cluster.nodes(), cluster.state)
+    served = ServedPolicy(name="near-tie", version=1, compiled=compiled)
+    services.decisions_store(batch=[_decision(pod, served, "prioritize", evaluation)])
+    return Decision.objects.order_by("-pk").first(), first
+
+
+def test_totals_closer_than_the_records_rounding_are_not_shown_as_a_tie():
+    decision, first = near_tie_decision()
+    client = client_for("viewer")
+    (summary,) = client.get("/decisions/").context["rows"]
+    assert summary["winners"] == [first]
+    breakdown = client.get(f"/decisions/{decision.pk}/").context["breakdown"]
+    assert [r["node"] for r in breakdown["rows"] if r["winner"]] == [first]
+
+
+def test_a_record_from_before_winners_were_stored_recomputes_them_from_its_totals():
+    decision, _first = near_tie_decision()
+    record = dict(decision.nodes)
+    del record["winners"]
+    Decision.objects.filter(pk=decision.pk).update(nodes=record)
+    (summary,) = client_for("viewer").get("/decisions/").context["rows"]
+    # every passing node's stored total is 50.0 once rounded to 3 places: all tie
+    assert summary["winners"] == [n["n"] for n in record["nodes"] if n["ok"]]
+
+
 def test_an_unknown_decision_is_a_404():
     assert client_for("viewer").get("/decisions/999999/").status_code == 404
 
@@ -560,6 +599,20 @@ def test_the_extender_rbac_grants_binding_only_when_it_binds(bind, binding_rule)
     assert (("pods/binding", "create") in grants) is binding_rule
 
 
+@pytest.mark.parametrize("bind", [False, True])
+def test_the_cli_prints_the_same_rbac_as_the_connect_page(bind):
+    params = {"weight": "1", "node_cache_capable": "on", **({"bind": "on"} if bind else {})}
+    response = client_for("viewer").get("/connect/", params)
+    out = response.context["out"]
+    command = out["cli_rbac"]
+    assert command in html.unescape(response.content.decode())  # the page shows the command
+    printed = io.StringIO()
+    call_command(*shlex.split(command)[2:], stdout=printed)  # after "python manage.py"
+    assert printed.getvalue() == out["rbac"]
+    kinds = [d["kind"] for d in yaml.safe_load_all(printed.getvalue())]
+    assert kinds == ["ClusterRole", "ClusterRoleBinding"]
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [
@@ -601,7 +654,7 @@ def test_served_policy_records_match_the_stored_shape():
     decision, _ = record_decision()
     entry = decision.nodes["nodes"][0]
     assert {"n", "ok"} <= set(entry)
-    assert set(decision.nodes) == {"scores", "weights", "nodes"}
+    assert set(decision.nodes) == {"scores", "weights", "nodes", "winners"}
 
 
 def test_configurations_that_extend_the_clusters_scheduler_keep_its_lease():

@@ -1,8 +1,11 @@
-"""`python manage.py schedulerconfig [--manifests]`: kube-scheduler configuration for this extender.
+"""`python manage.py schedulerconfig [--manifests | --rbac]`: kube-scheduler configuration for
+this extender.
 
-Without --manifests: a KubeSchedulerConfiguration (v1) to start kube-scheduler with
+Without options: a KubeSchedulerConfiguration (v1) to start kube-scheduler with
 (`kube-scheduler --config FILE`). With --manifests: the ServiceAccount, RBAC, ConfigMap and
-Deployment of a second, isolated scheduler (seed 001), configured the same way.
+Deployment of a second, isolated scheduler (seed 001), configured the same way. With --rbac: the
+ClusterRole and ClusterRoleBinding schedweb's own account needs (pods/binding with --bind), as
+the Connect page's RBAC tab shows them.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from policies.schedulerconfig import (
     SchedulerSetup,
     dump_yaml,
+    extender_cluster_role,
     scheduler_configuration,
     second_scheduler_manifests,
 )
@@ -20,7 +24,7 @@ from policies.selectors import scheduler_names_active
 
 
 class Command(BaseCommand):
-    help = "Print a KubeSchedulerConfiguration (or, with --manifests, a second scheduler's manifests) using this extender."
+    help = "Print a KubeSchedulerConfiguration (or, with --manifests, a second scheduler's manifests; with --rbac, the extender's RBAC) using this extender."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -45,10 +49,17 @@ class Command(BaseCommand):
             action="store_true",
             help="a separate scheduler instance: no default-scheduler profile, its own lease",
         )
-        parser.add_argument(
+        output = parser.add_mutually_exclusive_group()
+        output.add_argument(
             "--manifests",
             action="store_true",
             help="print Kubernetes manifests of a second scheduler Deployment instead",
+        )
+        output.add_argument(
+            "--rbac",
+            action="store_true",
+            help="print the ClusterRole and binding schedweb's own account needs instead "
+            "(with --bind: create pods/binding too)",
         )
         parser.add_argument(
             "--kubeconfig",
@@ -96,6 +107,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
+        if options["rbac"]:
+            rbac = extender_cluster_role(bind=options["bind"])
+            self.stdout.write(dump_yaml(rbac), ending="")
+            return
         names = tuple(options["names"] or scheduler_names_active() or ["schedweb"])
         separate = options["second_scheduler"] or options["manifests"]
         setup = SchedulerSetup(

@@ -1,5 +1,10 @@
-"""Routes of the policy pages; included at the site root.
+"""Routes of every server-rendered page; included at the site root.
 
+/                                            dashboard (and /dashboard/health, its polled card)
+/login/ /logout/                             sign-in and sign-out
+/decisions/[<id>/]                           sampled extender decisions and one's breakdown
+/connect/                                    kube-scheduler configuration for this installation
+/cluster/                                    nodes and pods as the engine sees them
 /policies/                                   list (GET), create (POST)
 /policies/<name>/                            playground
 /policies/<name>/preview                     live preview fragment (POST)
@@ -8,13 +13,23 @@
 /policies/<name>/tests/[add|run|delete]      test cases
 /policies/<name>/versions/                   history, publish, rollback, deactivate
 /policies/<name>/versions/<a>/diff/<b>       side-by-side diff (a, b: a number or draft)
+/_dev/components/[preview]                   the component gallery (404 unless DEBUG)
 """
 
 from django.urls import path
 
+from . import cluster_page, gallery, ops_views
 from . import policy_views as views
 
 urlpatterns = [
+    path("", ops_views.dashboard, name="home"),
+    path("dashboard/health", ops_views.dashboard_health, name="dashboard-health"),
+    path("login/", ops_views.SignInView.as_view(), name="login"),
+    path("logout/", ops_views.SignOutView.as_view(), name="logout"),
+    path("decisions/", ops_views.decision_list, name="decisions"),
+    path("decisions/<int:decision_id>/", ops_views.decision_detail, name="decision"),
+    path("connect/", ops_views.connect, name="connect"),
+    path("cluster/", cluster_page.cluster_page, name="cluster"),
     path("policies/", views.policy_list, name="policy-list"),
     path("policies/<slug:name>/", views.playground, name="policy-playground"),
     path("policies/<slug:name>/preview", views.preview, name="policy-preview"),
@@ -40,4 +55,7 @@ urlpatterns = [
         views.diff_page,
         name="policy-diff",
     ),
+    # Component gallery for developers and browser tests; the views answer 404 unless DEBUG.
+    path("_dev/components/", gallery.components, name="dev-components"),
+    path("_dev/components/preview", gallery.components_preview, name="dev-components-preview"),
 ]

@@ -1,4 +1,7 @@
-"""Server-rendered pages and operational endpoints."""
+"""The site's 404 and 500 handlers (schedweb/urls.py handler404 and handler500): JSON under
+/api/ and /extender/, where clients parse JSON, and Django's HTML pages elsewhere."""
+
+from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 

@@ -1,12 +1,12 @@
 """Developer-only pages (404 unless settings.DEBUG): the component gallery at /_dev/components/.
 
-The gallery shows every UI component and a policy editor wired the way the playground will be
-(htmx posts the draft, the answer carries markers); the browser tests drive and screenshot it.
+The gallery shows every UI component and a policy editor wired the way the playground is (htmx
+posts the draft, the answer carries markers); the browser tests drive and screenshot it. It
+uses the production editor support (completions, markers); production code never imports it.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
@@ -14,11 +14,11 @@ from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
-from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
-from policies.engine.cel import types as cel_types
-from policies.engine.cel.library import methods_for
+from policies.evaluation import policy_validate
+from policies.ui.completions import cel_completions
+from policies.ui.markers import markers_json
 
 SAMPLE_POLICY = """\
 name: gpu-packing
@@ -95,113 +95,6 @@ SAMPLE_MARKERS = [
     ),
 ]
 
-_JSON_SCRIPT_ESCAPES = {ord(">"): "\\u003E", ord("<"): "\\u003C", ord("&"): "\\u0026"}
-
-_POD_DOCS = {
-    "uid": "the pod's UID",
-    "name": "metadata.name",
-    "namespace": "metadata.namespace",
-    "labels": "metadata.labels",
-    "annotations": "metadata.annotations",
-    "nodeSelector": "spec.nodeSelector",
-    "schedulerName": "spec.schedulerName",
-    "qosClass": "Guaranteed, Burstable or BestEffort",
-    "ownerKind": 'kind of the controller owner ("" when none)',
-    "ownerName": "name of the controller owner",
-    "nodeName": 'spec.nodeName ("" while pending)',
-    "phase": "status.phase",
-    "priority": "spec.priority",
-    "requests": "effective requests: containers, init containers and overhead",
-    "limits": "effective limits",
-    "tolerations": "spec.tolerations",
-    "object": "the raw Pod object",
-}
-_NODE_DOCS = {
-    "uid": "the node's UID",
-    "name": "metadata.name",
-    "labels": "metadata.labels",
-    "annotations": "metadata.annotations",
-    "taints": "spec.taints",
-    "unschedulable": "spec.unschedulable (cordoned)",
-    "conditions": 'condition type -> status, e.g. conditions["Ready"] == "True"',
-    "capacity": "status.capacity",
-    "allocatable": "status.allocatable",
-    "requested": "sum of the requests of non-terminated pods bound to this node",
-    "podCount": "number of non-terminated pods bound to this node",
-    "object": "the raw Node object",
-}
-_RESOURCES = [
-    {"name": "cpu", "type": "int", "doc": "millicores (1 CPU = 1000)"},
-    {"name": "memory", "type": "int", "doc": "bytes"},
-    {"name": "ephemeral_storage", "type": "int", "doc": "bytes (ephemeral-storage)"},
-    {"name": "pods", "type": "int", "doc": "pod slots"},
-    {"name": "nvidia_com_gpu", "type": "int", "doc": "nvidia.com/gpu devices"},
-    {"name": "hugepages_2Mi", "type": "int", "doc": "bytes of 2 MiB huge pages"},
-]
-_CLUSTER = [
-    (
-        "countPods",
-        "(namespace, selector) int",
-        'pods in namespace ("" = all) whose labels contain selector',
-    ),
-    ("countPodsOnNode", "(node, namespace, selector) int", "the same, bound to one node"),
-    (
-        "countPodsInDomain",
-        "(key, value, namespace, selector) int",
-        "the same, on nodes labelled key=value",
-    ),
-    ("nodeCount", "() int", "nodes in the snapshot"),
-]
-_MACROS = [
-    ("all", "(x, predicate) bool", "true when the predicate holds for every element"),
-    ("exists", "(x, predicate) bool", "true when the predicate holds for some element"),
-    ("exists_one", "(x, predicate) bool", "true when it holds for exactly one element"),
-    ("map", "(x, expr) list", "transform each element"),
-    ("filter", "(x, predicate) list", "keep matching elements"),
-]
-
-
-def _fields(*, typ: cel_types.Type, docs: dict[str, str]) -> list[dict[str, str]]:
-    return [
-        {"name": name, "type": str(ftype), "doc": docs.get(name, "")}
-        for name, ftype in typ.fields.items()
-    ]
-
-
-def _methods(*, receiver: cel_types.Type) -> list[dict[str, str]]:
-    return [
-        {"name": n, "type": "method", "kind": "function"} for n in sorted(methods_for(receiver))
-    ]
-
-
-def cel_completions() -> dict[str, Any]:
-    """The editor's completion schema, read from the engine's declared input types so the
-    editor offers exactly the fields the type checker accepts."""
-    macros = [{"name": n, "type": sig, "kind": "macro", "doc": d} for n, sig, d in _MACROS]
-    object_types = {
-        "Taint": cel_types.TAINT,
-        "Toleration": cel_types.TOLERATION,
-    }
-    return {
-        "pod": _fields(typ=cel_types.POD, docs=_POD_DOCS),
-        "node": _fields(typ=cel_types.NODE, docs=_NODE_DOCS),
-        "resources": _RESOURCES,
-        "cluster": [
-            {"name": n, "type": sig, "kind": "function", "doc": d} for n, sig, d in _CLUSTER
-        ],
-        "variables": [],  # the editor adds the variables the document declares
-        "functions": [
-            {"name": n, "type": "function", "kind": "function"}
-            for n in ("has", "size", "string", "int", "double", "matches", "quantity")
-        ],
-        "types": {
-            "string": _methods(receiver=cel_types.STRING),
-            "list": macros + _methods(receiver=cel_types.list_of(cel_types.DYN)),
-            "map": macros[:3] + _methods(receiver=cel_types.map_of(cel_types.DYN, cel_types.DYN)),
-            **{name: _fields(typ=typ, docs={}) for name, typ in object_types.items()},
-        },
-    }
-
 
 def sample_nodes() -> list[dict[str, Any]]:
     """Node results for the gallery's table and chart, worked out like the engine would.
@@ -272,13 +165,6 @@ def _histogram(*, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int
     return bars, max(counts) or 1
 
 
-def markers_json(*, markers: list[dict[str, Any]]) -> str:
-    """Markers as JSON that is safe inside <script type="application/json"> (what
-    django.utils.html.json_script does, without the tag, so the tag can carry data attributes)."""
-    text = json.dumps(markers).translate(_JSON_SCRIPT_ESCAPES)
-    return mark_safe(text)  # safe: <, > and & are escaped above
-
-
 def _require_debug() -> None:
     if not settings.DEBUG:
         raise Http404("The component gallery exists only with DEBUG on.")
@@ -332,11 +218,9 @@ def components_preview(request: HttpRequest) -> HttpResponse:
     """Validate the posted policy document and answer a fragment carrying the editor's markers
     (the playground's preview will answer the same way, with node results besides)."""
     _require_debug()
-    from policies.engine.policy import validate_policy  # the engine is only needed here
-
     text = request.POST.get("document", "")
     revision = request.POST.get("revision", "")
-    errors = validate_policy(text)
+    errors = policy_validate(text)  # the installation's CEL budget, as publish would check
     markers = [
         {
             "line": e.doc_line,

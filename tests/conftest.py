@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+# One password for every test user; the browser tests type it into the sign-in form.
+PASSWORD = "pw-" + "x" * 12
+
 pytest_plugins = [
     "tests.cluster.fixtures"
 ]  # session fixture `control_plane`: real etcd + kube-apiserver
@@ -37,3 +40,38 @@ def eager_celery():
 def _fast_password_hashing(settings) -> None:
     """PBKDF2's deliberate slowness is not under test; MD5 keeps user fixtures instant."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+# --- users, clients and tokens: the one place tests get them ------------------------------------
+
+
+def make_user(username: str, role: str | None = None, *, password: str = PASSWORD):
+    """A user in the group of `role` (None: signed up, but no role at all)."""
+    from django.contrib.auth.models import Group, User
+
+    user = User.objects.create_user(username=username, password=password)
+    if role:
+        # get_or_create: transactional tests flush the groups the migration made
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
+
+
+def client_for(role: str | None, username: str | None = None):
+    """A browser-like test client signed in (a session) as a new user with `role`."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(make_user(username or f"{role or 'nobody'}-user", role))
+    return client
+
+
+def token_client(user):
+    """An API client that authenticates as `user` with a fresh API token."""
+    from rest_framework.test import APIClient
+
+    from policies import services
+
+    _, raw = services.api_token_create(actor=user, user=user, name="tests")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from policies import services
+from tests.conftest import make_user, token_client
 
 VALID = """\
 name: {name}
@@ -47,22 +47,6 @@ POD = {
         ],
     },
 }
-
-
-def make_user(username: str, role: str | None) -> User:
-    user = User.objects.create_user(username, password="pw-" + username)
-    if role:
-        user.groups.add(
-            Group.objects.get_or_create(name=role)[0]
-        )  # transactional tests flush the migration's rows
-    return user
-
-
-def token_client(user: User) -> APIClient:
-    _, raw = services.api_token_create(actor=user, user=user, name="tests")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
-    return client
 
 
 @pytest.fixture

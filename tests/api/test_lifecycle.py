@@ -15,9 +15,10 @@ from django.db import connection
 from policies import services
 from policies.models import Policy, PolicyActivation, PolicyVersion
 from policies.publishing import active_entries_read
+from tests.conftest import make_user
 from tests.redisdb import redis_database
 
-from .conftest import document, make_user
+from .conftest import document
 
 
 @pytest.fixture

@@ -13,8 +13,7 @@ from schemathesis import checks
 
 from policies import services
 from schedweb.wsgi import application
-
-from .conftest import make_user
+from tests.conftest import make_user
 
 schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 
 from policies import services
 from policies.cluster.manifest import pod_view_from_text
@@ -23,11 +23,11 @@ from policies.extender.metrics import MINUTE_KEY, Metrics
 from policies.extender.service import ServedPolicy, _decision
 from policies.models import Decision
 from policies.redis import redis_client
+from tests.conftest import PASSWORD, make_user
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
 SHARED_REDIS = os.environ.get("SCHEDWEB_REDIS_URL", "redis://127.0.0.1:6390/0")
 OPS_REDIS = SHARED_REDIS.rsplit("/", 1)[0] + "/11"
-PASSWORD = "correct-horse-battery"
 
 
 @pytest.fixture(autouse=True)
@@ -48,12 +48,6 @@ def installation(settings):
     yield client
     clear()
     redis_client.cache_clear()
-
-
-def make_user(username: str, role: str) -> User:
-    user = User.objects.create_user(username=username, password=PASSWORD)
-    user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
 
 
 def sign_in(page, base: str, username: str, *, next_path: str = "/") -> None:

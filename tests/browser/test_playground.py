@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, User
 
 from policies import preview_jobs as jobs
 from policies import services
@@ -29,10 +28,10 @@ from policies.extender.runtime import reset_runtime
 from policies.models import Policy
 from policies.tasks.previews import preview_all_pending
 from tests.asgiclient import extender_post
+from tests.conftest import PASSWORD, make_user
 from tests.redisdb import redis_database
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
-PASSWORD = "a-long-test-password"
 
 
 # --- fixtures ---------------------------------------------------------------------------------
@@ -47,12 +46,6 @@ def stack(settings, transactional_db, eager_celery):
         reset_runtime()
         yield client
         reset_runtime()
-
-
-def make_user(username: str, role: str) -> User:
-    user = User.objects.create_user(username=username, password=PASSWORD)
-    user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
 
 
 def sign_in(page, live_server, username: str, *, then: str = "/policies/") -> None:

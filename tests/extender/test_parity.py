@@ -9,8 +9,8 @@ import pytest
 
 from policies import services
 from tests.asgiclient import extender_post
+from tests.conftest import make_user, token_client
 
-from ..api.conftest import make_user, token_client
 from .conftest import args_body, example, go_pod
 
 pytestmark = pytest.mark.django_db

@@ -230,7 +230,7 @@ def viewer(db):
     """An API client (token) and a browser client (session) for a user with the viewer role."""
     from django.test import Client
 
-    from tests.api.conftest import make_user, token_client
+    from tests.conftest import make_user, token_client
 
     user = make_user("cluster-viewer", "viewer")
     browser = Client()

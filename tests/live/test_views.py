@@ -132,7 +132,7 @@ def test_a_malformed_label_filter_is_a_400_naming_it(viewer, demo, label):
 def test_the_cluster_api_needs_a_viewer(db, demo):
     from rest_framework.test import APIClient
 
-    from tests.api.conftest import make_user, token_client
+    from tests.conftest import make_user, token_client
 
     assert APIClient().get("/api/v1/cluster").status_code == 401
     nobody = token_client(make_user("no-role", None))
@@ -196,7 +196,7 @@ def test_the_page_pages_long_tables_and_keeps_the_filters(viewer, settings, tmp_
 
 
 def test_the_page_needs_a_login_and_a_role(db, demo, client):
-    from tests.api.conftest import make_user
+    from tests.conftest import make_user
 
     response = client.get("/cluster/")
     assert response.status_code == 302 and "/login/" in response["Location"]

@@ -6,9 +6,9 @@ from __future__ import annotations
 from unittest import mock
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.db import OperationalError
-from django.test import Client
+
+from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -18,15 +18,6 @@ PAGES = ["/", "/decisions/", "/connect/", "/policies/", "/cluster/"]
 @pytest.fixture(autouse=True)
 def demo_cluster(settings):
     settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
-
-
-def client_for(role: str | None) -> Client:
-    user = User.objects.create_user(username=f"{role or 'nobody'}-user", password="x" * 16)
-    if role:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.mark.parametrize("url", PAGES)

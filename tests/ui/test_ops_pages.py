@@ -21,10 +21,9 @@ from unittest import mock
 
 import pytest
 import yaml
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db import OperationalError
-from django.test import Client
 
 from policies import services
 from policies.cluster.manifest import pod_view_from_text
@@ -34,6 +33,7 @@ from policies.extender.metrics import MINUTE_KEY, Metrics
 from policies.extender.service import ServedPolicy, _decision
 from policies.models import Decision
 from policies.redis import redis_client
+from tests.conftest import client_for, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -44,20 +44,6 @@ PAGES = ["/", "/dashboard/health", "/decisions/", "/decisions/1/", "/connect/"]
 
 
 # --- fixtures -------------------------------------------------------------------------------------
-
-
-def make_user(username: str, role: str | None, *, password: str = "pw-" + "x" * 12) -> User:
-    """A user in the group of `role` (none: no role at all)."""
-    user = User.objects.create_user(username=username, password=password)
-    if role:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
-
-
-def client_for(role: str | None, username: str | None = None) -> Client:
-    client = Client()
-    client.force_login(make_user(username or f"{role or 'nobody'}-user", role))
-    return client
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 
 from policies import preview_jobs as jobs
@@ -32,6 +32,7 @@ from policies.ui.diff import side_by_side
 from policies.ui.forms import document_with_name
 from policies.ui.markers import error_markers
 from policies.ui.preview import test_expectation as expectation_of
+from tests.conftest import make_user
 from tests.redisdb import redis_database
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
@@ -44,13 +45,6 @@ def example(name: str) -> str:
 
 def example_pod(name: str) -> str:
     return (EXAMPLES / "pods" / f"{name}.yaml").read_text()
-
-
-def make_user(username: str, role: str | None) -> User:
-    user = User.objects.create_user(username=username, password="pw-" + username)
-    if role:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
 
 
 @pytest.fixture(autouse=True)

@@ -255,7 +255,7 @@ class _BindWatch:
 
 def _throughput(plane, config: str, scheduler_name: str, label: str, run: int) -> float:
     """Pods per second for PODS pods created beforehand, from the first bind to the last."""
-    from tests.cluster import resources
+    from tests.harness import resources
 
     tag = f"{scheduler_name}-{run}"
     for i in range(PODS):
@@ -282,10 +282,10 @@ def _throughput(plane, config: str, scheduler_name: str, label: str, run: int) -
 def run() -> dict[str, float]:
     import yaml
 
-    from tests.cluster import resources
-    from tests.cluster.binaries import BinariesMissing, binaries_find
-    from tests.cluster.controlplane import ControlPlane
     from tests.e2e.stack import RedisServer, SchedwebStack
+    from tests.harness import resources
+    from tests.harness.binaries import BinariesMissing, binaries_find
+    from tests.harness.controlplane import ControlPlane
 
     results = _service_latency(POLICY)
     try:

@@ -155,9 +155,9 @@ def _from_api_server(
     tmp: Path, client: redis.Redis, *, nodes: int, pods: int, changes: int
 ) -> dict[str, float]:
     try:
-        from tests.cluster.binaries import BinariesMissing, binaries_find
-        from tests.cluster.controlplane import ControlPlane
-        from tests.cluster.resources import (
+        from tests.harness.binaries import BinariesMissing, binaries_find
+        from tests.harness.controlplane import ControlPlane
+        from tests.harness.resources import (
             node_create,
             node_manifest,
             node_relabel,

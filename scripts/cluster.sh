@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh run
 scripts/k8s-binaries.sh >/dev/null
 # exec: Ctrl-C and SIGTERM reach Python directly, which stops every process it started.
-exec .venv/bin/python -m tests.cluster.demo "$@"
+exec .venv/bin/python -m tests.harness.demo "$@"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the stock kube-apiserver, kube-scheduler and etcd that the cluster tests run, from the
-# versions pinned in tests/cluster/go.mod, through the Go module proxy, into
+# versions pinned in tests/harness/go.mod, through the Go module proxy, into
 # .cache/k8s/<kubernetes version>/ (git-ignored). Only the first build is slow: a stamp of
 # go.mod + go.sum makes later runs return at once.
 #   scripts/k8s-binaries.sh          # build if missing or stale; prints the binaries folder
@@ -16,7 +16,7 @@ case ${1:-} in
 "" | --force | tidy) ;;
 *) echo "usage: $0 [--force | tidy]" >&2; exit 2 ;;
 esac
-mod_dir=$root/tests/cluster
+mod_dir=$root/tests/harness
 
 # h1: hashes of golang.org/toolchain v0.0.1-go<version>.linux-<arch> as published by
 # sum.golang.org (`curl https://sum.golang.org/lookup/golang.org/toolchain@v0.0.1-go1.26.5.linux-amd64`).
@@ -34,7 +34,7 @@ done
 
 go_version=$(awk '$1 == "toolchain" {print $2}' "$mod_dir/go.mod")
 k8s_version=$(awk '$1 == "require" {$1 = ""; $0 = $0} $1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "$mod_dir/go.mod")
-[[ -n $go_version && -n $k8s_version ]] || die "tests/cluster/go.mod has no toolchain or k8s.io/kubernetes line"
+[[ -n $go_version && -n $k8s_version ]] || die "tests/harness/go.mod has no toolchain or k8s.io/kubernetes line"
 case $(uname -m) in
 x86_64) arch=amd64 ;;
 aarch64 | arm64) arch=arm64 ;;

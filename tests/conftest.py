@@ -9,7 +9,7 @@ import pytest
 PASSWORD = "pw-" + "x" * 12
 
 pytest_plugins = [
-    "tests.cluster.fixtures"
+    "tests.harness.fixtures"
 ]  # session fixture `control_plane`: real etcd + kube-apiserver
 
 # Only fixtures that open the test database (pytest-django's autouse fixtures pull

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster import resources
-from tests.cluster.controlplane import ControlPlane
+from tests.harness import resources
+from tests.harness.controlplane import ControlPlane
 
 from .stack import RedisServer, SchedwebStack
 

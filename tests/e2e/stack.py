@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.cluster.processes import ManagedProcess, free_ports
+from tests.harness.processes import ManagedProcess, free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.cluster import resources
+from tests.harness import resources
 
 from .conftest import create_pod, make_nodes, wait_until
 

@@ -12,7 +12,7 @@ import time
 import pytest
 import yaml
 
-from tests.cluster import resources
+from tests.harness import resources
 
 from .conftest import create_pod, events_for, make_nodes, node_of, wait_until
 

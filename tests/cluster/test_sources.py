@@ -16,7 +16,7 @@ from policies.cluster.live import LiveClient
 from policies.cluster.sources import cluster_load, cluster_source, live_snapshots
 from policies.cluster.store import SnapshotStore
 from policies.errors import ClusterUnavailable, InputError
-from tests.cluster.resources import node_create, node_manifest
+from tests.harness.resources import node_create, node_manifest
 
 from .conftest import synced_reader, wait_until
 

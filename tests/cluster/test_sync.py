@@ -14,7 +14,7 @@ from policies.cluster.live import LiveClient
 from policies.cluster.store import SnapshotStore
 from policies.models import SyncRun
 from policies.tasks import cluster as cluster_tasks
-from tests.cluster.resources import node_create, node_manifest
+from tests.harness.resources import node_create, node_manifest
 
 
 @pytest.mark.cluster

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.cluster.binaries import BinariesMissing, binaries_find
-from tests.cluster.controlplane import ControlPlane
+from tests.harness.binaries import BinariesMissing, binaries_find
+from tests.harness.controlplane import ControlPlane
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ import pytest
 
 from policies.cluster.demo import ZONE_LABEL, demo_objects, demo_state
 
-pytestmark = pytest.mark.urls("tests.live.urls")
+pytestmark = pytest.mark.urls("tests.cluster.urls")
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """Where scripts/k8s-binaries.sh put etcd, kube-apiserver and kube-scheduler, and whether they
-match tests/cluster/go.mod. The tests only look: building is the script's job."""
+match tests/harness/go.mod. The tests only look: building is the script's job."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def binaries_find(*, root: Path = REPO_ROOT, module_dir: Path = MODULE_DIR) -> P
     stamp = stamp_path.read_text().strip() if stamp_path.is_file() else ""
     if stamp != binaries_stamp(module_dir=module_dir):
         raise BinariesMissing(
-            f"the binaries in {folder} were built from another tests/cluster/go.mod or go.sum: "
+            f"the binaries in {folder} were built from another tests/harness/go.mod or go.sum: "
             f"run {BUILD_SCRIPT} to rebuild them"
         )
     return folder

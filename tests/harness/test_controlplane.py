@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cluster.binaries import binaries_version
-from tests.cluster.controlplane import ControlPlane
-from tests.cluster.kubeapi import ApiError
-from tests.cluster.resources import (
+from tests.harness.binaries import binaries_version
+from tests.harness.controlplane import ControlPlane
+from tests.harness.kubeapi import ApiError
+from tests.harness.resources import (
     node_cordon,
     node_create,
     node_delete,

@@ -1,7 +1,7 @@
 """`make cluster`: a real control plane with a few dozen demo nodes (3 zones, mixed sizes, a
 tainted GPU pool) and some bound pods, kept up until Ctrl-C.
 
-    .venv/bin/python -m tests.cluster.demo [--nodes 36] [--pods-per-node 2] [--workdir .run/cluster]
+    .venv/bin/python -m tests.harness.demo [--nodes 36] [--pods-per-node 2] [--workdir .run/cluster]
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.cluster.binaries import REPO_ROOT, BinariesMissing, binaries_find, binaries_version
-from tests.cluster.controlplane import ControlPlane
-from tests.cluster.resources import (
+from tests.harness.binaries import REPO_ROOT, BinariesMissing, binaries_find, binaries_version
+from tests.harness.controlplane import ControlPlane
+from tests.harness.resources import (
     namespace_create,
     node_create,
     node_manifest,

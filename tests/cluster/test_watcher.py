@@ -8,7 +8,7 @@ import pytest
 
 from policies.cluster.live import LiveClient
 from policies.cluster.store import BackgroundRefresher, SnapshotReader, SnapshotStore
-from tests.cluster.resources import (
+from tests.harness.resources import (
     node_cordon,
     node_create,
     node_delete,

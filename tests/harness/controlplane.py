@@ -16,11 +16,11 @@ from typing import Any
 
 import yaml
 
-from tests.cluster.binaries import binaries_find
-from tests.cluster.kubeapi import ApiError, KubeApi
-from tests.cluster.pki import Pki, pki_create
-from tests.cluster.processes import ManagedProcess, free_ports
-from tests.cluster.scheduler import SchedulerProcess, scheduler_config
+from tests.harness.binaries import binaries_find
+from tests.harness.kubeapi import ApiError, KubeApi
+from tests.harness.pki import Pki, pki_create
+from tests.harness.processes import ManagedProcess, free_ports
+from tests.harness.scheduler import SchedulerProcess, scheduler_config
 
 ADMIN_USER = "schedweb-admin"  # in system:masters: every permission
 LIMITED_USER = "schedweb-limited"  # authenticated but bound to no role: 403 on nodes and pods

@@ -10,11 +10,11 @@ import pytest
 
 from policies.cluster.live import LiveClient
 from policies.cluster.store import SnapshotStore
-from tests.cluster.resources import node_create, node_manifest
+from tests.harness.resources import node_create, node_manifest
 
 from .conftest import apiserver_stop, closed_port_kubeconfig, synced_reader, wait_until
 
-pytestmark = [pytest.mark.cluster, pytest.mark.urls("tests.live.urls")]
+pytestmark = [pytest.mark.cluster, pytest.mark.urls("tests.cluster.urls")]
 
 UNAUTHORIZED = "unauthorized: the API server rejected the credentials"
 FORBIDDEN = "forbidden: the account needs list and watch on nodes and pods (RBAC)"

@@ -25,8 +25,8 @@ from policies.cluster.live import LiveClient
 from policies.cluster.store import SnapshotReader, SnapshotStore
 from policies.cluster.watcher import ClusterWatcher, WatchResult
 from policies.redis import redis_client
-from tests.cluster.controlplane import ControlPlane
-from tests.cluster.processes import ManagedProcess, free_ports
+from tests.harness.controlplane import ControlPlane
+from tests.harness.processes import ManagedProcess, free_ports
 
 SHARED_REDIS = os.environ.get("SCHEDWEB_REDIS_URL", "redis://127.0.0.1:6390/0")
 LIVE_DB_URL = SHARED_REDIS.rsplit("/", 1)[0] + "/13"

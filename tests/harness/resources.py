@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.cluster.kubeapi import ApiError, KubeApi
+from tests.harness.kubeapi import ApiError, KubeApi
 
 Obj = dict[str, Any]
 _TAINT_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}

@@ -11,7 +11,7 @@ import pytest
 
 from policies.cluster import live
 from policies.cluster.live import Gone, KubeError, LiveClient, WatchStream
-from tests.cluster.resources import (
+from tests.harness.resources import (
     node_create,
     node_manifest,
     node_relabel,

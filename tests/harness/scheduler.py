@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from tests.cluster.processes import ManagedProcess
+from tests.harness.processes import ManagedProcess
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"

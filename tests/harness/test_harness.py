@@ -13,18 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.binaries import (
+from tests.harness.binaries import (
     REPO_ROOT,
     BinariesMissing,
     binaries_find,
     binaries_stamp,
     binaries_version,
 )
-from tests.cluster.controlplane import ControlPlane
-from tests.cluster.demo import demo_nodes, demo_pods
-from tests.cluster.processes import ManagedProcess, ProcessError
-from tests.cluster.resources import node_manifest
-from tests.cluster.scheduler import scheduler_config
+from tests.harness.controlplane import ControlPlane
+from tests.harness.demo import demo_nodes, demo_pods
+from tests.harness.processes import ManagedProcess, ProcessError
+from tests.harness.resources import node_manifest
+from tests.harness.scheduler import scheduler_config
 
 KUBECONFIG = Path("/tmp/admin-kubeconfig")
 
@@ -117,7 +117,7 @@ def test_missing_binaries_name_the_build_script(tmp_path):
 def test_binaries_built_from_another_go_mod_are_refused(tmp_path):
     module, _ = _fake_build(tmp_path, stamp="0" * 64)
 
-    with pytest.raises(BinariesMissing, match=re.escape("built from another tests/cluster/go.mod")):
+    with pytest.raises(BinariesMissing, match=re.escape("built from another tests/harness/go.mod")):
         binaries_find(root=tmp_path, module_dir=module)
 
 
@@ -173,7 +173,7 @@ def test_a_child_dies_with_the_python_process_that_started_it(tmp_path):
     code = (
         f"import os, sys; sys.path.insert(0, {str(REPO_ROOT)!r})\n"
         "from pathlib import Path\n"
-        "from tests.cluster.processes import ManagedProcess\n"
+        "from tests.harness.processes import ManagedProcess\n"
         f"p = ManagedProcess(name='orphan', argv=['/bin/sleep', '60'], log_path=Path({str(tmp_path / 'log')!r}))\n"
         "p.start(); print(p.pid, flush=True)\n"
         "os.kill(os.getpid(), 9)\n"

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-MODULE_DIR = REPO_ROOT / "tests" / "cluster"
+MODULE_DIR = REPO_ROOT / "tests" / "harness"
 BUILD_SCRIPT = "scripts/k8s-binaries.sh"
 NAMES = ("etcd", "kube-apiserver", "kube-scheduler")
 

@@ -399,6 +399,7 @@ class Preview(ApiView):
                 "stale": cluster.stale,
             },
             "result": preview.evaluation.to_dict(),
+            "kubeScheduler": preview.cycle.to_dict() if preview.cycle is not None else None,
             "compare": None,
         }
         if preview.compare_error is not None:  # the active version no longer compiles here

@@ -240,9 +240,10 @@ def _score(pod, candidates, all_nodes, by_name, existing, profile, extender_scor
             [p.score_node_affinity(pod, c) for c in candidates], reverse=False
         )
     if w("NodeResourcesFit"):
+        pod_nonzero = p.nonzero_requests(pod)  # once per pod, not per node
         columns["NodeResourcesFit"] = [
             p.score_resources_fit(
-                pod, c, existing, profile.strategy, profile.resources, profile.shape
+                pod, c, existing, profile.strategy, profile.resources, profile.shape, pod_nonzero
             )
             for c in candidates
         ]

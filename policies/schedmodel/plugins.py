@@ -508,12 +508,16 @@ def broken_linear(shape: Sequence[tuple[int, int]], utilization: int) -> int:
 
 
 def _alloc_and_requested(
-    pod: PodView, node: NodeView, resource: str, existing: Existing, nonzero: bool
+    pod: PodView,
+    node: NodeView,
+    resource: str,
+    existing: Existing,
+    pod_nonzero: tuple[int, int],
 ) -> tuple[int, int]:
     key = resource.replace(".", "_").replace("/", "_").replace("-", "_")
     alloc = node["allocatable"][key]
-    if resource in ("cpu", "memory") and nonzero:
-        pod_cpu, pod_mem = nonzero_requests(pod)
+    if resource in ("cpu", "memory"):
+        pod_cpu, pod_mem = pod_nonzero
         node_cpu, node_mem = existing.nonzero.get(node["name"], (0, 0))
         return (alloc, node_cpu + pod_cpu) if resource == "cpu" else (alloc, node_mem + pod_mem)
     want = pod["requests"][key]
@@ -523,15 +527,22 @@ def _alloc_and_requested(
 
 
 def score_resources_fit(
-    pod: PodView, node: NodeView, existing: Existing, strategy: str, resources, shape
+    pod: PodView,
+    node: NodeView,
+    existing: Existing,
+    strategy: str,
+    resources,
+    shape,
+    pod_nonzero: tuple[int, int] | None = None,
 ) -> int:
     """LeastAllocated: sum_r w_r * (alloc - req) * 100 // alloc, integer-divided by sum w_r;
     MostAllocated the same with req * 100 // alloc; RequestedToCapacityRatio: the shape at
     req * 100 // alloc, round(sum / sum w_r). req = node's non-zero requests + the pod's; a
     resource the node does not have (alloc 0) is left out of both sums."""
     total = weights = 0
+    pod_nonzero = pod_nonzero or nonzero_requests(pod)
     for name, weight in resources:
-        alloc, req = _alloc_and_requested(pod, node, name, existing, True)
+        alloc, req = _alloc_and_requested(pod, node, name, existing, pod_nonzero)
         if alloc == 0:
             continue
         if strategy == "MostAllocated":

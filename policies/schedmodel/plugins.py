@@ -91,6 +91,7 @@ class Existing:
         self.with_anti: list[PodView] = []  # pods with required anti-affinity
         self.ports: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
         self.images: dict[str, int] = defaultdict(int)  # image name -> nodes holding it
+        self.node_images: dict[str, dict[str, int]] = {}  # node -> image name -> size
         for pod in state.pods() if state is not None else ():
             node = pod["nodeName"]
             if not node or pod["phase"] in ("Succeeded", "Failed"):
@@ -111,9 +112,9 @@ class Existing:
                 mem += m
             self.nonzero[node] = (cpu, mem)
         for node in state.nodes() if state is not None else ():
-            for image in (node["object"].get("status") or {}).get("images") or ():
-                for name in image.get("names") or ():
-                    self.images[name] += 1
+            sizes = self.node_images[node["name"]] = _image_sizes(node)
+            for name in sizes:
+                self.images[name] += 1
 
 
 _EXISTING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -584,13 +585,21 @@ _MIN_IMAGE = 23 * MB
 _MAX_IMAGE_PER_CONTAINER = 1000 * MB
 
 
-def score_image_locality(pod: PodView, node: NodeView, existing: Existing, total_nodes: int) -> int:
-    """sum over containers of image size * (nodes holding it / all nodes), clamped to
-    [23 MiB, 1000 MiB * containers] and scaled to 0..100. Needs status.images on the node."""
-    images = {}
+def _image_sizes(node: NodeView) -> dict[str, int]:
+    """Image name -> size of the images the node reports (status.images, every name of each)."""
+    sizes = {}
     for image in (node["object"].get("status") or {}).get("images") or ():
         for name in image.get("names") or ():
-            images[name] = int(image.get("sizeBytes") or 0)
+            sizes[name] = int(image.get("sizeBytes") or 0)
+    return sizes
+
+
+def score_image_locality(pod: PodView, node: NodeView, existing: Existing, total_nodes: int) -> int:
+    """sum over containers of int(image size * nodes holding it / all nodes), clamped to
+    [23 MiB, 1000 MiB * containers] and scaled to 0..100. Needs status.images on the node."""
+    images = existing.node_images.get(node["name"])
+    if images is None:
+        images = _image_sizes(node)
     s = spec(pod)
     containers = (s.get("initContainers") or []) + (s.get("containers") or [])
     total = 0

@@ -319,3 +319,16 @@ def test_a_bad_configuration_reports_every_problem_at_once():
     with pytest.raises(ProfileInvalid) as exc:
         profile_parse("apiVersion: v0\nkind: Nope\nextenders: [{weight: 0}]\n")
     assert len(exc.value.errors) == 3
+
+
+def test_image_locality_scores_the_images_a_live_node_reports():
+    # Issue 16's differential test: the node view used to drop status.images, so ImageLocality
+    # scored 0 everywhere while kube-scheduler scored it. 2 nodes, the pod's 300 MiB image on
+    # node a only: int(300 MiB * 1/2) = 150 MiB; 100 * (150 - 23) // (1000 - 23) = 12 (1 container)
+    a = make_node("a")
+    a["status"]["images"] = [{"names": ["registry.k8s.io/pause:3.10"], "sizeBytes": 300 * 2**20}]
+    pod = make_pod("p")
+    pod["spec"]["containers"][0]["image"] = "registry.k8s.io/pause:3.10"
+    cycle = _cycle([a, make_node("b")], pod)
+    assert _outcome(cycle, "a").scores["ImageLocality"] == 12
+    assert _outcome(cycle, "b").scores["ImageLocality"] == 0

@@ -8,7 +8,7 @@ import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
 
-SUITES = ["engine", "snapshot", "extender"]
+SUITES = ["engine", "snapshot", "extender", "differential"]
 
 
 def main(argv: list[str]) -> int:

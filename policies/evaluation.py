@@ -26,6 +26,8 @@ from policies.engine.policy import CompiledPolicy, compile_policy, validate_poli
 from policies.engine.results import Evaluation
 from policies.engine.testcases import check_expectations
 from policies.errors import ClusterUnavailable, InputError
+from policies.schedmodel.pipeline import Cycle, cycle_run
+from policies.schedmodel.profile import Profile
 
 # --- compiling -------------------------------------------------------------------------------
 
@@ -71,6 +73,9 @@ class Preview:
     before: Evaluation | None = None  # the compared document's evaluation
     comparison: dict[str, Any] | None = None  # compare_evaluations(before, evaluation)
     compare_error: PolicyInvalid | None = None  # the compared document no longer compiles
+    # kube-scheduler's cycle around the policy: its filters, the policy over the nodes that
+    # pass them (minmax over that set, as the extender sees it), its scores, total and pick
+    cycle: Cycle | None = None
 
 
 def preview_run(
@@ -79,22 +84,36 @@ def preview_run(
     pod: PodView,
     cluster: LoadedCluster,
     compare_document: str | None = None,
+    profile: Profile | None = None,
 ) -> Preview:
-    """The per-node evaluation every preview shows (the extender's engine and numbers).
+    """The per-node evaluation every preview shows (the extender's engine and numbers), and
+    kube-scheduler's whole cycle around it under `profile` (default: the configuration
+    `schedulerconfig` prints).
 
+    `evaluation` is the policy over every node of the snapshot (the rule table); `cycle` is
+    what kube-scheduler does with it: the policy over the in-tree-feasible nodes only, so its
+    extender scores are those the extender returns for that candidate set.
     Raises PolicyInvalid for `document`; an invalid `compare_document` (an old version the
     engine no longer accepts) is reported in `compare_error` instead."""
     compiled = policy_compile(document)
-    evaluation = compiled.evaluate(pod, cluster.nodes(), cluster.state)
+    nodes = cluster.nodes()
+    evaluation = compiled.evaluate(pod, nodes, cluster.state)
+    cycle = cycle_run(pod=pod, nodes=nodes, state=cluster.state, policy=compiled, profile=profile)
     if compare_document is None:
-        return Preview(compiled, pod, cluster, evaluation)
+        return Preview(compiled, pod, cluster, evaluation, cycle=cycle)
     try:
         published = policy_compile(compare_document)
     except PolicyInvalid as exc:
-        return Preview(compiled, pod, cluster, evaluation, compare_error=exc)
-    before = published.evaluate(pod, cluster.nodes(), cluster.state)
+        return Preview(compiled, pod, cluster, evaluation, compare_error=exc, cycle=cycle)
+    before = published.evaluate(pod, nodes, cluster.state)
     return Preview(
-        compiled, pod, cluster, evaluation, before, compare_evaluations(before, evaluation)
+        compiled,
+        pod,
+        cluster,
+        evaluation,
+        before,
+        compare_evaluations(before, evaluation),
+        cycle=cycle,
     )
 
 

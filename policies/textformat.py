@@ -1,10 +1,12 @@
-"""Plain-text rendering of an evaluation for the terminal (`evaluate`, `policy test`)."""
+"""Plain-text rendering of an evaluation and of kube-scheduler's cycle around it for the terminal
+(`evaluate`, `policy test`)."""
 
 from __future__ import annotations
 
 from policies.engine.inputs import PodView
 from policies.engine.results import Evaluation
 from policies.formatting import number_format
+from policies.schedmodel.pipeline import Cycle
 
 
 def _num(value: float | int | None) -> str:
@@ -70,4 +72,60 @@ def format_evaluation(evaluation: Evaluation, *, pod: PodView, cluster: str) -> 
             f"; {errors} evaluation error{'s' if errors != 1 else ''} (failurePolicy applied)"
         )
     lines.append(summary)
+    return "\n".join(lines) + "\n"
+
+
+def format_cycle(cycle: Cycle) -> str:
+    """kube-scheduler's cycle around the policy: per node the in-tree verdict (the rejecting
+    plugin and its reason), the policy's verdict, the plugins' weighted total, the extender's
+    contribution (0-10 x weight x 10) and the final total; the pick (its tie group) starred."""
+    profile = cycle.profile
+    lines = [
+        f"kube-scheduler v1.35 · {profile.strategy} · extender weight {profile.extender_weight}"
+    ]
+    pick = set(cycle.pick)
+    scored = sorted(
+        (o for o in cycle.outcomes if o.total is not None), key=lambda o: (-o.total, o.node)
+    )
+    others = sorted((o for o in cycle.outcomes if o.total is None), key=lambda o: o.node)
+    width = max([4, *(len(o.node) + 2 for o in cycle.outcomes)])
+    header = ["NODE".ljust(width), "IN-TREE".ljust(26), "POLICY".ljust(6), "PLUGINS", "EXTENDER"]
+    lines.append("  ".join([*header, " FINAL"]))
+    for o in scored:
+        plugins = sum(s * profile.score_weight(k) for k, s in o.scores.items())
+        policy = "-" if o.policy_passed is None else "pass"
+        lines.append(
+            "  ".join(
+                [
+                    (("*" if o.node in pick else " ") + o.node).ljust(width),
+                    "pass".ljust(26),
+                    policy.ljust(6),
+                    str(plugins).rjust(7),
+                    str(o.extender).rjust(8),
+                    str(o.total).rjust(6),
+                ]
+            )
+        )
+    for o in others:
+        if o.plugin is not None:
+            verdict, why = f"reject: {o.plugin}", "; ".join(o.reasons)
+            policy = "-"
+        else:  # passed the plugins, rejected by the policy (the extender's filter)
+            verdict, why = "pass", f"{o.policy_rule}: {o.policy_message}"
+            policy = "reject"
+        lines.append(
+            "  ".join(
+                [f" {o.node}".ljust(width), verdict.ljust(26), policy.ljust(6), _clip(why, 100)]
+            )
+        )
+    if not cycle.pick:
+        lines.append("kube-scheduler picks: none (the pod stays pending)")
+    elif len(cycle.pick) == 1:
+        lines.append(f"kube-scheduler picks: {cycle.pick[0]}")
+    else:
+        lines.append(
+            f"kube-scheduler picks at random among {len(cycle.pick)} tied nodes: "
+            + ", ".join(cycle.pick)
+        )
+    lines += [f"caveat: {c}" for c in cycle.caveats]
     return "\n".join(lines) + "\n"

@@ -191,6 +191,23 @@ def test_the_engine_imports_only_itself_the_standard_library_and_yaml():
                 )
 
 
+def test_the_scheduler_model_imports_only_the_engine_the_standard_library_and_yaml():
+    stdlib = sys.stdlib_module_names
+    for module in modules():
+        if not _in(module, "policies.schedmodel"):
+            continue
+        for name in imported_names(module):
+            top = name.partition(".")[0]
+            if top == "policies":
+                assert _in(name, "policies.engine", "policies.schedmodel"), (
+                    f"{module} imports {name}"
+                )
+            else:
+                assert top in stdlib or top in ENGINE_THIRD_PARTY or top == "__future__", (
+                    f"{module} imports {name}: the scheduler model stays pure"
+                )
+
+
 def test_the_errors_module_imports_nothing_of_schedweb():
     assert not [n for n in imported_names("policies.errors") if n.startswith("policies")]
 

@@ -189,12 +189,53 @@ class AnyObjectField(serializers.Field):
     pass
 
 
+class KubeSchedulerVerdictSerializer(serializers.Serializer):
+    verdict = serializers.ChoiceField(choices=["pass", "reject"])
+    plugin = serializers.CharField(allow_null=True)
+    reasons = serializers.ListField(child=serializers.CharField())
+
+
+class PluginScoreSerializer(serializers.Serializer):
+    plugin = serializers.CharField()
+    score = serializers.IntegerField(help_text="normalized 0..100")
+    weight = serializers.IntegerField()
+    weighted = serializers.IntegerField()
+
+
+class CycleNodeSerializer(serializers.Serializer):
+    node = serializers.CharField()
+    kubeScheduler = KubeSchedulerVerdictSerializer()
+    policyVerdict = serializers.ChoiceField(choices=["pass", "reject"], allow_null=True)
+    policyRule = serializers.CharField(allow_null=True)
+    pluginScores = PluginScoreSerializer(many=True)
+    extenderScore = serializers.IntegerField(help_text="the policy's 0..10")
+    extenderContribution = serializers.IntegerField(
+        help_text="extenderScore x extender weight x 10"
+    )
+    finalTotal = serializers.IntegerField(allow_null=True)
+
+
+class KubeSchedulerCycleSerializer(serializers.Serializer):
+    """kube-scheduler's cycle around the policy (policies/schedmodel)."""
+
+    extenderWeight = serializers.IntegerField()
+    strategy = serializers.CharField()
+    pick = serializers.ListField(
+        child=serializers.CharField(), help_text="the tie group kube-scheduler picks from"
+    )
+    tie = serializers.BooleanField()
+    rejections = serializers.DictField(child=serializers.IntegerField())
+    caveats = serializers.ListField(child=serializers.CharField())
+    nodes = CycleNodeSerializer(many=True)
+
+
 class PreviewResultSerializer(serializers.Serializer):
     policy = serializers.CharField()
     version = serializers.CharField()
     pod = serializers.CharField()
     cluster = serializers.DictField()
     result = serializers.DictField()
+    kubeScheduler = KubeSchedulerCycleSerializer(allow_null=True)
     compare = serializers.DictField(required=False, allow_null=True)
 
 

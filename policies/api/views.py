@@ -343,7 +343,7 @@ class Preview(ApiView):
     @extend_schema(
         operation_id="preview",
         description=(
-            "Per-node verdicts and score breakdowns for one pod: the same numbers as `evaluate` and the extender. "
+            "Per-node verdicts and score breakdowns for one pod (the same numbers as `evaluate`), and kube-scheduler's cycle around the policy (`kubeScheduler`). "
             "Give a document (or a stored policy and version), a pod (or a reference to a live pod) and a cluster source."
         ),
         request=s.PreviewSerializer,
@@ -399,6 +399,7 @@ class Preview(ApiView):
                 "stale": cluster.stale,
             },
             "result": preview.evaluation.to_dict(),
+            "kubeScheduler": preview.cycle.to_dict() if preview.cycle is not None else None,
             "compare": None,
         }
         if preview.compare_error is not None:  # the active version no longer compiles here

@@ -489,7 +489,8 @@ def node_view(obj: dict[str, Any], *, requested: Mapping[str, int], pod_count: i
         "allocatable": allocatable,
         "requested": used,
         "podCount": pod_count,
-        "object": _without(obj, meta, "images"),
+        # status.images stays: kube-scheduler's ImageLocality scores from it (issue 16).
+        "object": _without(obj, meta, None),
     }
 
 

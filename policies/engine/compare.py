@@ -9,19 +9,34 @@ import yaml
 
 from .results import Evaluation
 
+# Totals are compared at this many decimals: equal totals computed along different float paths
+# (e.g. 0.1 + 0.2 vs 0.3) are one tie, as the table shows them.
+TOTAL_PLACES = 6
 
-def _ranks(ev: Evaluation) -> dict[str, int]:
-    """1-based rank of each passing node by total (ties share a rank), as the UI shows it."""
-    order = sorted((t for t, ok in zip(ev.total, ev.passed) if ok), reverse=True)
+
+def ranks(ev: Evaluation) -> dict[str, int]:
+    """1-based competition rank of each passing node by total: equal totals share a rank and the
+    next one skips (1, 1, 3), in the comparison and in every table alike."""
+    if not ev.scored:
+        return {}
+    order = sorted(
+        (round(t, TOTAL_PLACES) for t, ok in zip(ev.total, ev.passed) if ok), reverse=True
+    )
     rank_of_total: dict[float, int] = {}
     for position, total in enumerate(order, start=1):
         rank_of_total.setdefault(total, position)
-    return {n: rank_of_total[t] for n, t, ok in zip(ev.node_names, ev.total, ev.passed) if ok}
+    return {
+        n: rank_of_total[round(t, TOTAL_PLACES)]
+        for n, t, ok in zip(ev.node_names, ev.total, ev.passed)
+        if ok
+    }
 
 
 def compare_evaluations(before: Evaluation, after: Evaluation) -> dict[str, Any]:
-    """Nodes whose verdict, rank or extender score differ, and whether the winner changes."""
-    ranks_before, ranks_after = _ranks(before), _ranks(after)
+    """Nodes whose verdict or total differ (with their ranks before and after), and whether the
+    winner changes. A node that only moves because others changed is not a change: its rank
+    follows from theirs."""
+    ranks_before, ranks_after = ranks(before), ranks(after)
     index_before = {n: i for i, n in enumerate(before.node_names)}
     changes = []
     for i, name in enumerate(after.node_names):
@@ -42,11 +57,10 @@ def compare_evaluations(before: Evaluation, after: Evaluation) -> dict[str, Any]
             "extenderScore": after.extender[i] if after.extender else 0,
             "failedRule": after.failed_rule[i],
         }
-        if (
-            old["verdict"] != new["verdict"]
-            or old["rank"] != new["rank"]
-            or old["extenderScore"] != new["extenderScore"]
-        ):
+        total_changed = old["verdict"] == new["verdict"] == "pass" and round(
+            before.total[j] if before.total else 0.0, TOTAL_PLACES
+        ) != round(after.total[i] if after.total else 0.0, TOTAL_PLACES)
+        if old["verdict"] != new["verdict"] or total_changed:
             changes.append(
                 {
                     "node": name,

@@ -90,7 +90,7 @@ class NodeView(TypedDict):
     allocatable: Resources
     requested: Resources  # sum of requests of non-terminated pods bound to this node
     podCount: int  # number of those pods
-    object: dict[str, Any]  # the raw Node (managedFields and images removed)
+    object: dict[str, Any]  # the raw Node (managedFields removed)
 
 
 class ClusterView(Protocol):

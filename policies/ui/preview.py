@@ -21,6 +21,7 @@ import yaml
 from policies.cluster.loaded import LoadedCluster, pod_from_cluster
 from policies.cluster.manifest import pod_view_from_text
 from policies.cluster.sources import cluster_for
+from policies.engine.compare import ranks
 from policies.engine.document import FieldError, PolicyInvalid
 from policies.engine.inputs import PodView
 from policies.engine.results import Evaluation
@@ -138,8 +139,9 @@ def _rows(
     )
     shown = order[:MAX_ROWS]
     weights = evaluation.weights
+    rank_of = ranks(evaluation)  # equal totals share a rank, as in the comparison
     rows = []
-    for rank, i in enumerate(shown, start=1):
+    for i in shown:
         ok = passed[i]
         scores = []
         if scored:
@@ -173,7 +175,7 @@ def _rows(
                 "total_sort": round(total[i], 4) if ok and scored else "",
                 "ext": ext[i] if ok and scored else "—",
                 "winner": names[i] in winners,
-                "rank": rank if ok and scored else "",
+                "rank": rank_of.get(names[i], "") if ok and scored else "",
                 "change": change,
             }
         )

@@ -386,7 +386,7 @@ def test_a_node_without_allocatable_can_use_its_capacity():
     assert node_view(node, requested={}, pod_count=0)["allocatable"]["cpu"] == 8000
 
 
-def test_it_strips_managed_fields_and_images_without_touching_the_input():
+def test_it_strips_managed_fields_keeps_images_and_leaves_the_input_untouched():
     node = make_node("n1")
     node["metadata"]["managedFields"] = [{"manager": "kubelet"}]
     node["status"]["images"] = [{"names": ["busybox"], "sizeBytes": 1}]
@@ -397,7 +397,9 @@ def test_it_strips_managed_fields_and_images_without_touching_the_input():
     node_object = node_view(node, requested={}, pod_count=0)["object"]
     pod_object = pod_view(pod)["object"]
 
-    assert "managedFields" not in node_object["metadata"] and "images" not in node_object["status"]
+    assert "managedFields" not in node_object["metadata"]
+    # kube-scheduler's ImageLocality scores from the node's images (the scheduler model reads them)
+    assert node_object["status"]["images"] == [{"names": ["busybox"], "sizeBytes": 1}]
     assert "managedFields" not in pod_object["metadata"]
     assert node_object["metadata"]["name"] == "n1" and pod_object["spec"] == pod["spec"]
     assert (node, pod) == before

@@ -292,3 +292,30 @@ def test_every_shipped_and_documented_policy_gets_the_same_answer_from_both_path
             assert [r.to_dict() for r in fast.rows()] == [r.to_dict() for r in exact.rows()], pod[
                 "name"
             ]
+
+
+def test_the_kube_scheduler_walkthrough_has_the_models_numbers():
+    # docs/policies.md "Around the policy": a-small-3's plugin scores, weights, extender and
+    # final total are what the scheduler model computes for the worked example's pod
+    from policies.schedmodel.pipeline import cycle_run
+
+    compiled = compile_policy(_policy_named("worked-example"))
+    cluster = cluster_load("demo")
+    pod = pod_view_from_text((EXAMPLE_PODS / "web.yaml").read_text())
+    cycle = cycle_run(pod=pod, nodes=cluster.nodes(), state=cluster.state, policy=compiled)
+    node = next(n for n in cycle.to_dict()["nodes"] if n["node"] == "a-small-3")
+    section = TEXT.split("### Around the policy", 1)[1].split("\n## ", 1)[0]
+    rows = {
+        m.group(1): (int(m.group(2)), m.group(3), m.group(4))
+        for m in re.finditer(r"^\| (\w+) \| (\d+) \([^|]*\|\s*(\d*)\s*\| (\d+) \|$", section, re.M)
+    }
+    for score in node["pluginScores"]:
+        assert rows[score["plugin"]] == (
+            score["score"],
+            str(score["weight"]),
+            str(score["weighted"]),
+        ), score["plugin"]
+    assert rows["extender"][0] == node["extenderScore"]
+    assert int(rows["extender"][2]) == node["extenderContribution"]
+    assert f"| **{node['finalTotal']}** |" in section
+    assert cycle.pick == ["a-small-3"]

@@ -40,7 +40,37 @@ def test_evaluate_prints_every_node_with_its_verdict_and_scores():
     # cp-1 has the shortest name: 20 - 4 = 16, the maximum, so minmax gives it 100 -> ext 10
     assert lines[2].split()[:2] == ["*cp-1", "pass"]
     assert lines[2].split()[-2:] == ["100", "10"]
-    assert lines[-1].endswith("best: cp-1")
+    assert _policy_summary(lines).endswith("best: cp-1")
+
+
+def _policy_summary(lines: list[str]) -> str:
+    """The policy table's last line ("N of M nodes pass..."); kube-scheduler's section follows."""
+    return next(line for line in lines if " nodes pass" in line)
+
+
+def test_evaluate_prints_kube_schedulers_cycle_around_the_policy():
+    # Issue 16: the policy alone prefers cp-1 (shortest name), but kube-scheduler rejects it for
+    # its control-plane taint and the cordoned node for being unschedulable; the table shows
+    # the in-tree verdict, the plugins' total, the extender's 0-10 x weight 1 x 10 and the pick.
+    code, out, _ = run(
+        "evaluate",
+        "--policy",
+        str(EXAMPLES / "seed-003-name-length.yaml"),
+        "--pod",
+        str(EXAMPLES / "pods" / "abc.yaml"),
+    )
+    assert code == 0
+    section = out.split("kube-scheduler v1.35 · LeastAllocated · extender weight 1\n", 1)[1]
+    lines = section.splitlines()
+    assert lines[0].split() == ["NODE", "IN-TREE", "POLICY", "PLUGINS", "EXTENDER", "FINAL"]
+    cp = next(line for line in lines if line.split()[0] == "cp-1")
+    assert cp.split()[1:4] == ["reject:", "TaintToleration", "-"]
+    assert "node(s) had untolerated taint(s)" in cp
+    best = lines[1].split()
+    assert best[0].startswith("*") and best[1:3] == ["pass", "pass"]
+    plugins, extender, final = (int(x) for x in best[3:6])
+    assert plugins + extender == final and extender % 10 == 0
+    assert lines[-1] == f"kube-scheduler picks: {best[0][1:]}"
 
 
 def test_evaluate_rejects_a_long_named_pod_everywhere_with_the_policy_message():
@@ -53,7 +83,7 @@ def test_evaluate_rejects_a_long_named_pod_everywhere_with_the_policy_message():
     )
     assert code == 0
     assert "pod name abcdefg is 7 characters, the limit is 4" in out
-    assert out.splitlines()[-1] == "0 of 36 nodes pass"
+    assert _policy_summary(out.splitlines()) == "0 of 36 nodes pass"
 
 
 def test_evaluate_json_gives_integer_extender_scores():
@@ -72,6 +102,18 @@ def test_evaluate_json_gives_integer_extender_scores():
     assert all(
         type(n["extenderScore"]) is int and 0 <= n["extenderScore"] <= 10 for n in data["nodes"]
     )
+    # kube-scheduler's columns: in-tree verdict and plugin, plugin scores, extender, final, pick
+    ks = data["kubeScheduler"]
+    assert ks["extenderWeight"] == 1 and ks["pick"]
+    by_node = {n["node"]: n for n in ks["nodes"]}
+    assert by_node["cp-1"]["kubeScheduler"] == {
+        "verdict": "reject",
+        "plugin": "TaintToleration",
+        "reasons": ["node(s) had untolerated taint(s)"],
+    }
+    picked = by_node[ks["pick"][0]]
+    plugins = sum(s["weighted"] for s in picked["pluginScores"])
+    assert picked["finalTotal"] == plugins + picked["extenderContribution"]
 
 
 def test_evaluate_reads_a_kubectl_json_file(tmp_path):

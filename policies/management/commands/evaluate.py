@@ -1,7 +1,9 @@
 """`python manage.py evaluate --policy FILE --pod FILE [--cluster FILE|live|demo] [--json]`.
 
-Prints every node's verdict and score breakdown for one pod: the same numbers as the REST preview
-and the extender. Exit status 0 on success; 2 when the policy is invalid (every error printed) or
+Prints every node's verdict and score breakdown for one pod (the policy over every node, as the
+REST preview's `result`), then kube-scheduler's cycle around it (`kubeScheduler` in the REST
+preview): the in-tree verdict and rejecting plugin, the plugins' total, the extender's
+contribution, the final total and the node it picks. Exit status 0 on success; 2 when the policy is invalid (every error printed) or
 an input file cannot be used.
 """
 
@@ -18,7 +20,7 @@ from policies.cluster.sources import cluster_load
 from policies.engine.document import PolicyInvalid
 from policies.errors import ClusterUnavailable, InputError
 from policies.evaluation import policy_compile, preview_run
-from policies.textformat import format_evaluation
+from policies.textformat import format_cycle, format_evaluation
 
 
 class Command(BaseCommand):
@@ -53,16 +55,19 @@ class Command(BaseCommand):
             self.stderr.write(f"error: {exc}")
             sys.exit(2)
 
-        evaluation = preview_run(document=policy_text, pod=pod, cluster=cluster).evaluation
+        preview = preview_run(document=policy_text, pod=pod, cluster=cluster)
+        evaluation = preview.evaluation
         if options["json"]:
             payload = {
                 "pod": f"{pod['namespace']}/{pod['name']}",
                 "cluster": cluster.describe(),
                 **evaluation.to_dict(),
+                "kubeScheduler": preview.cycle.to_dict(),
             }
             self.stdout.write(json.dumps(payload, indent=2))
         else:
             self.stdout.write(format_evaluation(evaluation, pod=pod, cluster=cluster.describe()))
+            self.stdout.write("\n" + format_cycle(preview.cycle))
 
 
 def _read(path: str, what: str) -> str:

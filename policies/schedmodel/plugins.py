@@ -1,0 +1,764 @@
+"""kube-scheduler v1.35 filter and score plugins as pure functions over pod and node views.
+
+Each filter returns None (fits) or the reasons kube-scheduler reports; each scorer returns the
+raw per-node scores and each normalizer the 0..100 scores, with the formula in its docstring
+(pkg/scheduler/framework/plugins/<plugin>/ of kubernetes v1.35.8). Existing pods are read
+through `Existing`, built once per snapshot.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from policies.engine.inputs import NodeView, PodView
+from policies.engine.quantity import QuantityError, parse_quantity
+
+MAX_NODE_SCORE = 100
+DEFAULT_MILLI_CPU = 100  # schedutil.DefaultMilliCPURequest, for pods that request no cpu
+DEFAULT_MEMORY = 200 * 1024 * 1024  # schedutil.DefaultMemoryRequest
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+
+# Reason texts, verbatim from the plugins (FailedScheduling events count nodes per text).
+R_UNSCHEDULABLE = "node(s) were unschedulable"
+R_NODE_NAME = "node(s) didn't match the requested node name"
+R_TAINT = "node(s) had untolerated taint(s)"
+R_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+R_PORTS = "node(s) didn't have free ports for the requested pod ports"
+R_SPREAD = "node(s) didn't match pod topology spread constraints"
+R_SPREAD_LABEL = R_SPREAD + " (missing required label)"
+R_POD_AFFINITY = "node(s) didn't match pod affinity rules"
+R_POD_ANTI = "node(s) didn't match pod anti-affinity rules"
+R_EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+
+# --- raw object access -----------------------------------------------------------------------
+
+
+def spec(view: Mapping[str, Any]) -> dict[str, Any]:
+    return (view.get("object") or {}).get("spec") or {}
+
+
+def _meta(view: Mapping[str, Any]) -> dict[str, Any]:
+    return (view.get("object") or {}).get("metadata") or {}
+
+
+def _quantity(value: Any, milli: bool) -> int:
+    try:
+        q = parse_quantity(str(value))
+    except QuantityError:
+        return 0
+    return math.ceil(q * 1000) if milli else math.ceil(q)
+
+
+def nonzero_requests(pod: PodView) -> tuple[int, int]:
+    """(milli-cpu, memory) as the scoring plugins read them: a container without a cpu (memory)
+    request counts 100m (200 MiB) (PodRequests with NonMissingContainerRequests); the larger of
+    that and the pod's effective request, which covers init containers and overhead."""
+    containers = spec(pod).get("containers")
+    if not containers:
+        cpu, mem = pod["requests"]["cpu"], pod["requests"]["memory"]
+        return cpu or DEFAULT_MILLI_CPU, mem or DEFAULT_MEMORY
+    cpu = mem = 0
+    for c in containers:
+        req = (c.get("resources") or {}).get("requests") or {}
+        lim = (c.get("resources") or {}).get("limits") or {}
+        cpu += (
+            _quantity(req["cpu"], True)
+            if "cpu" in req
+            else (_quantity(lim["cpu"], True) if "cpu" in lim else DEFAULT_MILLI_CPU)
+        )
+        mem += (
+            _quantity(req["memory"], False)
+            if "memory" in req
+            else (_quantity(lim["memory"], False) if "memory" in lim else DEFAULT_MEMORY)
+        )
+    return max(cpu, pod["requests"]["cpu"]), max(mem, pod["requests"]["memory"])
+
+
+class Existing:
+    """The snapshot's bound, non-terminated pods by node, with the per-node sums the plugins read.
+    Built once per snapshot (snapshots are immutable) and shared by every preview over it."""
+
+    def __init__(self, state: Any) -> None:
+        self.by_node: dict[str, list[PodView]] = defaultdict(list)
+        self.nonzero: dict[str, tuple[int, int]] = {}
+        self.with_affinity: list[PodView] = []  # pods with any pod (anti-)affinity
+        self.with_anti: list[PodView] = []  # pods with required anti-affinity
+        self.ports: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
+        self.images: dict[str, int] = defaultdict(int)  # image name -> nodes holding it
+        self.node_images: dict[str, dict[str, int]] = {}  # node -> image name -> size
+        for pod in state.pods() if state is not None else ():
+            node = pod["nodeName"]
+            if not node or pod["phase"] in ("Succeeded", "Failed"):
+                continue
+            self.by_node[node].append(pod)
+            affinity = spec(pod).get("affinity") or {}
+            if affinity.get("podAffinity") or affinity.get("podAntiAffinity"):
+                self.with_affinity.append(pod)
+                anti = affinity.get("podAntiAffinity") or {}
+                if anti.get("requiredDuringSchedulingIgnoredDuringExecution"):
+                    self.with_anti.append(pod)
+            self.ports[node].extend(host_ports(pod))
+        for node, pods in self.by_node.items():
+            cpu = mem = 0
+            for pod in pods:
+                c, m = nonzero_requests(pod)
+                cpu += c
+                mem += m
+            self.nonzero[node] = (cpu, mem)
+        for node in state.nodes() if state is not None else ():
+            sizes = self.node_images[node["name"]] = _image_sizes(node)
+            for name in sizes:
+                self.images[name] += 1
+
+
+_EXISTING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def existing_for(state: Any) -> Existing:
+    """The memoized `Existing` of a snapshot (a fresh one for states that cannot be weakly
+    referenced)."""
+    try:
+        found = _EXISTING.get(state)
+    except TypeError:
+        return Existing(state)
+    if found is None:
+        found = _EXISTING[state] = Existing(state)
+    return found
+
+
+# --- matching helpers ------------------------------------------------------------------------
+
+
+def tolerates(tolerations: Iterable[Mapping[str, str]], taint: Mapping[str, str]) -> bool:
+    """core/v1 Toleration.ToleratesTaint: effect empty or equal; key empty (with Exists) matches
+    every key; Exists ignores the value, Equal compares it."""
+    for tol in tolerations:
+        if tol["effect"] and tol["effect"] != taint["effect"]:
+            continue
+        if tol["key"] and tol["key"] != taint["key"]:
+            continue
+        if tol["operator"] == "Exists" or tol["value"] == taint["value"]:
+            return True
+    return False
+
+
+def _requirement(labels: Mapping[str, str], expr: Mapping[str, Any]) -> bool:
+    key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
+    if op == "In":
+        return key in labels and labels[key] in values
+    if op == "NotIn":
+        return key not in labels or labels[key] not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    if op in ("Gt", "Lt") and key in labels and len(values) == 1:
+        try:
+            have, want = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > want if op == "Gt" else have < want
+    return False
+
+
+def node_selector_term_matches(node: NodeView, term: Mapping[str, Any]) -> bool:
+    """A NodeSelectorTerm: every matchExpression on labels and every matchField (metadata.name)
+    holds; a term with neither matches nothing."""
+    exprs = term.get("matchExpressions") or []
+    fields = term.get("matchFields") or []
+    if not exprs and not fields:
+        return False
+    labels = node["labels"]
+    if not all(_requirement(labels, e) for e in exprs):
+        return False
+    name = {"metadata.name": node["name"]}
+    return all(_requirement(name, f) for f in fields)
+
+
+def label_selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """metav1.LabelSelector: nil matches nothing, {} matches everything."""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    return all(_requirement(labels, e) for e in selector.get("matchExpressions") or [])
+
+
+def host_ports(pod: PodView) -> list[tuple[str, str, int]]:
+    """(hostIP, protocol, hostPort) of every container and init container port with a hostPort."""
+    s = spec(pod)
+    out = []
+    for c in (s.get("initContainers") or []) + (s.get("containers") or []):
+        for p in c.get("ports") or []:
+            if p.get("hostPort"):
+                out.append(
+                    (p.get("hostIP") or "0.0.0.0", p.get("protocol") or "TCP", p["hostPort"])
+                )
+    return out
+
+
+def required_node_affinity(pod: PodView) -> list[dict[str, Any]] | None:
+    affinity = (spec(pod).get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    return None if required is None else required.get("nodeSelectorTerms") or []
+
+
+def node_affinity_matches(pod: PodView, node: NodeView) -> bool:
+    """nodeSelector (every label equal) and the required terms (any term) both hold."""
+    labels = node["labels"]
+    for key, value in pod["nodeSelector"].items():
+        if labels.get(key) != value:
+            return False
+    terms = required_node_affinity(pod)
+    return terms is None or any(node_selector_term_matches(node, t) for t in terms)
+
+
+# --- filters ---------------------------------------------------------------------------------
+
+
+def filter_node_unschedulable(pod: PodView, node: NodeView) -> list[str] | None:
+    """spec.unschedulable rejects unless the pod tolerates node.kubernetes.io/unschedulable."""
+    if node["unschedulable"] and not tolerates(
+        pod["tolerations"],
+        {"key": "node.kubernetes.io/unschedulable", "value": "", "effect": "NoSchedule"},
+    ):
+        return [R_UNSCHEDULABLE]
+    return None
+
+
+def filter_node_name(pod: PodView, node: NodeView) -> list[str] | None:
+    wanted = spec(pod).get("nodeName") or pod["nodeName"]
+    return [R_NODE_NAME] if wanted and wanted != node["name"] else None
+
+
+def filter_taints(pod: PodView, node: NodeView) -> list[str] | None:
+    """Any NoSchedule or NoExecute taint the pod does not tolerate rejects the node."""
+    for taint in node["taints"]:
+        if taint["effect"] in ("NoSchedule", "NoExecute") and not tolerates(
+            pod["tolerations"], taint
+        ):
+            return [R_TAINT]
+    return None
+
+
+def filter_node_affinity(pod: PodView, node: NodeView) -> list[str] | None:
+    return None if node_affinity_matches(pod, node) else [R_AFFINITY]
+
+
+def filter_node_ports(pod: PodView, node: NodeView, existing: Existing) -> list[str] | None:
+    """A wanted (ip, protocol, port) conflicts with a used one of the same protocol and port
+    when either ip is 0.0.0.0 or they are equal."""
+    wanted = host_ports(pod)
+    if not wanted:
+        return None
+    for ip, proto, port in wanted:
+        for uip, uproto, uport in existing.ports.get(node["name"], ()):
+            if port == uport and proto == uproto and (ip == uip or "0.0.0.0" in (ip, uip)):
+                return [R_PORTS]
+    return None
+
+
+def filter_resources_fit(
+    pod: PodView, node: NodeView, names: Mapping[str, str]
+) -> list[str] | None:
+    """NodeResourcesFit.fitsRequest: pod count + 1 <= allocatable pods; then every requested
+    resource r > 0 needs request <= allocatable - requested. Every shortage is a reason
+    ("Insufficient cpu"; extended resources by their Kubernetes name via `names`)."""
+    reasons = []
+    alloc, used = node["allocatable"], node["requested"]
+    if node["podCount"] + 1 > alloc["pods"]:
+        reasons.append("Too many pods")
+    for key, want in pod["requests"].items():
+        if want > 0 and want > alloc[key] - used[key]:
+            reasons.append(f"Insufficient {names.get(key, key)}")
+    return reasons or None
+
+
+def _spread_constraints(pod: PodView, when: str) -> list[dict[str, Any]]:
+    out = []
+    for c in spec(pod).get("topologySpreadConstraints") or []:
+        if (c.get("whenUnsatisfiable") or "DoNotSchedule") != when:
+            continue
+        selector = c.get("labelSelector")
+        keys = c.get("matchLabelKeys") or []
+        if keys and selector is not None:  # matchLabelKeys merge into the selector (v1.35)
+            extra = [
+                {"key": k, "operator": "In", "values": [pod["labels"][k]]}
+                for k in keys
+                if k in pod["labels"]
+            ]
+            selector = {
+                **selector,
+                "matchExpressions": (selector.get("matchExpressions") or []) + extra,
+            }
+        out.append({**c, "labelSelector": selector})
+    return out
+
+
+def _count_matching(pods: Iterable[PodView], selector: Any, namespace: str) -> int:
+    return sum(
+        1
+        for p in pods
+        if p["namespace"] == namespace
+        and not _meta(p).get("deletionTimestamp")
+        and label_selector_matches(selector, p["labels"])
+    )
+
+
+def spread_filter_state(
+    pod: PodView, all_nodes: Sequence[NodeView], existing: Existing
+) -> list[tuple[dict[str, Any], dict[str, int], int]]:
+    """PreFilter of PodTopologySpread: per DoNotSchedule constraint, matching pods per domain
+    over every node that passes the pod's node affinity (nodeAffinityPolicy Honor) and has
+    every constraint's key; the global minimum is 0 when fewer domains than minDomains."""
+    constraints = _spread_constraints(pod, "DoNotSchedule")
+    if not constraints:
+        return []
+    keys = [c["topologyKey"] for c in constraints]
+    counts: list[dict[str, int]] = [{} for _ in constraints]
+    for node in all_nodes:
+        labels = node["labels"]
+        if not all(k in labels for k in keys) or not node_affinity_matches(pod, node):
+            continue
+        pods = existing.by_node.get(node["name"], ())
+        for i, c in enumerate(constraints):
+            value = labels[c["topologyKey"]]
+            counts[i][value] = counts[i].get(value, 0) + _count_matching(
+                pods, c["labelSelector"], pod["namespace"]
+            )
+    out = []
+    for c, per_domain in zip(constraints, counts):
+        minimum = min(per_domain.values()) if per_domain else 0
+        if len(per_domain) < int(c.get("minDomains") or 1):
+            minimum = 0
+        out.append((c, per_domain, minimum))
+    return out
+
+
+def filter_spread(pod: PodView, node: NodeView, state: list) -> list[str] | None:
+    """skew = matching pods in the node's domain + (1 if the pod matches itself) - global
+    minimum; skew > maxSkew rejects. A node missing a topology key is rejected outright."""
+    labels = node["labels"]
+    for c, _, _ in state:
+        if c["topologyKey"] not in labels:
+            return [R_SPREAD_LABEL]
+    for c, per_domain, minimum in state:
+        self_match = 1 if label_selector_matches(c["labelSelector"], pod["labels"]) else 0
+        skew = per_domain.get(labels[c["topologyKey"]], 0) + self_match - minimum
+        if skew > int(c.get("maxSkew") or 1):
+            return [R_SPREAD]
+    return None
+
+
+def _term_namespaces(term: Mapping[str, Any], owner_ns: str) -> set[str] | None:
+    """The namespaces a pod affinity term applies to; None = every namespace ({} selector)."""
+    if term.get("namespaceSelector") == {}:
+        return None
+    names = set(term.get("namespaces") or [])
+    if not names and term.get("namespaceSelector") is None:
+        names = {owner_ns}
+    return names
+
+
+def term_matches(term: Mapping[str, Any], owner_ns: str, target: PodView) -> bool:
+    """Does a pod (anti-)affinity term of a pod in `owner_ns` select `target`? Namespace
+    selectors other than {} are not modelled (namespace labels are not in the snapshot)."""
+    namespaces = _term_namespaces(term, owner_ns)
+    if namespaces is not None and target["namespace"] not in namespaces:
+        return False
+    return label_selector_matches(term.get("labelSelector"), target["labels"])
+
+
+def _affinity(pod: PodView, kind: str, mode: str) -> list[dict[str, Any]]:
+    section = (spec(pod).get("affinity") or {}).get(kind) or {}
+    return section.get(f"{mode}DuringSchedulingIgnoredDuringExecution") or []
+
+
+def pod_affinity_state(
+    pod: PodView, nodes_by_name: Mapping[str, NodeView], existing: Existing
+) -> dict[str, Any] | None:
+    """PreFilter of InterPodAffinity: topology pairs counted for the pod's required affinity
+    and anti-affinity terms, and the pairs existing pods' required anti-affinity forbids."""
+    affinity = _affinity(pod, "podAffinity", "required")
+    anti = _affinity(pod, "podAntiAffinity", "required")
+    existing_anti: set[tuple[str, str]] = set()
+    for other in existing.with_anti:
+        node = nodes_by_name.get(other["nodeName"])
+        if node is None:
+            continue
+        for term in _affinity(other, "podAntiAffinity", "required"):
+            key = term.get("topologyKey", "")
+            if key in node["labels"] and term_matches(term, other["namespace"], pod):
+                existing_anti.add((key, node["labels"][key]))
+    if not affinity and not anti and not existing_anti:
+        return None
+    aff_counts: list[set[tuple[str, str]]] = [set() for _ in affinity]
+    anti_pairs: set[tuple[str, str]] = set()
+    if affinity or anti:
+        for node_name, pods in existing.by_node.items():
+            node = nodes_by_name.get(node_name)
+            if node is None:
+                continue
+            labels = node["labels"]
+            for other in pods:
+                for i, term in enumerate(affinity):
+                    key = term.get("topologyKey", "")
+                    if key in labels and term_matches(term, pod["namespace"], other):
+                        aff_counts[i].add((key, labels[key]))
+                for term in anti:
+                    key = term.get("topologyKey", "")
+                    if key in labels and term_matches(term, pod["namespace"], other):
+                        anti_pairs.add((key, labels[key]))
+    # No pod matches the affinity terms anywhere, but the pod matches them itself: the first
+    # pod of a group may go anywhere that has the topology keys (filtering.go).
+    none_anywhere = affinity and not any(aff_counts)
+    self_match = none_anywhere and all(term_matches(t, pod["namespace"], pod) for t in affinity)
+    return {
+        "affinity": affinity,
+        "aff_counts": aff_counts,
+        "anti": anti_pairs,
+        "existing_anti": existing_anti,
+        "self_match": self_match,
+    }
+
+
+def filter_pod_affinity(node: NodeView, state: dict[str, Any] | None) -> list[str] | None:
+    """Required affinity: every term's pair on the node holds a matching pod (or the self-match
+    exception); anti-affinity: no term's pair does; existing pods' anti-affinity: the node's
+    pairs are not forbidden. Checked in that order, first failure wins."""
+    if state is None:
+        return None
+    labels = node["labels"]
+    for term, pairs in zip(state["affinity"], state["aff_counts"]):
+        key = term.get("topologyKey", "")
+        if key not in labels:
+            return [R_POD_AFFINITY]
+        if (key, labels[key]) not in pairs and not state["self_match"]:
+            return [R_POD_AFFINITY]
+    if any((k, v) in state["anti"] for k, v in labels.items()):
+        return [R_POD_ANTI]
+    if any((k, v) in state["existing_anti"] for k, v in labels.items()):
+        return [R_EXISTING_ANTI]
+    return None
+
+
+# --- scores ----------------------------------------------------------------------------------
+
+
+def default_normalize(scores: list[int], *, reverse: bool) -> list[int]:
+    """helper.DefaultNormalizeScore: s * 100 // max (100 - that when reversed); all zero ->
+    all 0 (all 100 when reversed)."""
+    top = max(scores, default=0)
+    if top == 0:
+        return [MAX_NODE_SCORE if reverse else 0 for _ in scores]
+    out = [MAX_NODE_SCORE * s // top for s in scores]
+    return [MAX_NODE_SCORE - s for s in out] if reverse else out
+
+
+def score_taints(pod: PodView, node: NodeView) -> int:
+    """Raw: PreferNoSchedule taints not tolerated by a PreferNoSchedule-or-any-effect toleration."""
+    tolerations = [t for t in pod["tolerations"] if t["effect"] in ("", "PreferNoSchedule")]
+    return sum(
+        1
+        for taint in node["taints"]
+        if taint["effect"] == "PreferNoSchedule" and not tolerates(tolerations, taint)
+    )
+
+
+def score_node_affinity(pod: PodView, node: NodeView) -> int:
+    """Raw: sum of the weights of the preferred node affinity terms the node matches."""
+    affinity = (spec(pod).get("affinity") or {}).get("nodeAffinity") or {}
+    total = 0
+    for term in affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []:
+        if node_selector_term_matches(node, term.get("preference") or {}):
+            total += int(term.get("weight") or 0)
+    return total
+
+
+def least_requested(requested: int, capacity: int) -> int:
+    """(capacity - requested) * 100 // capacity; 0 when over capacity."""
+    if capacity == 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * MAX_NODE_SCORE // capacity
+
+
+def most_requested(requested: int, capacity: int) -> int:
+    """min(requested, capacity) * 100 // capacity."""
+    if capacity == 0:
+        return 0
+    return min(requested, capacity) * MAX_NODE_SCORE // capacity
+
+
+def broken_linear(shape: Sequence[tuple[int, int]], utilization: int) -> int:
+    """RequestedToCapacityRatio's shape (scores 0..10 scaled by 10), linear between points."""
+    points = [(u, s * 10) for u, s in shape]
+    for i, (u, s) in enumerate(points):
+        if utilization <= u:
+            if i == 0:
+                return s
+            u0, s0 = points[i - 1]
+            return s0 + (s - s0) * (utilization - u0) // (u - u0)
+    return points[-1][1]
+
+
+def _alloc_and_requested(
+    pod: PodView,
+    node: NodeView,
+    resource: str,
+    existing: Existing,
+    pod_nonzero: tuple[int, int],
+) -> tuple[int, int]:
+    key = resource.replace(".", "_").replace("/", "_").replace("-", "_")
+    alloc = node["allocatable"][key]
+    if resource in ("cpu", "memory"):
+        pod_cpu, pod_mem = pod_nonzero
+        node_cpu, node_mem = existing.nonzero.get(node["name"], (0, 0))
+        return (alloc, node_cpu + pod_cpu) if resource == "cpu" else (alloc, node_mem + pod_mem)
+    want = pod["requests"][key]
+    if resource not in ("cpu", "memory", "ephemeral-storage") and want == 0:
+        return 0, 0
+    return alloc, node["requested"][key] + want
+
+
+def score_resources_fit(
+    pod: PodView,
+    node: NodeView,
+    existing: Existing,
+    strategy: str,
+    resources,
+    shape,
+    pod_nonzero: tuple[int, int] | None = None,
+) -> int:
+    """LeastAllocated: sum_r w_r * (alloc - req) * 100 // alloc, integer-divided by sum w_r;
+    MostAllocated the same with req * 100 // alloc; RequestedToCapacityRatio: the shape at
+    req * 100 // alloc, round(sum / sum w_r). req = node's non-zero requests + the pod's; a
+    resource the node does not have (alloc 0) is left out of both sums."""
+    total = weights = 0
+    pod_nonzero = pod_nonzero or nonzero_requests(pod)
+    for name, weight in resources:
+        alloc, req = _alloc_and_requested(pod, node, name, existing, pod_nonzero)
+        if alloc == 0:
+            continue
+        if strategy == "MostAllocated":
+            s = most_requested(req, alloc)
+        elif strategy == "RequestedToCapacityRatio":
+            s = broken_linear(shape, min(req, alloc) * 100 // alloc)
+        else:
+            s = least_requested(req, alloc)
+        total += s * weight
+        weights += weight
+    if weights == 0:
+        return 0
+    if strategy == "RequestedToCapacityRatio":
+        return round(total / weights)
+    return total // weights
+
+
+def score_balanced(pod: PodView, node: NodeView, resources) -> int:
+    """(1 - std of requested/allocatable fractions, each capped at 1) * 100, truncated; std of
+    two fractions is |f1 - f2| / 2. Actual requests (not the non-zero defaults)."""
+    fractions = []
+    for name, _ in resources:
+        key = name.replace(".", "_").replace("/", "_").replace("-", "_")
+        alloc = node["allocatable"][key]
+        if alloc == 0:
+            continue
+        fractions.append(min((node["requested"][key] + pod["requests"][key]) / alloc, 1.0))
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+MB = 1024 * 1024
+_MIN_IMAGE = 23 * MB
+_MAX_IMAGE_PER_CONTAINER = 1000 * MB
+
+
+def _image_sizes(node: NodeView) -> dict[str, int]:
+    """Image name -> size of the images the node reports (status.images, every name of each)."""
+    sizes = {}
+    for image in (node["object"].get("status") or {}).get("images") or ():
+        for name in image.get("names") or ():
+            sizes[name] = int(image.get("sizeBytes") or 0)
+    return sizes
+
+
+def score_image_locality(pod: PodView, node: NodeView, existing: Existing, total_nodes: int) -> int:
+    """sum over containers of int(image size * nodes holding it / all nodes), clamped to
+    [23 MiB, 1000 MiB * containers] and scaled to 0..100. Needs status.images on the node."""
+    images = existing.node_images.get(node["name"])
+    if images is None:
+        images = _image_sizes(node)
+    s = spec(pod)
+    containers = (s.get("initContainers") or []) + (s.get("containers") or [])
+    total = 0
+    for c in containers:
+        name = _normalized_image(c.get("image") or "")
+        if name in images and total_nodes:
+            total += int(images[name] * (existing.images.get(name, 0) / total_nodes))
+    top = _MAX_IMAGE_PER_CONTAINER * max(len(containers), 1)
+    total = min(max(total, _MIN_IMAGE), top)
+    return MAX_NODE_SCORE * (total - _MIN_IMAGE) // (top - _MIN_IMAGE)
+
+
+def _normalized_image(name: str) -> str:
+    """`nginx` -> `nginx:latest` (images without a tag or digest, as the plugin normalizes)."""
+    if name and ":" not in name.rsplit("/", 1)[-1] and "@" not in name:
+        return name + ":latest"
+    return name
+
+
+def score_spread(
+    pod: PodView, candidates: Sequence[NodeView], all_nodes: Sequence[NodeView], existing: Existing
+) -> list[int] | None:
+    """PodTopologySpread (ScheduleAnyway constraints, or the system defaults hostname maxSkew 3
+    and zone maxSkew 5 for pods of a ReplicaSet/StatefulSet/ReplicationController; a Service's
+    selector is not in the snapshot, so the owner's pods stand in for it).
+    raw = sum_c round(count_c * ln(domains_c + 2) + maxSkew_c - 1);
+    normalized = 100 * (max + min - raw) // max (100 for all when max is 0; nodes missing a key
+    of the pod's own constraints score 0). None when the plugin skips."""
+    constraints = _spread_constraints(pod, "ScheduleAnyway")
+    system = False
+    if not spec(pod).get("topologySpreadConstraints"):
+        if pod["ownerKind"] not in ("ReplicaSet", "StatefulSet", "ReplicationController"):
+            return None
+        system = True
+        selector = {"matchLabels": dict(pod["labels"])}
+        constraints = [
+            {"topologyKey": HOSTNAME, "maxSkew": 3, "labelSelector": selector},
+            {"topologyKey": ZONE, "maxSkew": 5, "labelSelector": selector},
+        ]
+    if not constraints:
+        return None
+    require_all = not system
+    keys = [c["topologyKey"] for c in constraints]
+    ignored = {
+        n["name"] for n in candidates if require_all and not all(k in n["labels"] for k in keys)
+    }
+    domains: list[dict[str, int]] = [{} for _ in constraints]
+    for n in candidates:
+        if n["name"] in ignored:
+            continue
+        for i, c in enumerate(constraints):
+            if c["topologyKey"] != HOSTNAME:
+                domains[i].setdefault(n["labels"].get(c["topologyKey"], ""), 0)
+    for n in all_nodes:
+        if not node_affinity_matches(pod, n):
+            continue
+        if require_all and not all(k in n["labels"] for k in keys):
+            continue
+        for i, c in enumerate(constraints):
+            if c["topologyKey"] == HOSTNAME:
+                continue
+            value = n["labels"].get(c["topologyKey"], "")
+            if value in domains[i]:
+                domains[i][value] += _count_matching(
+                    existing.by_node.get(n["name"], ()), c["labelSelector"], pod["namespace"]
+                )
+    weights = []
+    for i, c in enumerate(constraints):
+        size = len(domains[i])
+        if c["topologyKey"] == HOSTNAME:
+            size = len(candidates) - len(ignored)
+        weights.append(math.log(size + 2))
+    raw = []
+    for n in candidates:
+        if n["name"] in ignored:
+            raw.append(None)
+            continue
+        score = 0.0
+        for i, c in enumerate(constraints):
+            key = c["topologyKey"]
+            if key not in n["labels"]:
+                continue
+            if key == HOSTNAME:
+                cnt = _count_matching(
+                    existing.by_node.get(n["name"], ()), c["labelSelector"], pod["namespace"]
+                )
+            else:
+                cnt = domains[i][n["labels"][key]]
+            score += cnt * weights[i] + int(c.get("maxSkew") or 1) - 1
+        raw.append(math.floor(score + 0.5))  # Go math.Round, score >= 0
+    valid = [s for s in raw if s is not None]
+    lo, hi = min(valid, default=0), max(valid, default=0)
+    out = []
+    for s in raw:
+        if s is None:
+            out.append(0)
+        elif hi == 0:
+            out.append(MAX_NODE_SCORE)
+        else:
+            out.append(MAX_NODE_SCORE * (hi + lo - s) // hi)
+    return out
+
+
+def score_inter_pod_affinity(
+    pod: PodView,
+    candidates: Sequence[NodeView],
+    nodes_by_name: Mapping[str, NodeView],
+    existing: Existing,
+    hard_weight: int = 1,
+) -> list[int] | None:
+    """InterPodAffinity (preferred): each existing pod adds, to its node's topology pairs, the
+    weights of the pod's preferred affinity terms it matches (minus anti-affinity ones), the
+    existing pod's preferred affinity terms matching the pod (minus anti-affinity) and
+    hardPodAffinityWeight (1) per required affinity term of the existing pod matching the pod.
+    raw(node) = sum over its label pairs; normalized = 100 * (raw - min) / (max - min),
+    truncated (0 for all when max == min). None when the plugin skips."""
+    pref_aff = _affinity(pod, "podAffinity", "preferred")
+    pref_anti = _affinity(pod, "podAntiAffinity", "preferred")
+    others = (
+        [p for pods in existing.by_node.values() for p in pods]
+        if pref_aff or pref_anti
+        else existing.with_affinity
+    )
+    pairs: dict[tuple[str, str], int] = defaultdict(int)
+    for other in others:
+        node = nodes_by_name.get(other["nodeName"])
+        if node is None:
+            continue
+        labels = node["labels"]
+
+        def add(term: Mapping[str, Any], weight: int, labels: Mapping[str, str] = labels) -> None:
+            key = term.get("topologyKey", "")
+            if key in labels:
+                pairs[(key, labels[key])] += weight
+
+        for w in pref_aff:
+            term = w.get("podAffinityTerm") or {}
+            if term_matches(term, pod["namespace"], other):
+                add(term, int(w.get("weight") or 0))
+        for w in pref_anti:
+            term = w.get("podAffinityTerm") or {}
+            if term_matches(term, pod["namespace"], other):
+                add(term, -int(w.get("weight") or 0))
+        if hard_weight:
+            for term in _affinity(other, "podAffinity", "required"):
+                if term_matches(term, other["namespace"], pod):
+                    add(term, hard_weight)
+        for w in _affinity(other, "podAffinity", "preferred"):
+            term = w.get("podAffinityTerm") or {}
+            if term_matches(term, other["namespace"], pod):
+                add(term, int(w.get("weight") or 0))
+        for w in _affinity(other, "podAntiAffinity", "preferred"):
+            term = w.get("podAffinityTerm") or {}
+            if term_matches(term, other["namespace"], pod):
+                add(term, -int(w.get("weight") or 0))
+    if not pairs:
+        return None
+    raw = [sum(pairs.get((k, v), 0) for k, v in n["labels"].items()) for n in candidates]
+    lo, hi = min(raw, default=0), max(raw, default=0)
+    if hi == lo:
+        return [0 for _ in raw]
+    return [int(MAX_NODE_SCORE * ((s - lo) / (hi - lo))) for s in raw]

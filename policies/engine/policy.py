@@ -34,6 +34,7 @@ from .document import (
     PolicyInvalid,
     PolicySpec,
     build_spec,
+    check_values,
     is_variable_name,
     locate,
     parse_text,
@@ -114,6 +115,15 @@ def compile_policy(
     parsed = parse_text(source) if isinstance(source, str) else source
     if not isinstance(parsed, ParsedDocument):
         parsed = ParsedDocument(data=source)
+    value_errors = check_values(parsed.data)
+    if value_errors:
+        raise PolicyInvalid(
+            [
+                FieldError(e.path, e.message, doc_line=pos[0], doc_column=pos[1])
+                for e in value_errors
+                for pos in [locate(parsed.positions, e.path, None, None)]
+            ]
+        )
     spec, errors = build_spec(parsed.data, parsed.positions)
     if spec is None:
         raise PolicyInvalid(errors)

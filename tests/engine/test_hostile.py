@@ -68,3 +68,81 @@ def test_an_unabsorbed_conversion_error_is_a_clipped_cel_error_on_both_paths():
         evaluation = policy.evaluate(pod_view(), NODES, fast=fast)
         message = evaluation.errors[0][0].message
         assert "cannot convert string" in message and len(message) < 300
+
+
+# --- documents: bounded before any work, names by fullmatch, encodable strings -----------------
+
+
+def alias_bomb(levels: int, fan: int = 9) -> str:
+    """`levels` anchors each listing the previous one `fan` times: fan**levels values."""
+    lines = [f"a0: &a0 [{', '.join(['x'] * fan)}]"]
+    for k in range(1, levels):
+        lines.append(f"a{k}: &a{k} [{', '.join([f'*a{k - 1}'] * fan)}]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "where"),
+    [
+        (HEADER + "tests: " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper than 64", (3, None)),
+        (
+            '{"name": "t", "schedulerNames": ["schedweb"], "x": ' + "[" * 5000 + "]" * 5000 + "}",
+            "nested deeper than 64",
+            (1, None),
+        ),
+        (HEADER + alias_bomb(9), "expands to more than 100000 values", (None, None)),
+        (HEADER + "tests: " + "9" * 5000 + "\n", "integer out of range", (3, 8)),
+        (HEADER + "tests: 0x" + "f" * 5000 + "\n", "integer out of range", (3, 8)),
+        (
+            HEADER + "filters: []\nfilters:\n  - name: f\n    expression: 'true'\n",
+            "duplicate key 'filters' ('filters' is first defined at line 3, column 1)",
+            (4, 1),
+        ),
+    ],
+)
+def test_a_hostile_document_is_rejected_quickly_with_a_position(text, message, where):
+    import time
+
+    started = time.perf_counter()
+    [error] = validate_policy(text)
+    assert time.perf_counter() - started < 2
+    assert message in error.message
+    line, column = where
+    if line is not None:
+        assert error.doc_line == line
+    if column is not None:
+        assert error.doc_column == column
+
+
+@pytest.mark.parametrize(
+    ("body", "path"),
+    [
+        ("variables:\n  - name: \"a\\n\"\n    expression: '1'\n", "variables[0].name"),
+        ("filters:\n  - name: \"f\\n\"\n    expression: 'true'\n", "filters[0].name"),
+    ],
+)
+def test_a_name_with_a_trailing_newline_is_rejected(body, path):
+    errors = validate_policy(HEADER + body)
+    assert path in {e.path for e in errors}
+
+
+def test_the_policy_name_and_scheduler_names_are_checked_whole():
+    errors = validate_policy('name: "t\\n"\nschedulerNames: ["schedweb\\n"]\n')
+    assert {"name", "schedulerNames[0]"} <= {e.path for e in errors}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # YAML's double-quoted "\ud800" escape yields the lone surrogate
+        HEADER + 'filters:\n  - name: f\n    expression: "false"\n    message: "\\"\\ud800\\""\n',
+        {
+            "name": "t",
+            "schedulerNames": ["schedweb"],
+            "filters": [{"name": "f", "expression": "false", "message": '"\ud800"'}],
+        },
+    ],
+)
+def test_a_lone_surrogate_is_rejected_at_validation(source):
+    [error] = validate_policy(source)
+    assert error.path == "filters[0].message" and "U+D800" in error.message

@@ -146,3 +146,31 @@ def test_the_policy_name_and_scheduler_names_are_checked_whole():
 def test_a_lone_surrogate_is_rejected_at_validation(source):
     [error] = validate_policy(source)
     assert error.path == "filters[0].message" and "U+D800" in error.message
+
+
+# --- regular expressions: RE2, linear time, bounded patterns -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        '("' + "a" * 28 + '" + node.name).matches("^(a+)+$")',
+        '("' + "a" * 28 + '").matches("^(a+)+$")',  # constant: folded at compile time
+        '("' + "a" * 28 + '" + node.name).find("(a|aa)+$") != ""',
+        '("' + "a" * 28 + '" + node.name).findAll("(a*)*b").size() > 0',
+    ],
+)
+def test_a_catastrophic_pattern_evaluates_in_linear_time(expression):
+    import time
+
+    started = time.perf_counter()
+    result = verdicts(filter_policy(expression))
+    assert time.perf_counter() - started < 2
+    assert result[True] == result[False]
+
+
+def test_a_pattern_longer_than_the_bound_is_a_positioned_error():
+    [error] = validate_policy(filter_policy('node.name.matches("' + "a" * 2001 + '")'))
+    assert (
+        "longer than 2000 characters" in error.message and error.column == 19
+    )  # the pattern literal

@@ -44,6 +44,8 @@ from .inputs import ClusterView, NodeView, PodView
 from .results import Evaluation, RuleError
 
 DEFAULT_COST_LIMIT = 1_000_000
+# A filter message goes to kube-scheduler for every rejected node: at most this many characters.
+MAX_MESSAGE_CHARS = 1024
 _BOOL = (types.BOOL,)
 _NUMBER = (types.INT, types.DOUBLE)
 _STRING = (types.STRING,)
@@ -378,6 +380,9 @@ class CompiledPolicy:
 
         if want_scores:
             self._check_score_values(raw, passed, failed, messages, unresolvable, errors)
+        for i, message in enumerate(messages):
+            if message is not None and len(message) > MAX_MESSAGE_CHARS:
+                messages[i] = message[: MAX_MESSAGE_CHARS - 1] + "…"
         evaluation = Evaluation(
             policy=self.name,
             applies=True,

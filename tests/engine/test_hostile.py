@@ -174,3 +174,32 @@ def test_a_pattern_longer_than_the_bound_is_a_positioned_error():
     assert (
         "longer than 2000 characters" in error.message and error.column == 19
     )  # the pattern literal
+
+
+# --- sizes: values and messages are bounded ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        # "n1" -> 3 x 200 + 2 = 602 characters -> 603 x 200 + 602 = 121202 -> 24 million
+        'node.name.replace("", "' + "x" * 200 + '").replace("", "' + "y" * 200 + '")'
+        '.replace("", "' + "w" * 200 + '") == ""',
+        # 10 x 9000-character strings joined 12 times over: 1.08 M characters
+        "[node.name].map(x, [" + ", ".join(['"' + "z" * 900 + '"'] * 10) + "]"
+        ".map(y, [y, y, y, y, y, y, y, y, y, y, y, y].join())"
+        '.map(y, [y, y, y, y, y, y, y, y, y, y, y, y].join()).join()).join() == ""',
+    ],
+)
+def test_a_value_over_the_size_limit_is_a_cel_error_on_both_paths(expression):
+    policy = compile_policy(filter_policy(expression), cost_limit=10**9)
+    for fast in (True, False):
+        evaluation = policy.evaluate(pod_view(), NODES, fast=fast)
+        assert "over the limit 1000000" in evaluation.errors[0][0].message
+
+
+def test_a_filter_message_is_clipped_to_1024_characters():
+    text = filter_policy("false") + "    message: 'node.name + \"" + "m" * 5000 + "\"'\n"
+    for fast in (True, False):
+        [message, _] = compile_policy(text).evaluate(pod_view(), NODES, fast=fast).messages
+        assert len(message) == 1024 and message.startswith("n1mmm")

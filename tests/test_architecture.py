@@ -17,8 +17,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "policies"
 
-# Third-party packages the pure engine may use (it must run without Django or a cluster).
-ENGINE_THIRD_PARTY = {"yaml"}
+# Third-party packages the pure engine may use (it must run without Django or a cluster):
+# PyYAML for documents, Google's RE2 binding for CEL's regular expressions (issue 15).
+ENGINE_THIRD_PARTY = {"yaml", "re2"}
 # The DEBUG-only component gallery: only the URLconf may import it.
 GALLERY = "policies.ui.gallery"
 URLCONFS = {"policies.urls", "policies.ui.urls"}

@@ -100,7 +100,7 @@ class SnapshotLost(RuntimeError):
 
 def cluster_name_check(cluster: str) -> str:
     """The cluster name, if it is safe inside a Redis key; ValueError naming the rule if not."""
-    if type(cluster) is not str or not _NAME.match(cluster):
+    if type(cluster) is not str or not _NAME.fullmatch(cluster):
         raise ValueError(
             f"invalid cluster name {cluster!r}: use 1-63 letters, digits, '.', '_' or '-',"
             " starting with a letter or digit"

@@ -24,9 +24,17 @@ MAX_RULES = 64
 MAX_EXPRESSION_CHARS = 10_000
 MAX_WEIGHT = 100
 
-POLICY_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-RULE_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Documents are bounded before any work is done on them (issue 15): nesting depth (PyYAML and
+# every walk below recurse), nodes after alias expansion (a 600-byte alias bomb expands to
+# billions), and digits of an integer (Python refuses to convert more than 4300).
+MAX_DEPTH = 64
+MAX_NODES = 100_000
+MAX_INT_DIGITS = 40
+
+# Names are checked with fullmatch: `$` with .match would accept a trailing newline.
+POLICY_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+RULE_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # CEL's reserved words cannot name a variable (`variables.in` would not parse).
 CEL_RESERVED = frozenset(
     {
@@ -56,10 +64,10 @@ CEL_RESERVED = frozenset(
 
 
 def is_variable_name(name: str) -> bool:
-    return bool(VARIABLE_NAME.match(name)) and name not in CEL_RESERVED
+    return bool(VARIABLE_NAME.fullmatch(name)) and name not in CEL_RESERVED
 
 
-SCHEDULER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+SCHEDULER_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 
 FAILURE_POLICIES = ("Ignore", "Fail")
 NORMALIZE_MODES = ("none", "minmax")
@@ -199,9 +207,13 @@ def parse_text(text: str) -> ParsedDocument:
         )
     if not text.strip():
         raise PolicyInvalid([FieldError("", "the document is empty", kind="yaml")])
+    loader = None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        loader = _BoundedLoader(text)
+        node = loader.get_single_node()
+        if node is not None:
+            _check_nodes(node)
+        data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
@@ -214,10 +226,138 @@ def parse_text(text: str) -> ParsedDocument:
         ) from None
     except yaml.YAMLError as exc:
         raise PolicyInvalid([FieldError("", f"YAML error: {exc}", kind="yaml")]) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
     positions: Positions = {}
     if node is not None:
         _collect_positions(node, "", positions)
     return ParsedDocument(data=data, positions=positions)
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses nesting deeper than MAX_DEPTH while composing (before PyYAML's
+    own recursion could fail) and integers longer than MAX_INT_DIGITS, with their position."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent, index):
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"nested deeper than {MAX_DEPTH} levels",
+                    self.peek_event().start_mark,
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        text = str(node.value).replace("_", "").lstrip("+-").removeprefix("0x").removeprefix("0o")
+        if len(text) > MAX_INT_DIGITS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"integer out of range ({len(text)} digits)", node.start_mark
+            )
+        return super().construct_yaml_int(node)
+
+
+_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_yaml_int)
+
+
+def _check_nodes(root: yaml.Node) -> None:
+    """Rejects duplicate keys (naming both places) and documents whose aliases expand to more than
+    MAX_NODES nodes; aliases share nodes, so sizes are memoized and nothing is expanded."""
+    sizes: dict[int, int] = {}
+    # Post-order over the node graph, iteratively; depth is already bounded by the loader.
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                children += (key, value)
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        if not done:
+            if isinstance(node, yaml.MappingNode):
+                _check_duplicate_keys(node)
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+            continue
+        size = 1 + sum(sizes[id(child)] for child in children)
+        if size > MAX_NODES:
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"the document expands to more than {MAX_NODES} values (aliases)",
+                node.start_mark,
+            )
+        sizes[id(node)] = size
+
+
+def _check_duplicate_keys(node: yaml.MappingNode) -> None:
+    seen: dict[Any, yaml.Mark] = {}
+    for key, _value in node.value:
+        if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+            continue
+        first = seen.setdefault((key.tag, key.value), key.start_mark)
+        if first is not key.start_mark:
+            raise yaml.constructor.ConstructorError(
+                f"'{key.value}' is first defined at line {first.line + 1}, column {first.column + 1}",
+                first,
+                f"duplicate key '{key.value}'",
+                key.start_mark,
+            )
+
+
+def check_values(data: Any) -> list[FieldError]:
+    """Bounds for data that did not come through parse_text (API JSON): nesting depth, size,
+    and strings that UTF-8 (the extender's JSON, the UI) cannot encode, such as lone surrogates."""
+    errors: list[FieldError] = []
+    count = 0
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        count += 1
+        if depth > MAX_DEPTH:
+            return [FieldError(path, f"nested deeper than {MAX_DEPTH} levels")]
+        if count > MAX_NODES:
+            return [FieldError("", f"the document has more than {MAX_NODES} values")]
+        if isinstance(value, str):
+            if not _encodable(value):
+                errors.append(FieldError(path, _unencodable(value)))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                child = f"{path}.{key}" if path else str(key)
+                if isinstance(key, str) and not _encodable(key):
+                    errors.append(FieldError(path, _unencodable(key)))
+                    continue
+                stack.append((item, child, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))
+        elif isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+            errors.append(FieldError(path, "integer out of range"))
+    return errors
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _unencodable(text: str) -> str:
+    bad = next(c for c in text if 0xD800 <= ord(c) <= 0xDFFF)
+    return f"contains U+{ord(bad):04X}, a lone surrogate that UTF-8 cannot encode"
 
 
 def _collect_positions(node: yaml.Node, path: str, out: Positions) -> None:
@@ -323,7 +463,7 @@ def build_spec(
         errors.add("name", "name is required")
     elif not isinstance(name, str):
         errors.add("name", f"name must be a string, got {_type_name(name)}")
-    elif len(name) > 63 or not POLICY_NAME.match(name):
+    elif len(name) > 63 or not POLICY_NAME.fullmatch(name):
         errors.add(
             "name",
             f"name '{name}' must be at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit",
@@ -415,7 +555,7 @@ def _scheduler_names(data: dict, errors: _Collector) -> list[str]:
         path = f"schedulerNames[{index}]"
         if not isinstance(item, str):
             errors.add(path, f"a scheduler name must be a string, got {_type_name(item)}")
-        elif len(item) > 253 or not SCHEDULER_NAME.match(item):
+        elif len(item) > 253 or not SCHEDULER_NAME.fullmatch(item):
             errors.add(
                 path,
                 f"'{item}' is not a valid scheduler name (lowercase letters, digits, '-' and '.')",
@@ -467,7 +607,7 @@ def _name(item: dict, path: str, errors: _Collector, *, variable: bool = False) 
             f"{path}.name",
             f"variable name '{name}' must be an identifier (letters, digits and '_', not starting with a digit, not a CEL keyword)",
         )
-    elif not variable and (len(name) > 63 or not RULE_NAME.match(name)):
+    elif not variable and (len(name) > 63 or not RULE_NAME.fullmatch(name)):
         errors.add(
             f"{path}.name",
             f"rule name '{name}' must be at most 63 letters, digits, '-', '_' or '.'",

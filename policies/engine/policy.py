@@ -34,6 +34,7 @@ from .document import (
     PolicyInvalid,
     PolicySpec,
     build_spec,
+    check_values,
     is_variable_name,
     locate,
     parse_text,
@@ -43,6 +44,8 @@ from .inputs import ClusterView, NodeView, PodView
 from .results import Evaluation, RuleError
 
 DEFAULT_COST_LIMIT = 1_000_000
+# A filter message goes to kube-scheduler for every rejected node: at most this many characters.
+MAX_MESSAGE_CHARS = 1024
 _BOOL = (types.BOOL,)
 _NUMBER = (types.INT, types.DOUBLE)
 _STRING = (types.STRING,)
@@ -114,6 +117,15 @@ def compile_policy(
     parsed = parse_text(source) if isinstance(source, str) else source
     if not isinstance(parsed, ParsedDocument):
         parsed = ParsedDocument(data=source)
+    value_errors = check_values(parsed.data)
+    if value_errors:
+        raise PolicyInvalid(
+            [
+                FieldError(e.path, e.message, doc_line=pos[0], doc_column=pos[1])
+                for e in value_errors
+                for pos in [locate(parsed.positions, e.path, None, None)]
+            ]
+        )
     spec, errors = build_spec(parsed.data, parsed.positions)
     if spec is None:
         raise PolicyInvalid(errors)
@@ -368,6 +380,9 @@ class CompiledPolicy:
 
         if want_scores:
             self._check_score_values(raw, passed, failed, messages, unresolvable, errors)
+        for i, message in enumerate(messages):
+            if message is not None and len(message) > MAX_MESSAGE_CHARS:
+                messages[i] = message[: MAX_MESSAGE_CHARS - 1] + "…"
         evaluation = Evaluation(
             policy=self.name,
             applies=True,

@@ -60,7 +60,7 @@ def pod_choice_parse(*, value: str, pasted: str = "") -> PodChoice:
             text=found.text,
         )
     namespace, sep, name = value.removeprefix("snapshot:").partition("/")
-    if not sep or not _K8S_NAME.match(namespace) or not _K8S_NAME.match(name):
+    if not sep or not _K8S_NAME.fullmatch(namespace) or not _K8S_NAME.fullmatch(name):
         raise InputError(
             f"pod {value[:80]!r}: expected namespace/name of a pod in the cluster, "
             "example:<file> or pasted"
@@ -95,7 +95,7 @@ class NewPolicyForm(forms.Form):
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
-        if name and not POLICY_NAME.match(name):
+        if name and not POLICY_NAME.fullmatch(name):
             raise forms.ValidationError(
                 f"{name!r} is not a valid policy name: use lower-case letters, digits and "
                 "dashes, starting and ending with a letter or digit"

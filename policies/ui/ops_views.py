@@ -506,7 +506,7 @@ class ConnectForm(forms.Form):
             name = raw.strip()
             if not name:
                 continue
-            if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+            if len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
                 raise forms.ValidationError(
                     f"{name[:60]!r} is not a valid schedulerName: use lower-case letters, digits, "
                     "'-' and '.', starting and ending with a letter or digit"

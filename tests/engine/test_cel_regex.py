@@ -1,11 +1,13 @@
-"""RE2 patterns on Python's re: what is translated, what is rejected, and matching behaviour
-that differs between the two engines."""
+"""RE2 patterns (google-re2): what is rejected, and matching behaviour where RE2 differs from
+Python's re."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from policies.engine.cel.regex import RegexError, compile_regex, translate
+from policies.engine.cel.regex import RegexError, compile_regex
 
 
 @pytest.mark.parametrize(
@@ -44,39 +46,60 @@ def test_patterns_match_as_re2_does(pattern: str, text: str, matches: bool) -> N
 @pytest.mark.parametrize(
     ("pattern", "message"),
     [
-        ("(?=a)", "look-ahead is not supported by RE2"),
-        ("(?!a)", "look-ahead is not supported by RE2"),
-        ("(?<=a)b", "look-behind is not supported by RE2"),
-        ("(?<!a)b", "look-behind is not supported by RE2"),
-        ("(a)\\1", "backreferences (\\1) are not supported by RE2"),
-        ("(?P<x>a)(?P=x)", "backreferences ((?P=name)) are not supported by RE2"),
-        ("(?>a)", "atomic groups are not supported by RE2"),
-        ("a++", "possessive quantifiers are not supported by RE2"),
-        ("(?(1)a|b)", "conditionals are not supported by RE2"),
-        ("\\pL", "Unicode classes (\\p) are not supported here"),
-        ("\\Z", "escape \\Z is not supported by RE2"),
-        ("a(?i)b", "flag groups like (?i) must open the pattern"),
-        ("(?x)a b", "unknown flag 'x'"),
-        ("(?U)a+", "the ungreedy flag (U) is not supported here"),
-        ("a{1001}", "repetition count 1001 exceeds 1000"),
-        ("[a-", "missing ']'"),
-        ("(a", "missing ')'"),
-        ("a)", "unbalanced ')'"),
-        ("[[:nope:]]", "invalid character class"),
-        ("\\u0041", "invalid escape \\u"),
-        ("x**", "multiple repeat"),
+        ("(?=a)", "invalid perl operator: (?="),
+        ("(?!a)", "invalid perl operator: (?!"),
+        ("(?<=a)b", "invalid perl operator: (?<="),
+        ("(?<!a)b", "invalid perl operator: (?<!"),
+        ("(a)\\1", "invalid escape sequence: \\1"),
+        ("(?P<x>a)(?P=x)", "invalid perl operator: (?P"),
+        ("(?>a)", "invalid perl operator: (?>"),
+        ("a++", "bad repetition operator: ++"),
+        ("(?(1)a|b)", "invalid perl operator: (?("),
+        ("\\Z", "invalid escape sequence: \\Z"),
+        ("\\C", "\\C is not supported"),
+        ("a\\\\\\C", "\\C is not supported"),
+        ("(?x)a b", "invalid perl operator: (?x"),
+        ("a{1001}", "invalid repetition size: {1001}"),
+        ("[a-", "missing ]"),
+        ("(a", "missing )"),
+        ("a)", "unexpected )"),
+        ("[[:nope:]]", "invalid character class range"),
+        ("\\u0041", "invalid escape sequence: \\u"),
+        ("x**", "bad repetition operator: **"),
+        ("a" * 2001, "is longer than 2000 characters"),
     ],
 )
 def test_it_rejects_what_re2_rejects_with_a_reason(pattern: str, message: str) -> None:
     with pytest.raises(RegexError) as raised:
         compile_regex(pattern)
     assert message in str(raised.value)
-    assert pattern in str(raised.value)
+    assert pattern[:64] in str(raised.value)
 
 
 def test_it_caches_compiled_patterns() -> None:
     assert compile_regex("^cached-[a-z]+$") is compile_regex("^cached-[a-z]+$")
 
 
-def test_it_leaves_plain_syntax_alone() -> None:
-    assert translate("^a(b|c)*[x-z]?$") == "^a(b|c)*[x-z]?\\Z"
+@pytest.mark.parametrize(
+    ("pattern", "text", "matches"),
+    [
+        ("\\pL+", "é", True),  # Unicode classes, as RE2 has them
+        ("a(?i)b", "aB", True),  # flags anywhere
+        ("(?U)a+", "aaa", True),
+        ("[[:^alpha:]]", "1", True),
+    ],
+)
+def test_re2_syntax_python_lacks_is_accepted(pattern: str, text: str, matches: bool) -> None:
+    assert (compile_regex(pattern).search(text) is not None) is matches
+
+
+def test_a_catastrophic_pattern_runs_in_linear_time() -> None:
+    # Python's backtracking re took 531 s for 28 a's (issue 15); RE2 is linear in the text.
+    started = time.perf_counter()
+    assert compile_regex("^(a+)+$").search("a" * 100_000 + "b") is None
+    assert time.perf_counter() - started < 1
+
+
+def test_a_text_utf8_cannot_encode_raises_rather_than_matching() -> None:
+    with pytest.raises(UnicodeEncodeError):
+        compile_regex("a").search("\ud800")

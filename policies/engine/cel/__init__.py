@@ -16,7 +16,7 @@ tests/engine/test_cel_differential.py. Modules, in pipeline order:
     checker, suggest     type checking with "did you mean" suggestions
     bounds, cost         declared input sizes and the static worst-case cost
     values, runtime      uint and type values; CEL operators, equality, conversions
-    regex                RE2 syntax on Python's re
+    regex                RE2 (google-re2): validation, size bounds, cache
     interpreter          the exact path (closures, error absorption, cost counting)
     codegen              the fast path (Python source driven by static types)
     program              compile_expression and Program

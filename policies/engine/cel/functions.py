@@ -52,7 +52,25 @@ def upper_ascii(s: str) -> str:
     return s.upper() if s.isascii() else s.translate(_UPPER)
 
 
+# The largest string or list a library function may build (characters or items). Checked
+# before the work is done: replace("", s) grew quadratically and nested join() built 1 GB per
+# node while the estimate charged by item count (issue 15).
+MAX_VALUE_SIZE = 1_000_000
+
+
+def _check_size(size: int, function: str) -> None:
+    if size > MAX_VALUE_SIZE:
+        fail(
+            f"{function}(): the result would have {size} elements, over the limit {MAX_VALUE_SIZE}"
+        )
+
+
 def replace(s: str, old: str, new: str, n: int = -1) -> str:
+    if len(new) > len(old):
+        count = len(s) + 1 if old == "" else s.count(old)
+        if n >= 0:
+            count = min(count, n)
+        _check_size(len(s) + count * (len(new) - len(old)), "replace")
     return s.replace(old, new, n if n >= 0 else -1)
 
 
@@ -92,9 +110,12 @@ def trim(s: str) -> str:
 
 
 def join(items: Any, sep: str = "") -> str:
+    size = len(sep) * max(len(items) - 1, 0)
     for item in items:
         if type(item) is not str:
             no_overload("join", items, sep)
+        size += len(item)
+    _check_size(size, "join")
     return sep.join(items)
 
 

@@ -20,7 +20,7 @@ from .cost import call_charge, runtime_size
 from .errors import CelCostError, CelEvalError
 from .library import GENERIC, dispatch
 from .types import TYPE_NAMES, Type
-from .values import TypeValue, kind_of
+from .values import TypeValue, clip, kind_of
 
 Eval = Callable[["Frame"], Any]
 
@@ -210,6 +210,8 @@ class Compiler:
                 raise
             except CelEvalError as e:
                 return e
+            except Exception as e:  # CEL absorbs every evaluation error, whatever raised it
+                return foreign_error(function, e)
             if v is True or v is False:
                 return v
             return CelEvalError(
@@ -310,6 +312,9 @@ class Compiler:
                         raise
                     except CelEvalError as e:
                         error = error or e
+                        continue
+                    except Exception as e:  # absorbed like any CEL error
+                        error = error or foreign_error(macro, e)
                         continue
                     if v is decisive:
                         return decisive
@@ -412,7 +417,12 @@ class Compiler:
                 x = a(fr)
                 y = b(fr)
                 fr.cost += 1
-                return impl(x, y)
+                try:
+                    return impl(x, y)
+                except CelEvalError:
+                    raise
+                except Exception as e:
+                    raise foreign_error(function, e) from None
 
             return plain2
         if not charged and len(operands) == 1:
@@ -421,7 +431,12 @@ class Compiler:
             def plain1(fr: Frame) -> Any:
                 x = a(fr)
                 fr.cost += 1
-                return impl(x)
+                try:
+                    return impl(x)
+                except CelEvalError:
+                    raise
+                except Exception as e:
+                    raise foreign_error(function, e) from None
 
             return plain1
         if len(operands) == 1:
@@ -434,7 +449,12 @@ class Compiler:
                     fr.cost += call_charge(candidates, (x,), size_of)
                     if fr.cost > fr.limit:
                         raise fr.over_budget()
-                return impl(x)
+                try:
+                    return impl(x)
+                except CelEvalError:
+                    raise
+                except Exception as e:
+                    raise foreign_error(function, e) from None
 
             return call1
         if len(operands) == 2:
@@ -448,7 +468,12 @@ class Compiler:
                     fr.cost += call_charge(candidates, (x, y), size_of)
                     if fr.cost > fr.limit:
                         raise fr.over_budget()
-                return impl(x, y)
+                try:
+                    return impl(x, y)
+                except CelEvalError:
+                    raise
+                except Exception as e:
+                    raise foreign_error(function, e) from None
 
             return call2
 
@@ -459,7 +484,12 @@ class Compiler:
                 fr.cost += call_charge(candidates, args, size_of)
                 if fr.cost > fr.limit:
                     raise fr.over_budget()
-            return impl(*args)
+            try:
+                return impl(*args)
+            except CelEvalError:
+                raise
+            except Exception as e:
+                raise foreign_error(function, e) from None
 
         return call
 
@@ -487,6 +517,18 @@ def _input_path(node: ast.Select) -> tuple[str, list[str], list[str], str | None
     return current.name, fields[::-1], owners[::-1], resource
 
 
+def foreign_error(where: str, e: Exception) -> CelEvalError:
+    """A Python exception raised while evaluating (huge values, malformed inputs) as the CEL
+    error it stands for, so `||`, `&&`, `all` and `exists` absorb it like any other."""
+    if isinstance(e, CelEvalError):
+        return e
+    if isinstance(e, RecursionError):
+        return CelEvalError("evaluation nested too deeply")
+    if isinstance(e, MemoryError):
+        return CelEvalError(f"{where}: out of memory")
+    return CelEvalError(f"{where}: evaluation failed: {type(e).__name__}: {clip(str(e), 200)}")
+
+
 def run(root: Eval, activation: Mapping[str, Any], *, cost_limit: int, nslots: int) -> Any:
     """Evaluates a compiled tree; every failure becomes a CelEvalError."""
     fr = Frame(activation, cost_limit, nslots)
@@ -497,7 +539,7 @@ def run(root: Eval, activation: Mapping[str, Any], *, cost_limit: int, nslots: i
     except RecursionError:
         raise CelEvalError("evaluation nested too deeply") from None
     except Exception as e:  # malformed input values: report, never crash the caller
-        raise CelEvalError(f"evaluation failed: {type(e).__name__}: {e}") from e
+        raise foreign_error("expression", e) from None
     if fr.cost > cost_limit:
         raise fr.over_budget()
     return value

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .values import UInt
+from .values import UInt, bounded_int
 
 KEYWORDS = frozenset(("true", "false", "null", "in"))
 # Reserved by the CEL spec: not usable as identifiers, function names or field names.
@@ -148,10 +148,10 @@ def _read_number(source: str, pos: int) -> Token:
     if m.group("float") is not None:
         return Token("double", float(m.group("float")), pos, end)
     if m.group("hex") is not None:
-        value = int(m.group("hex")[2:], 16)
+        value = bounded_int(m.group("hex")[2:], 16)
         kind = "uint" if m.group("hexu") else "int"
     else:
-        value = int(m.group("int"))
+        value = bounded_int(m.group("int"), 10)
         kind = "uint" if m.group("intu") else "int"
     if kind == "uint":
         if value > 2**64 - 1:

@@ -18,7 +18,18 @@ from policies.engine.inputs import ResourceMap
 from policies.engine.quantity import Quantity
 
 from .errors import CelEvalError
-from .values import INT_MAX, INT_MIN, UINT_MAX, TypeValue, UInt, kind_of, type_name
+from .values import (
+    INT_MAX,
+    INT_MIN,
+    OUT_OF_RANGE,
+    UINT_MAX,
+    TypeValue,
+    UInt,
+    bounded_int,
+    clip,
+    kind_of,
+    type_name,
+)
 
 NUMERIC = frozenset(("int", "uint", "double"))
 # x86's default NaN has its sign bit set; cel-cpp prints it as "-nan", so 0.0/0.0 produces it too.
@@ -401,15 +412,17 @@ def to_int(value: Any) -> int:
     if kind == "string":
         m = _INT_TEXT.fullmatch(value)
         if m is None:
-            fail(f"cannot convert string '{value}' to int")
-        return check_int_text(int(m.group(1)), value)
+            fail(f"cannot convert string '{clip(value)}' to int")
+        digits = m.group(1)
+        sign = -1 if digits.startswith("-") else 1
+        return check_int_text(sign * bounded_int(digits.lstrip("+-"), 10), value)
     no_overload("int", value)
 
 
 def check_int_text(number: int, text: str) -> int:
     if INT_MIN <= number <= INT_MAX:
         return number
-    fail(f"cannot convert string '{text}' to int: out of int64 range")
+    fail(f"cannot convert string '{clip(text)}' to int: out of int64 range")
 
 
 def to_uint(value: Any) -> UInt:
@@ -426,9 +439,10 @@ def to_uint(value: Any) -> UInt:
         fail(f"double value {format_double(value)} out of uint64 range")
     if kind == "string":
         m = _UINT_TEXT.fullmatch(value)
-        if m is None or int(m.group(1)) > UINT_MAX:
-            fail(f"cannot convert string '{value}' to uint")
-        return UInt(int(m.group(1)))
+        number = bounded_int(m.group(1), 10) if m is not None else OUT_OF_RANGE
+        if number > UINT_MAX:
+            fail(f"cannot convert string '{clip(value)}' to uint")
+        return UInt(number)
     no_overload("uint", value)
 
 
@@ -441,7 +455,7 @@ def to_double(value: Any) -> float:
     if kind == "string":
         text = value.strip(_WS)
         if _DOUBLE_TEXT.fullmatch(text) is None:
-            fail(f"cannot convert string '{value}' to double")
+            fail(f"cannot convert string '{clip(value)}' to double")
         if "x" in text or "X" in text:
             return float.fromhex(text)
         return float(text)

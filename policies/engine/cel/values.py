@@ -93,3 +93,22 @@ def type_name(value: Any) -> str:
     """The CEL type name of a runtime value, for messages (`int`, `map`, `Quantity`)."""
     kind = kind_of(value)
     return TYPE_NAME_OF_KIND.get(kind, type(value).__name__)
+
+
+# Any literal with more significant digits than this is out of the 64-bit range anyway; parsing
+# it would be wasted work (and Python refuses decimal strings over 4300 digits with ValueError).
+_MAX_DIGITS = 32
+OUT_OF_RANGE = 2**128
+
+
+def bounded_int(digits: str, base: int) -> int:
+    """int(digits, base), or OUT_OF_RANGE (beyond every CEL integer type) for long inputs."""
+    digits = digits.lstrip("0") or "0"
+    if len(digits) > _MAX_DIGITS:
+        return OUT_OF_RANGE
+    return int(digits, base)
+
+
+def clip(text: str, limit: int = 64) -> str:
+    """`text` shortened for an error message (a message never copies a huge value)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"

@@ -1,0 +1,205 @@
+"""The hostile-policy corpus (issue 15): inputs a viewer can send to validate or preview.
+
+Each case is rejected at validation with a positioned error, or evaluates within its budget with
+the verdict CEL specifies, on both the generated-code and the exact path; none raises.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from policies.engine.policy import compile_policy, validate_policy
+
+from .inputs import node_view, pod_view
+
+HEADER = "name: t\nschedulerNames: [schedweb]\n"
+NODES = [node_view("n1"), node_view("n2")]
+
+
+def filter_policy(expression: str) -> str:
+    return HEADER + f"filters:\n  - name: f\n    expression: {expression!r}\n"
+
+
+def verdicts(text: str) -> dict[bool, list[bool]]:
+    """passed[] per path (fast=True generated code, fast=False exact)."""
+    policy = compile_policy(text)
+    return {fast: policy.evaluate(pod_view(), NODES, fast=fast).passed for fast in (True, False)}
+
+
+# --- numbers Python refuses to convert ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "literal",
+    ["9" * 5000, "-" + "9" * 5000, "0x" + "f" * 5000, "9" * 5000 + "u", "0" * 5000 + "1"],
+)
+def test_a_huge_int_literal_is_a_positioned_error_or_its_value(literal):
+    text = filter_policy(f"{literal} > 0")
+    errors = validate_policy(text)
+    if literal.startswith("0" * 10):
+        assert errors == []  # 000...01 is just 1
+        return
+    [error] = errors
+    assert "out of range" in error.message
+    assert (error.line, error.column) == (1, 1 + literal.startswith("-"))
+
+
+@pytest.mark.parametrize(
+    ("expression", "passes"),
+    [
+        # CEL: `error || true` is true and `error && false` is false, whatever the error
+        (f'uint("{"9" * 5000}") > 0u || true', True),
+        (f'int("{"9" * 5000}") > 0 || true', True),
+        (f'uint("{"9" * 5000}") > 0u && false', False),
+        (f'false && int("-{"9" * 5000}") < 0', False),
+        # exists: one true absorbs the errors of the others; all: one false does
+        (f'[1, 2].exists(x, x == 1 || uint("{"9" * 5000}") > 0u)', True),
+        (f'["{"9" * 5000}", "1"].exists(x, uint(x) == 1u)', True),
+        (f'["{"9" * 5000}", "1"].all(x, uint(x) == 7u)', False),
+    ],
+)
+def test_errors_from_huge_numbers_are_absorbed_as_cel_specifies(expression, passes):
+    assert verdicts(filter_policy(expression)) == {True: [passes] * 2, False: [passes] * 2}
+
+
+def test_an_unabsorbed_conversion_error_is_a_clipped_cel_error_on_both_paths():
+    policy = compile_policy(filter_policy(f'uint("{"9" * 5000}") > 0u'))
+    for fast in (True, False):
+        evaluation = policy.evaluate(pod_view(), NODES, fast=fast)
+        message = evaluation.errors[0][0].message
+        assert "cannot convert string" in message and len(message) < 300
+
+
+# --- documents: bounded before any work, names by fullmatch, encodable strings -----------------
+
+
+def alias_bomb(levels: int, fan: int = 9) -> str:
+    """`levels` anchors each listing the previous one `fan` times: fan**levels values."""
+    lines = [f"a0: &a0 [{', '.join(['x'] * fan)}]"]
+    for k in range(1, levels):
+        lines.append(f"a{k}: &a{k} [{', '.join([f'*a{k - 1}'] * fan)}]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "where"),
+    [
+        (HEADER + "tests: " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper than 64", (3, None)),
+        (
+            '{"name": "t", "schedulerNames": ["schedweb"], "x": ' + "[" * 5000 + "]" * 5000 + "}",
+            "nested deeper than 64",
+            (1, None),
+        ),
+        (HEADER + alias_bomb(9), "expands to more than 100000 values", (None, None)),
+        (HEADER + "tests: " + "9" * 5000 + "\n", "integer out of range", (3, 8)),
+        (HEADER + "tests: 0x" + "f" * 5000 + "\n", "integer out of range", (3, 8)),
+        (
+            HEADER + "filters: []\nfilters:\n  - name: f\n    expression: 'true'\n",
+            "duplicate key 'filters' ('filters' is first defined at line 3, column 1)",
+            (4, 1),
+        ),
+    ],
+)
+def test_a_hostile_document_is_rejected_quickly_with_a_position(text, message, where):
+    import time
+
+    started = time.perf_counter()
+    [error] = validate_policy(text)
+    assert time.perf_counter() - started < 2
+    assert message in error.message
+    line, column = where
+    if line is not None:
+        assert error.doc_line == line
+    if column is not None:
+        assert error.doc_column == column
+
+
+@pytest.mark.parametrize(
+    ("body", "path"),
+    [
+        ("variables:\n  - name: \"a\\n\"\n    expression: '1'\n", "variables[0].name"),
+        ("filters:\n  - name: \"f\\n\"\n    expression: 'true'\n", "filters[0].name"),
+    ],
+)
+def test_a_name_with_a_trailing_newline_is_rejected(body, path):
+    errors = validate_policy(HEADER + body)
+    assert path in {e.path for e in errors}
+
+
+def test_the_policy_name_and_scheduler_names_are_checked_whole():
+    errors = validate_policy('name: "t\\n"\nschedulerNames: ["schedweb\\n"]\n')
+    assert {"name", "schedulerNames[0]"} <= {e.path for e in errors}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # YAML's double-quoted "\ud800" escape yields the lone surrogate
+        HEADER + 'filters:\n  - name: f\n    expression: "false"\n    message: "\\"\\ud800\\""\n',
+        {
+            "name": "t",
+            "schedulerNames": ["schedweb"],
+            "filters": [{"name": "f", "expression": "false", "message": '"\ud800"'}],
+        },
+    ],
+)
+def test_a_lone_surrogate_is_rejected_at_validation(source):
+    [error] = validate_policy(source)
+    assert error.path == "filters[0].message" and "U+D800" in error.message
+
+
+# --- regular expressions: RE2, linear time, bounded patterns -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        '("' + "a" * 28 + '" + node.name).matches("^(a+)+$")',
+        '("' + "a" * 28 + '").matches("^(a+)+$")',  # constant: folded at compile time
+        '("' + "a" * 28 + '" + node.name).find("(a|aa)+$") != ""',
+        '("' + "a" * 28 + '" + node.name).findAll("(a*)*b").size() > 0',
+    ],
+)
+def test_a_catastrophic_pattern_evaluates_in_linear_time(expression):
+    import time
+
+    started = time.perf_counter()
+    result = verdicts(filter_policy(expression))
+    assert time.perf_counter() - started < 2
+    assert result[True] == result[False]
+
+
+def test_a_pattern_longer_than_the_bound_is_a_positioned_error():
+    [error] = validate_policy(filter_policy('node.name.matches("' + "a" * 2001 + '")'))
+    assert (
+        "longer than 2000 characters" in error.message and error.column == 19
+    )  # the pattern literal
+
+
+# --- sizes: values and messages are bounded ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        # "n1" -> 3 x 200 + 2 = 602 characters -> 603 x 200 + 602 = 121202 -> 24 million
+        'node.name.replace("", "' + "x" * 200 + '").replace("", "' + "y" * 200 + '")'
+        '.replace("", "' + "w" * 200 + '") == ""',
+        # 10 x 9000-character strings joined 12 times over: 1.08 M characters
+        "[node.name].map(x, [" + ", ".join(['"' + "z" * 900 + '"'] * 10) + "]"
+        ".map(y, [y, y, y, y, y, y, y, y, y, y, y, y].join())"
+        '.map(y, [y, y, y, y, y, y, y, y, y, y, y, y].join()).join()).join() == ""',
+    ],
+)
+def test_a_value_over_the_size_limit_is_a_cel_error_on_both_paths(expression):
+    policy = compile_policy(filter_policy(expression), cost_limit=10**9)
+    for fast in (True, False):
+        evaluation = policy.evaluate(pod_view(), NODES, fast=fast)
+        assert "over the limit 1000000" in evaluation.errors[0][0].message
+
+
+def test_a_filter_message_is_clipped_to_1024_characters():
+    text = filter_policy("false") + "    message: 'node.name + \"" + "m" * 5000 + "\"'\n"
+    for fast in (True, False):
+        [message, _] = compile_policy(text).evaluate(pod_view(), NODES, fast=fast).messages
+        assert len(message) == 1024 and message.startswith("n1mmm")

@@ -9,6 +9,7 @@ Refusals raise the ServiceError family of policies/errors.py.
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,8 @@ from policies.models import (
     PolicyVersion,
 )
 from policies.publishing import active_policies_after_commit
+
+log = logging.getLogger(__name__)
 
 
 def _audit(
@@ -444,43 +447,95 @@ def api_token_revoke(*, actor, token: ApiToken) -> ApiToken:
 # --- extender decisions ---------------------------------------------------------------------------
 
 
+# A stored decision is bounded whatever the request carried: the first DECISION_MAX_NODES nodes
+# (in the scheduler's order; the record says how many more there were) and messages cut at
+# DECISION_MAX_MESSAGE characters. 500 nodes x about 300 bytes = about 150 KB at most.
+DECISION_MAX_NODES = 500
+DECISION_MAX_MESSAGE = 300
+
+
+def _decision_nodes(nodes: list[Any]) -> dict[str, Any]:
+    kept = []
+    for entry in nodes[:DECISION_MAX_NODES]:
+        if isinstance(entry.get("msg"), str) and len(entry["msg"]) > DECISION_MAX_MESSAGE:
+            entry = {**entry, "msg": entry["msg"][:DECISION_MAX_MESSAGE] + "..."}
+        kept.append(entry)
+    return {
+        "nodes": kept,
+        **({"truncated": len(nodes) - len(kept)} if len(nodes) > len(kept) else {}),
+    }
+
+
+def _decision_row(item: dict[str, Any]):
+    """The Decision row of one queued record, or None (logged) when the record is malformed: one
+    bad record never drops its batch."""
+    from datetime import UTC, datetime
+
+    from policies.models import Decision
+
+    try:
+        pod = item["pod"]
+        fields = (pod["namespace"], pod["name"], pod["uid"], item["policy"], item["verb"])
+        if not all(isinstance(f, str) for f in fields) or not isinstance(item["nodes"], list):
+            raise TypeError("a field has the wrong type")
+        if not all(isinstance(n, dict) for n in item["nodes"]):
+            raise TypeError("a node entry is not an object")
+        return Decision(
+            created_at=datetime.fromtimestamp(float(item["at"]), tz=UTC),
+            pod_namespace=pod["namespace"][:253],
+            pod_name=pod["name"][:253],
+            pod_uid=pod["uid"][:64],
+            policy_name=item["policy"][:63],
+            policy_version=int(item["version"]),
+            verb=item["verb"][:16],
+            nodes={
+                "scores": list(item.get("scores", []))[:64],
+                "weights": list(item.get("weights", []))[:64],
+                **_decision_nodes(item["nodes"]),
+                # records queued by an older extender have no winners; the page recomputes them
+                **({"winners": list(item["winners"])[:64]} if "winners" in item else {}),
+            },
+        )
+    except (KeyError, TypeError, ValueError, OverflowError, OSError) as exc:
+        log.warning("skipped a malformed decision record: %s", exc)
+        return None
+
+
 def decisions_store(*, batch: list[dict[str, Any]]) -> int:
     """Stores sampled extender decisions and the nodes binds chose; returns rows written."""
     from datetime import UTC, datetime
 
     from policies.models import Decision
 
-    def when(epoch: float) -> datetime:
-        return datetime.fromtimestamp(epoch, tz=UTC)
-
     rows = [
-        Decision(
-            created_at=when(item["at"]),
-            pod_namespace=item["pod"]["namespace"][:253],
-            pod_name=item["pod"]["name"][:253],
-            pod_uid=item["pod"]["uid"][:64],
-            policy_name=item["policy"][:63],
-            policy_version=item["version"],
-            verb=item["verb"][:16],
-            nodes={
-                "scores": item.get("scores", []),
-                "weights": item.get("weights", []),
-                "nodes": item["nodes"],
-                # records queued by an older extender have no winners; the page recomputes them
-                **({"winners": item["winners"]} if "winners" in item else {}),
-            },
-        )
+        row
         for item in batch
-        if item.get("kind") == "decision"
+        if isinstance(item, dict) and item.get("kind") == "decision"
+        for row in [_decision_row(item)]
+        if row is not None
     ]
     with transaction.atomic():
         Decision.objects.bulk_create(rows)
         for item in batch:
-            if item.get("kind") == "chosen" and item.get("podUid"):
-                Decision.objects.filter(pod_uid=item["podUid"], chosen_node="").update(
-                    chosen_node=item["node"][:253], chosen_at=when(item["at"])
+            if not isinstance(item, dict) or item.get("kind") != "chosen":
+                continue
+            uid, node, at = item.get("podUid"), item.get("node"), item.get("at")
+            if isinstance(uid, str) and uid and isinstance(node, str) and type(at) in (int, float):
+                Decision.objects.filter(pod_uid=uid[:64], chosen_node="").update(
+                    chosen_node=node[:253], chosen_at=datetime.fromtimestamp(at, tz=UTC)
                 )
     return len(rows)
+
+
+def decisions_prune(*, older_than_days: int) -> int:
+    """Deletes decision records older than `older_than_days` (beat, hourly); returns how many."""
+    from datetime import timedelta
+
+    from policies.models import Decision
+
+    cutoff = timezone.now() - timedelta(days=older_than_days)
+    deleted, _ = Decision.objects.filter(created_at__lt=cutoff).delete()
+    return deleted
 
 
 def decisions_resolve_chosen(*, cluster) -> int:

@@ -583,6 +583,16 @@ def test_the_extender_rbac_grants_binding_only_when_it_binds(bind, binding_rule)
     assert {("nodes", "list"), ("nodes", "watch"), ("pods", "list"), ("pods", "watch")} <= grants
     assert ("pods", "patch") in grants
     assert (("pods/binding", "create") in grants) is binding_rule
+    assert (("pods", "get") in grants) is binding_rule  # read by a bind answered 409
+
+
+def test_the_connect_page_proposes_bind_as_the_settings_enable_it(settings):
+    viewer = client_for("viewer")
+    for enabled in (False, True):
+        settings.SCHEDWEB_EXTENDER_BIND = enabled
+        out = viewer.get("/connect/").context["out"]
+        role = next(d for d in yaml.safe_load_all(out["rbac"]) if d["kind"] == "ClusterRole")
+        assert any("pods/binding" in rule["resources"] for rule in role["rules"]) is enabled
 
 
 @pytest.mark.parametrize("bind", [False, True])

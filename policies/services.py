@@ -39,6 +39,7 @@ from policies.models import (
     PolicyTestCase,
     PolicyVersion,
 )
+from policies.numbers import number_or_none
 from policies.publishing import active_policies_after_commit
 
 log = logging.getLogger(__name__)
@@ -136,11 +137,12 @@ def _revision_from_etag(etag: str, policy: Policy) -> int:
     prefix = f"{policy.pk}-"
     if value == "*":
         return policy.draft_revision
-    if not value.startswith(prefix) or not value[len(prefix) :].isdigit():
+    revision = number_or_none(value[len(prefix) :]) if value.startswith(prefix) else None
+    if revision is None:
         raise PreconditionFailed(
             f"If-Match {etag} is not an ETag of this policy (current {policy.etag})"
         )
-    return int(value[len(prefix) :])
+    return revision
 
 
 def policy_import(*, actor, document: str) -> tuple[Policy, bool]:
@@ -238,10 +240,16 @@ def _activate(*, actor, policy: Policy, version: PolicyVersion, reason: str) -> 
     )
 
 
-def policy_publish(*, actor, policy: Policy, message: str, cluster=None) -> PublishResult:
-    """Validates the draft, runs its test cases, then stores and activates a new version.
+def policy_publish(
+    *, actor, policy: Policy, message: str, revision: int, cluster=None
+) -> PublishResult:
+    """Validates the draft at `revision` (the one the publisher was shown), runs its test cases,
+    then stores and activates a new version.
 
-    All or nothing: a failure at any step leaves the previous version active and serving.
+    All or nothing: a failure at any step leaves the previous version active and serving. The
+    draft is read, compared with `revision` (412 when it moved on) and tested under the
+    publishing lock, so a slow publish of an older draft can never commit after a newer one
+    and replace it (issue 14); publishes of the same installation run one after another.
     """
     message = (message or "").strip()
     if not message:
@@ -251,19 +259,24 @@ def policy_publish(*, actor, policy: Policy, message: str, cluster=None) -> Publ
         )
     if len(message) > 2000:
         raise ServiceError("the publish message is longer than 2000 characters")
-    document = policy.draft
-    compiled = policy_compile(document)
-    results = test_cases_run(compiled=compiled, stored=policy.test_cases.all(), cluster=cluster)
-    failed = [r for r in results if not r["passed"]]
-    if failed:
-        raise TestsFailed(
-            f"{len(failed)} of {len(results)} test case{'s' if len(results) != 1 else ''} failed; nothing was published",
-            details=results,
-        )
-    names = list(compiled.spec.scheduler_names)
     with transaction.atomic():
         _lock_publishing()
         locked = Policy.objects.select_for_update().get(pk=policy.pk)
+        if locked.draft_revision != revision:
+            raise PreconditionFailed(
+                f"the draft changed since it was shown (revision {revision}, now "
+                f"{locked.draft_revision}); review it again before publishing"
+            )
+        document = locked.draft
+        compiled = policy_compile(document)
+        results = test_cases_run(compiled=compiled, stored=locked.test_cases.all(), cluster=cluster)
+        failed = [r for r in results if not r["passed"]]
+        if failed:
+            raise TestsFailed(
+                f"{len(failed)} of {len(results)} test case{'s' if len(results) != 1 else ''} failed; nothing was published",
+                details=results,
+            )
+        names = list(compiled.spec.scheduler_names)
         _check_scheduler_names(policy=locked, names=names)
         number = (locked.versions.aggregate(n=Max("number"))["n"] or 0) + 1
         version = PolicyVersion.objects.create(
@@ -288,6 +301,19 @@ def policy_publish(*, actor, policy: Policy, message: str, cluster=None) -> Publ
         )
         _distribute_after_commit()
     return PublishResult(version=version, test_results=results)
+
+
+def policy_revision_from_etag(*, policy: Policy, if_match: str | None) -> int:
+    """The draft revision an If-Match names, for publish: required (428), this policy's, and
+    exact (`*` would publish whatever the draft has become: 412)."""
+    if not if_match:
+        raise PreconditionRequired(
+            f"send the draft's ETag in If-Match (currently {policy.etag}): publish takes the "
+            "draft revision that was reviewed"
+        )
+    if if_match.strip() == "*":
+        raise PreconditionFailed(f"publish needs the draft's exact ETag (currently {policy.etag})")
+    return _revision_from_etag(if_match, policy)
 
 
 def policy_rollback(*, actor, policy: Policy, number: int) -> PolicyActivation:

@@ -96,7 +96,9 @@ def published(publisher):
     """bin-packing, published as v1 by pat (its document targets schedulerName schedweb)."""
     document = (EXAMPLES / "bin-packing.yaml").read_text()
     policy = services.policy_create(actor=publisher, document=document)
-    services.policy_publish(actor=publisher, policy=policy, message="first cut")
+    services.policy_publish(
+        actor=publisher, policy=policy, message="first cut", revision=policy.draft_revision
+    )
     return policy
 
 
@@ -234,7 +236,9 @@ def test_a_rollback_shows_who_rolled_back(published, publisher):
         if_match=published.etag,
     )
     published.refresh_from_db()
-    services.policy_publish(actor=publisher, policy=published, message="heavier cpu")
+    services.policy_publish(
+        actor=publisher, policy=published, message="heavier cpu", revision=published.draft_revision
+    )
     services.policy_rollback(actor=make_user("rob", "publisher"), policy=published, number=1)
     section = client_for("viewer").get("/").content.decode().split('id="active-policies"', 1)[1]
     assert ">v1<" in section.split("</section>", 1)[0]

@@ -13,6 +13,7 @@ from typing import Any
 DISTRIBUTE_ACTIVE_POLICIES = "schedweb.distribute_active_policies"
 DECISIONS_RECORD = "schedweb.decisions_record"
 DECISIONS_RESOLVE_CHOSEN = "schedweb.decisions_resolve_chosen"
+DECISIONS_PRUNE = "schedweb.decisions_prune"
 PODS_REQUEUE_UNBLOCKED = "schedweb.pods_requeue_unblocked"
 PREVIEW_ALL_PENDING = "schedweb.preview_all_pending"
 CLUSTER_WATCH = "schedweb.cluster_watch"

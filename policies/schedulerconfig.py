@@ -230,11 +230,14 @@ def extender_urls(*, prefix: str) -> dict[str, str]:
 
 
 def extender_cluster_role(*, bind: bool, name: str = "schedweb-extender") -> list[dict[str, Any]]:
-    """The RBAC schedweb itself needs: list/watch nodes and pods (the snapshot), patch pods (the
-    requeue nudge annotation), and create pods/binding when it binds."""
+    """The RBAC schedweb itself needs, least privilege for the verbs enabled: list/watch nodes
+    and pods (the snapshot), patch pods (the requeue nudge annotation); only when it binds
+    (SCHEDWEB_EXTENDER_BIND), create pods/binding and get pods (a bind answered 409 reads the
+    pod to tell "already on that node" from a conflict, policies/cluster/live.py)."""
+    pod_verbs = ["get", "patch"] if bind else ["patch"]
     rules: list[dict[str, Any]] = [
         {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["list", "watch"]},
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": pod_verbs},
     ]
     if bind:
         rules.append({"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]})
@@ -261,7 +264,7 @@ def extender_cluster_role(*, bind: bool, name: str = "schedweb-extender") -> lis
 
 def rbac_command(*, bind: bool) -> str:
     """The `schedulerconfig` command line that prints extender_cluster_role(bind=bind)."""
-    return "python manage.py schedulerconfig --rbac" + (" --bind" if bind else "")
+    return "python manage.py schedulerconfig --rbac " + ("--bind" if bind else "--no-bind")
 
 
 def dump_yaml(documents: list[dict[str, Any]] | dict[str, Any]) -> str:

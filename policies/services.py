@@ -9,6 +9,7 @@ Refusals raise the ServiceError family of policies/errors.py.
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +39,10 @@ from policies.models import (
     PolicyTestCase,
     PolicyVersion,
 )
+from policies.numbers import number_or_none
 from policies.publishing import active_policies_after_commit
+
+log = logging.getLogger(__name__)
 
 
 def _audit(
@@ -133,11 +137,12 @@ def _revision_from_etag(etag: str, policy: Policy) -> int:
     prefix = f"{policy.pk}-"
     if value == "*":
         return policy.draft_revision
-    if not value.startswith(prefix) or not value[len(prefix) :].isdigit():
+    revision = number_or_none(value[len(prefix) :]) if value.startswith(prefix) else None
+    if revision is None:
         raise PreconditionFailed(
             f"If-Match {etag} is not an ETag of this policy (current {policy.etag})"
         )
-    return int(value[len(prefix) :])
+    return revision
 
 
 def policy_import(*, actor, document: str) -> tuple[Policy, bool]:
@@ -235,10 +240,16 @@ def _activate(*, actor, policy: Policy, version: PolicyVersion, reason: str) -> 
     )
 
 
-def policy_publish(*, actor, policy: Policy, message: str, cluster=None) -> PublishResult:
-    """Validates the draft, runs its test cases, then stores and activates a new version.
+def policy_publish(
+    *, actor, policy: Policy, message: str, revision: int, cluster=None
+) -> PublishResult:
+    """Validates the draft at `revision` (the one the publisher was shown), runs its test cases,
+    then stores and activates a new version.
 
-    All or nothing: a failure at any step leaves the previous version active and serving.
+    All or nothing: a failure at any step leaves the previous version active and serving. The
+    draft is read, compared with `revision` (412 when it moved on) and tested under the
+    publishing lock, so a slow publish of an older draft can never commit after a newer one
+    and replace it (issue 14); publishes of the same installation run one after another.
     """
     message = (message or "").strip()
     if not message:
@@ -248,19 +259,24 @@ def policy_publish(*, actor, policy: Policy, message: str, cluster=None) -> Publ
         )
     if len(message) > 2000:
         raise ServiceError("the publish message is longer than 2000 characters")
-    document = policy.draft
-    compiled = policy_compile(document)
-    results = test_cases_run(compiled=compiled, stored=policy.test_cases.all(), cluster=cluster)
-    failed = [r for r in results if not r["passed"]]
-    if failed:
-        raise TestsFailed(
-            f"{len(failed)} of {len(results)} test case{'s' if len(results) != 1 else ''} failed; nothing was published",
-            details=results,
-        )
-    names = list(compiled.spec.scheduler_names)
     with transaction.atomic():
         _lock_publishing()
         locked = Policy.objects.select_for_update().get(pk=policy.pk)
+        if locked.draft_revision != revision:
+            raise PreconditionFailed(
+                f"the draft changed since it was shown (revision {revision}, now "
+                f"{locked.draft_revision}); review it again before publishing"
+            )
+        document = locked.draft
+        compiled = policy_compile(document)
+        results = test_cases_run(compiled=compiled, stored=locked.test_cases.all(), cluster=cluster)
+        failed = [r for r in results if not r["passed"]]
+        if failed:
+            raise TestsFailed(
+                f"{len(failed)} of {len(results)} test case{'s' if len(results) != 1 else ''} failed; nothing was published",
+                details=results,
+            )
+        names = list(compiled.spec.scheduler_names)
         _check_scheduler_names(policy=locked, names=names)
         number = (locked.versions.aggregate(n=Max("number"))["n"] or 0) + 1
         version = PolicyVersion.objects.create(
@@ -285,6 +301,19 @@ def policy_publish(*, actor, policy: Policy, message: str, cluster=None) -> Publ
         )
         _distribute_after_commit()
     return PublishResult(version=version, test_results=results)
+
+
+def policy_revision_from_etag(*, policy: Policy, if_match: str | None) -> int:
+    """The draft revision an If-Match names, for publish: required (428), this policy's, and
+    exact (`*` would publish whatever the draft has become: 412)."""
+    if not if_match:
+        raise PreconditionRequired(
+            f"send the draft's ETag in If-Match (currently {policy.etag}): publish takes the "
+            "draft revision that was reviewed"
+        )
+    if if_match.strip() == "*":
+        raise PreconditionFailed(f"publish needs the draft's exact ETag (currently {policy.etag})")
+    return _revision_from_etag(if_match, policy)
 
 
 def policy_rollback(*, actor, policy: Policy, number: int) -> PolicyActivation:
@@ -444,43 +473,95 @@ def api_token_revoke(*, actor, token: ApiToken) -> ApiToken:
 # --- extender decisions ---------------------------------------------------------------------------
 
 
+# A stored decision is bounded whatever the request carried: the first DECISION_MAX_NODES nodes
+# (in the scheduler's order; the record says how many more there were) and messages cut at
+# DECISION_MAX_MESSAGE characters. 500 nodes x about 300 bytes = about 150 KB at most.
+DECISION_MAX_NODES = 500
+DECISION_MAX_MESSAGE = 300
+
+
+def _decision_nodes(nodes: list[Any]) -> dict[str, Any]:
+    kept = []
+    for entry in nodes[:DECISION_MAX_NODES]:
+        if isinstance(entry.get("msg"), str) and len(entry["msg"]) > DECISION_MAX_MESSAGE:
+            entry = {**entry, "msg": entry["msg"][:DECISION_MAX_MESSAGE] + "..."}
+        kept.append(entry)
+    return {
+        "nodes": kept,
+        **({"truncated": len(nodes) - len(kept)} if len(nodes) > len(kept) else {}),
+    }
+
+
+def _decision_row(item: dict[str, Any]):
+    """The Decision row of one queued record, or None (logged) when the record is malformed: one
+    bad record never drops its batch."""
+    from datetime import UTC, datetime
+
+    from policies.models import Decision
+
+    try:
+        pod = item["pod"]
+        fields = (pod["namespace"], pod["name"], pod["uid"], item["policy"], item["verb"])
+        if not all(isinstance(f, str) for f in fields) or not isinstance(item["nodes"], list):
+            raise TypeError("a field has the wrong type")
+        if not all(isinstance(n, dict) for n in item["nodes"]):
+            raise TypeError("a node entry is not an object")
+        return Decision(
+            created_at=datetime.fromtimestamp(float(item["at"]), tz=UTC),
+            pod_namespace=pod["namespace"][:253],
+            pod_name=pod["name"][:253],
+            pod_uid=pod["uid"][:64],
+            policy_name=item["policy"][:63],
+            policy_version=int(item["version"]),
+            verb=item["verb"][:16],
+            nodes={
+                "scores": list(item.get("scores", []))[:64],
+                "weights": list(item.get("weights", []))[:64],
+                **_decision_nodes(item["nodes"]),
+                # records queued by an older extender have no winners; the page recomputes them
+                **({"winners": list(item["winners"])[:64]} if "winners" in item else {}),
+            },
+        )
+    except (KeyError, TypeError, ValueError, OverflowError, OSError) as exc:
+        log.warning("skipped a malformed decision record: %s", exc)
+        return None
+
+
 def decisions_store(*, batch: list[dict[str, Any]]) -> int:
     """Stores sampled extender decisions and the nodes binds chose; returns rows written."""
     from datetime import UTC, datetime
 
     from policies.models import Decision
 
-    def when(epoch: float) -> datetime:
-        return datetime.fromtimestamp(epoch, tz=UTC)
-
     rows = [
-        Decision(
-            created_at=when(item["at"]),
-            pod_namespace=item["pod"]["namespace"][:253],
-            pod_name=item["pod"]["name"][:253],
-            pod_uid=item["pod"]["uid"][:64],
-            policy_name=item["policy"][:63],
-            policy_version=item["version"],
-            verb=item["verb"][:16],
-            nodes={
-                "scores": item.get("scores", []),
-                "weights": item.get("weights", []),
-                "nodes": item["nodes"],
-                # records queued by an older extender have no winners; the page recomputes them
-                **({"winners": item["winners"]} if "winners" in item else {}),
-            },
-        )
+        row
         for item in batch
-        if item.get("kind") == "decision"
+        if isinstance(item, dict) and item.get("kind") == "decision"
+        for row in [_decision_row(item)]
+        if row is not None
     ]
     with transaction.atomic():
         Decision.objects.bulk_create(rows)
         for item in batch:
-            if item.get("kind") == "chosen" and item.get("podUid"):
-                Decision.objects.filter(pod_uid=item["podUid"], chosen_node="").update(
-                    chosen_node=item["node"][:253], chosen_at=when(item["at"])
+            if not isinstance(item, dict) or item.get("kind") != "chosen":
+                continue
+            uid, node, at = item.get("podUid"), item.get("node"), item.get("at")
+            if isinstance(uid, str) and uid and isinstance(node, str) and type(at) in (int, float):
+                Decision.objects.filter(pod_uid=uid[:64], chosen_node="").update(
+                    chosen_node=node[:253], chosen_at=datetime.fromtimestamp(at, tz=UTC)
                 )
     return len(rows)
+
+
+def decisions_prune(*, older_than_days: int) -> int:
+    """Deletes decision records older than `older_than_days` (beat, hourly); returns how many."""
+    from datetime import timedelta
+
+    from policies.models import Decision
+
+    cutoff = timezone.now() - timedelta(days=older_than_days)
+    deleted, _ = Decision.objects.filter(created_at__lt=cutoff).delete()
+    return deleted
 
 
 def decisions_resolve_chosen(*, cluster) -> int:

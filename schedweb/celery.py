@@ -15,7 +15,7 @@ app.autodiscover_tasks()  # imports policies.tasks, which registers every task
 # - requeue pods a policy rejected that would now pass (policies/extender/requeue.py);
 # - rewrite the published set in Redis from the database (a flushed or restarted Redis has it
 #   back within a minute);
-# - record where decided pods were bound.
+# - record where decided pods were bound, and forget decisions past their retention.
 app.conf.beat_schedule = {
     "cluster-watch-supervise": {
         "task": "schedweb.cluster_watch_supervise",
@@ -31,6 +31,7 @@ app.conf.beat_schedule = {
         "schedule": 60.0,
     },
     "resolve-decision-nodes": {"task": "schedweb.decisions_resolve_chosen", "schedule": 30.0},
+    "prune-decisions": {"task": "schedweb.decisions_prune", "schedule": 3600.0},
 }
 
 

@@ -130,6 +130,13 @@ SCHEDWEB_EXTENDER_URL = env_str("SCHEDWEB_EXTENDER_URL", "http://127.0.0.1:8000/
 # Each costs about a millisecond per 500 nodes to build and more to queue and store: at 20 a
 # second kube-scheduler's throughput through the extender fell by a quarter on 2 cores (make bench).
 SCHEDWEB_DECISIONS_PER_SECOND = env_float("SCHEDWEB_DECISIONS_PER_SECOND", 2.0)
+# Decision records older than this are deleted (beat, hourly).
+SCHEDWEB_DECISIONS_KEEP_DAYS = env_int("SCHEDWEB_DECISIONS_KEEP_DAYS", 7)
+
+# Extender bind: off unless asked. On, the extender creates pods/binding with schedweb's own
+# Kubernetes credentials, for pods an active policy targets, to nodes of the snapshot only
+# (policies/extender/service.py); kube-scheduler must then be configured with bindVerb.
+SCHEDWEB_EXTENDER_BIND = env_bool("SCHEDWEB_EXTENDER_BIND", False)
 
 # CEL: per-expression cost budget (compile-time estimate and run-time limit).
 SCHEDWEB_CEL_COST_LIMIT = env_int("SCHEDWEB_CEL_COST_LIMIT", 1_000_000)

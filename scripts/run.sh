@@ -3,7 +3,9 @@
 # SCHEDWEB_KUBECONFIG is set), a Celery worker with beat, and uvicorn on 127.0.0.1:8000.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+umask 077   # .run/ (secret key, admin password, logs) and the SQLite file: readable by us only
 mkdir -p .run
+chmod 700 .run
 scripts/bootstrap.sh run
 [[ -f .env ]] && set -a && source .env && set +a
 redis_url=${SCHEDWEB_REDIS_URL:-redis://127.0.0.1:6379/0}
@@ -11,17 +13,30 @@ if [[ $redis_url =~ ^redis://(127\.0\.0\.1|localhost):([0-9]+) ]]; then
   scripts/services.sh redis "${BASH_REMATCH[2]}"
 fi
 export SCHEDWEB_REDIS_URL=$redis_url
+# DEBUG pages show settings and URL lists: off unless asked for (SCHEDWEB_DEBUG=1 in .env).
+export SCHEDWEB_DEBUG=${SCHEDWEB_DEBUG:-0}
+# A secret key of this checkout's own, generated on first start (sessions and CSRF tokens).
+if [[ -z ${SCHEDWEB_SECRET_KEY:-} ]]; then
+  [[ -s .run/secret-key ]] || .venv/bin/python -c 'import secrets; print(secrets.token_urlsafe(50))' >.run/secret-key
+  SCHEDWEB_SECRET_KEY=$(<.run/secret-key)
+  export SCHEDWEB_SECRET_KEY
+fi
 py=.venv/bin/python
 $py manage.py migrate --noinput -v0
 $py manage.py collectstatic --noinput -v0
 if [[ ! -f .run/admin-login.txt ]]; then   # first start: an admin to log in with
   $py manage.py adduser admin --role admin --if-no-users | tee .run/admin-login.txt
 fi
+# Files an older `make run` created world-readable.
+chmod 600 .run/secret-key .run/admin-login.txt 2>/dev/null || true
+[[ -f db.sqlite3 ]] && chmod 600 db.sqlite3
 
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
-.venv/bin/celery -A schedweb worker -B --loglevel=INFO --concurrency=2 \
+# Without gossip and mingle (unused here, as in the tests): they logged ERROR tracebacks on a
+# Redis restart.
+.venv/bin/celery -A schedweb worker -B --loglevel=INFO --concurrency=2 --without-gossip --without-mingle \
   --schedule .run/celerybeat-schedule >.run/worker.log 2>&1 &
 pids+=($!)
 echo "schedweb: http://127.0.0.1:8000/  (login: see .run/admin-login.txt; worker log: .run/worker.log; Ctrl-C stops everything)"

@@ -13,7 +13,9 @@ redis)
   port=$2
   if port_open "$port"; then exit 0; fi
   mkdir -p ".run/redis-$port"
+  # Bounded like docker-compose's: writes fail when full (noeviction) instead of losing queues.
   redis-server --bind 127.0.0.1 --port "$port" --dir "$PWD/.run/redis-$port" --save '' --appendonly no \
+    --maxmemory "${SCHEDWEB_REDIS_MAXMEMORY:-512mb}" --maxmemory-policy noeviction \
     --daemonize yes --logfile "$PWD/.run/redis-$port/redis.log" --pidfile "$PWD/.run/redis-$port/redis.pid"
   for _ in $(seq 50); do port_open "$port" && exit 0; sleep 0.1; done
   echo "services: redis did not start on 127.0.0.1:$port"; exit 1

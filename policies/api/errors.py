@@ -29,6 +29,7 @@ from policies.errors import (
     ServiceError,
     TestsFailed,
 )
+from policies.numbers import number_or_none
 
 # The one place a service error becomes an HTTP status; the pages use it too.
 STATUS_OF = {
@@ -160,10 +161,9 @@ class BodySizeLimitMiddleware:
 
     def __call__(self, request):
         if request.path_info.startswith("/api/"):
-            try:
-                length = int(request.META.get("CONTENT_LENGTH") or 0)
-            except ValueError:
-                length = 0
+            # Not a number (or past int64): refused as too large rather than trusted as 0.
+            length = number_or_none(request.META.get("CONTENT_LENGTH") or "0")
+            length = self.api_limit + 1 if length is None else length
             if length > self.api_limit:
                 return JsonResponse(
                     error_body(

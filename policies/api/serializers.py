@@ -8,6 +8,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from policies.numbers import number_or_none
+
 
 class StrictSerializer(serializers.Serializer):
     """A serializer that refuses fields it does not define, naming them."""
@@ -108,7 +110,7 @@ class PreviewSerializer(StrictSerializer):
         if "version" in attrs and "policy" not in attrs:
             raise serializers.ValidationError({"version": ["version needs policy"]})
         version = attrs.get("version", "draft")
-        if version not in ("draft", "active") and not (version.isdigit() and int(version) >= 1):
+        if version not in ("draft", "active") and number_or_none(version, minimum=1) is None:
             raise serializers.ValidationError({"version": ["draft, active or a version number"]})
         if attrs.get("compare") and "policy" not in attrs:
             raise serializers.ValidationError(

@@ -2,7 +2,12 @@
 
 from django.urls import path
 
+from policies.numbers import id_converter_register
+
 from . import cluster, views
+
+id_converter_register()
+
 
 urlpatterns = [
     path("policies", views.PolicyListCreate.as_view()),
@@ -11,8 +16,8 @@ urlpatterns = [
     path("policies/<str:name>/rollback", views.PolicyRollback.as_view()),
     path("policies/<str:name>/deactivate", views.PolicyDeactivate.as_view()),
     path("policies/<str:name>/versions", views.VersionList.as_view()),
-    path("policies/<str:name>/versions/<int:number>", views.VersionDetail.as_view()),
-    path("policies/<str:name>/versions/<int:a>/diff/<int:b>", views.VersionDiff.as_view()),
+    path("policies/<str:name>/versions/<id:number>", views.VersionDetail.as_view()),
+    path("policies/<str:name>/versions/<id:a>/diff/<id:b>", views.VersionDiff.as_view()),
     path("policies/<str:name>/tests", views.TestCaseListCreate.as_view()),
     path("policies/<str:name>/tests/run", views.TestCaseRun.as_view()),
     path("policies/<str:name>/tests/<str:case>", views.TestCaseDetail.as_view()),
@@ -20,10 +25,10 @@ urlpatterns = [
     path("preview", views.Preview.as_view()),
     path("audit", views.AuditList.as_view()),
     path("tokens", views.TokenListCreate.as_view()),
-    path("tokens/<int:token_id>", views.TokenRevoke.as_view()),
+    path("tokens/<id:token_id>", views.TokenRevoke.as_view()),
     path("me", views.Me.as_view()),
     path("decisions", views.DecisionList.as_view()),
-    path("decisions/<int:decision_id>", views.DecisionDetail.as_view()),
+    path("decisions/<id:decision_id>", views.DecisionDetail.as_view()),
     path("cluster", cluster.ClusterStatusView.as_view()),
     path("cluster/nodes", cluster.ClusterNodesView.as_view()),
     path("cluster/pods", cluster.ClusterPodsView.as_view()),

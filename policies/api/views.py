@@ -229,14 +229,23 @@ class PolicyPublish(ApiView):
 
     @extend_schema(
         operation_id="policies_publish",
-        description="Validates the draft, runs the policy's test cases on the current snapshot and, if all pass, stores and activates a new version.",
+        description="Validates the draft, runs the policy's test cases on the current snapshot and, if all pass, stores and activates a new version. Send the ETag of the draft you reviewed in If-Match: a draft that changed since gets 412 and nothing is published.",
+        parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=True)],
         request=s.PublishSerializer,
-        responses={201: s.PublishResultSerializer, **errors(400, 404, 409, 413, 422, 503)},
+        responses={
+            201: s.PublishResultSerializer,
+            **errors(400, 404, 409, 412, 413, 422, 428, 503),
+        },
     )
     def post(self, request: Request, name: str) -> Response:
         policy = _policy(name)
         data = self.data(s.PublishSerializer, request)
-        result = services.policy_publish(actor=request.user, policy=policy, message=data["message"])
+        revision = services.policy_revision_from_etag(
+            policy=policy, if_match=request.headers.get("If-Match")
+        )
+        result = services.policy_publish(
+            actor=request.user, policy=policy, message=data["message"], revision=revision
+        )
         return Response(
             {
                 "version": version_dict(result.version, active_number=result.version.number),
@@ -496,8 +505,23 @@ class TestCaseDetail(ApiView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class TestCaseRun(ApiView):
-    required_roles = {"POST": "viewer"}
+class TestCaseRun(TestCaseDetail):
+    """POST runs every case; GET, PUT and DELETE reach the case named `run`, which this route
+    would otherwise hide from TestCaseDetail."""
+
+    required_roles = {**TestCaseDetail.required_roles, "POST": "viewer"}
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request, name: str) -> Response:
+        return super().get(request, name, "run")
+
+    @extend_schema(exclude=True)
+    def put(self, request: Request, name: str) -> Response:
+        return super().put(request, name, "run")
+
+    @extend_schema(exclude=True)
+    def delete(self, request: Request, name: str) -> Response:
+        return super().delete(request, name, "run")
 
     @extend_schema(
         operation_id="tests_run",

@@ -492,15 +492,20 @@ _binder: LiveClient | None = None
 _binder_lock = threading.Lock()
 
 
-def bind_pod(args: Any) -> str:
-    """The extender's bind verb (args: PodName/PodNamespace/PodUID/Node, see
-    policies.extender.protocol.BindingArgs): "" when bound, else the error for kube-scheduler."""
+def binder_client() -> LiveClient:
+    """The process's client for binds, created once (at the extender runtime's start)."""
     global _binder
     with _binder_lock:
         if _binder is None:
             _binder = LiveClient.from_settings()
+        return _binder
+
+
+def bind_pod(args: Any) -> str:
+    """The extender's bind verb (args: PodName/PodNamespace/PodUID/Node, see
+    policies.extender.protocol.BindingArgs): "" when bound, else the error for kube-scheduler."""
     try:
-        _binder.bind(
+        binder_client().bind(
             namespace=args.pod_namespace, name=args.pod_name, uid=args.pod_uid, node=args.node
         )
     except KubeError as exc:

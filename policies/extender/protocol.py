@@ -32,14 +32,72 @@ def _object(body: bytes) -> dict[str, Any]:
     return folded
 
 
-def _pod(data: dict[str, Any]) -> dict[str, Any]:
-    pod = data.get("pod")
-    if not isinstance(pod, dict):
-        raise ProtocolError("Pod is missing or not an object")
-    metadata = pod.get("metadata")
-    if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
-        raise ProtocolError("Pod.metadata.name is missing")
+# Bounds on the identities a request carries. Kubernetes names are DNS subdomains (253) and
+# namespaces DNS labels (63); a uid is a 36-character UUID (128 leaves room for other clusters).
+# The extender keeps some of these (the requeue hash, decision records): an anonymous 1 MB uid
+# must not become 1 MB of Redis.
+MAX_NAME = 253
+MAX_NAMESPACE = 63
+MAX_UID = 128
+
+
+def _string(value: Any, field: str, *, limit: int, optional: bool = False) -> str:
+    """`value` as a bounded string, or a ProtocolError naming `field`."""
+    if value is None and optional:
+        return ""
+    if not isinstance(value, str):
+        raise ProtocolError(f"{field} must be a string, got {_kind(value)}")
+    if len(value) > limit:
+        raise ProtocolError(f"{field} is longer than {limit} characters")
+    return value
+
+
+def _kind(value: Any) -> str:
+    """A JSON type name for error messages (never the value: it may be huge)."""
+    if value is None:
+        return "null"
+    return {dict: "object", list: "array", str: "string", bool: "boolean"}.get(
+        type(value), "number"
+    )
+
+
+def _mapping(value: Any, field: str, *, optional: bool = False) -> dict[str, Any]:
+    """`value` as a JSON object (null allowed when `optional`: Go writes nil as null)."""
+    if value is None and optional:
+        return {}
+    if not isinstance(value, dict):
+        raise ProtocolError(f"{field} must be an object, got {_kind(value)}")
+    return value
+
+
+def _pod(data: dict[str, Any], field: str = "Pod") -> dict[str, Any]:
+    """The pod, with the fields the extender reads before conversion checked: metadata.name,
+    namespace, uid, resourceVersion (bounded strings), spec and status (objects or null) and
+    spec.schedulerName (a string or null). The rest is checked by the conversion."""
+    pod = _mapping(data.get("pod"), field)
+    metadata = _mapping(pod.get("metadata"), f"{field}.metadata")
+    name = _string(metadata.get("name"), f"{field}.metadata.name", limit=MAX_NAME)
+    if not name:
+        raise ProtocolError(f"{field}.metadata.name must not be empty")
+    _string(
+        metadata.get("namespace"), f"{field}.metadata.namespace", limit=MAX_NAMESPACE, optional=True
+    )
+    _string(metadata.get("uid"), f"{field}.metadata.uid", limit=MAX_UID, optional=True)
+    _string(
+        metadata.get("resourceVersion"),
+        f"{field}.metadata.resourceVersion",
+        limit=MAX_NAME,
+        optional=True,
+    )
+    spec = _mapping(pod.get("spec"), f"{field}.spec", optional=True)
+    _string(spec.get("schedulerName"), f"{field}.spec.schedulerName", limit=MAX_NAME, optional=True)
+    _mapping(pod.get("status"), f"{field}.status", optional=True)
     return pod
+
+
+def scheduler_name(pod: dict[str, Any]) -> str:
+    """The pod's schedulerName (checked by _pod), kube-scheduler's default when unset."""
+    return (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
 
 
 @dataclass(slots=True)
@@ -62,21 +120,24 @@ def parse_extender_args(body: bytes) -> ExtenderArgs:
     names = data.get("nodenames")
     node_list = data.get("nodes")
     if names is not None:
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise ProtocolError("NodeNames must be a list of strings")
+        if not isinstance(names, list):
+            raise ProtocolError(f"NodeNames must be an array, got {_kind(names)}")
+        for index, name in enumerate(names):
+            _string(name, f"NodeNames[{index}]", limit=MAX_NAME)
         return ExtenderArgs(pod=pod, node_names=names, nodes=None)
     if node_list is not None:
-        items = node_list.get("items") if isinstance(node_list, dict) else None
+        items = _mapping(node_list, "Nodes").get("items")
         if items is None:
             items = []
         if not isinstance(items, list):
-            raise ProtocolError("Nodes.items must be a list")
+            raise ProtocolError(f"Nodes.items must be an array, got {_kind(items)}")
         node_names = []
         for index, item in enumerate(items):
-            name = item.get("metadata", {}).get("name") if isinstance(item, dict) else None
-            if not isinstance(name, str):
-                raise ProtocolError(f"Nodes.items[{index}].metadata.name is missing")
-            node_names.append(name)
+            where = f"Nodes.items[{index}]"
+            metadata = _mapping(_mapping(item, where).get("metadata"), f"{where}.metadata")
+            node_names.append(
+                _string(metadata.get("name"), f"{where}.metadata.name", limit=MAX_NAME)
+            )
         return ExtenderArgs(pod=pod, node_names=node_names, nodes=items)
     # Both null: the scheduler never sends this, but an empty candidate list is well defined.
     return ExtenderArgs(pod=pod, node_names=[], nodes=None)
@@ -99,31 +160,31 @@ def parse_preemption_args(body: bytes) -> PreemptionArgs:
     source = meta if meta is not None else full
     if source is None:
         return PreemptionArgs(pod=pod, victims={})
-    if not isinstance(source, dict):
-        raise ProtocolError("NodeNameToMetaVictims/NodeNameToVictims must be an object")
+    field = "NodeNameToMetaVictims" if meta is not None else "NodeNameToVictims"
+    source = _mapping(source, field)
     for node, entry in source.items():
+        _string(node, f"{field} key", limit=MAX_NAME)
+        where = f"{field}[{node}]"
         if entry is None:
             continue
-        if not isinstance(entry, dict):
-            raise ProtocolError(f"victims of node {node} must be an object")
-        entry = {k.lower(): v for k, v in entry.items()}
+        entry = {k.lower(): v for k, v in _mapping(entry, where).items()}
         pods = entry.get("pods") or []
         if not isinstance(pods, list):
-            raise ProtocolError(f"victims of node {node}: Pods must be a list")
+            raise ProtocolError(f"{where}.Pods must be an array, got {_kind(pods)}")
         uids = []
-        for pod_entry in pods:
-            if not isinstance(pod_entry, dict):
-                raise ProtocolError(f"victims of node {node}: each pod must be an object")
+        for index, pod_entry in enumerate(pods):
+            at = f"{where}.Pods[{index}]"
+            pod_entry = _mapping(pod_entry, at)
             if meta is not None:
                 uid = {k.lower(): v for k, v in pod_entry.items()}.get("uid")
+                uid = _string(uid, f"{at}.UID", limit=MAX_UID)
             else:
-                uid = (pod_entry.get("metadata") or {}).get("uid")
-            if not isinstance(uid, str):
-                raise ProtocolError(f"victims of node {node}: a pod without a UID")
+                metadata = _mapping(pod_entry.get("metadata"), f"{at}.metadata")
+                uid = _string(metadata.get("uid"), f"{at}.metadata.uid", limit=MAX_UID)
             uids.append({"UID": uid})
         pdb = entry.get("numpdbviolations") or 0
         if not isinstance(pdb, int) or isinstance(pdb, bool):
-            raise ProtocolError(f"victims of node {node}: NumPDBViolations must be an integer")
+            raise ProtocolError(f"{where}.NumPDBViolations must be an integer")
         victims[node] = {"Pods": uids, "NumPDBViolations": pdb}
     return PreemptionArgs(pod=pod, victims=victims)
 
@@ -140,14 +201,14 @@ def parse_binding_args(body: bytes) -> BindingArgs:
     """{"PodName", "PodNamespace", "PodUID", "Node"}, all strings."""
     data = _object(body)
     values = {}
-    for key, field in (
-        ("podname", "PodName"),
-        ("podnamespace", "PodNamespace"),
-        ("poduid", "PodUID"),
-        ("node", "Node"),
+    for key, field, limit in (
+        ("podname", "PodName", MAX_NAME),
+        ("podnamespace", "PodNamespace", MAX_NAMESPACE),
+        ("poduid", "PodUID", MAX_UID),  # required: it is the binding's precondition
+        ("node", "Node", MAX_NAME),
     ):
-        value = data.get(key)
-        if not isinstance(value, str) or (key != "poduid" and not value):
+        value = _string(data.get(key), field, limit=limit)
+        if not value:
             raise ProtocolError(f"{field} must be a non-empty string")
         values[key] = value
     return BindingArgs(values["podname"], values["podnamespace"], values["poduid"], values["node"])

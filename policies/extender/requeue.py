@@ -35,10 +35,56 @@ def requeue_key(cluster: str) -> str:
     return f"schedweb:requeue:{cluster}"
 
 
-def rejections_record(client, *, cluster: str, rejections: list[dict[str, Any]]) -> None:
-    """Called by extender processes (background thread): remember pods rejected everywhere."""
-    if rejections:
-        client.hset(requeue_key(cluster), mapping={r["uid"]: orjson.dumps(r) for r in rejections})
+MAX_ENTRIES = 10_000  # pods remembered per cluster: about 2 MB of Redis at the bounds below
+_LIMITS = {"uid": 128, "namespace": 63, "name": 253, "policy": 253}
+
+
+def _valid(entry: dict[str, Any]) -> bool:
+    """An entry the sweep can use: bounded strings (the protocol checks them too; this is the
+    storage's own guard) and a number for `at`."""
+    for field, limit in _LIMITS.items():
+        value = entry.get(field)
+        if type(value) is not str or not value or len(value) > limit:
+            return False
+    return type(entry.get("at")) in (int, float)
+
+
+def rejections_record(client, *, cluster: str, rejections: list[dict[str, Any]]) -> int:
+    """Called by extender processes (background thread): remember pods rejected everywhere.
+
+    Invalid entries are skipped, and nothing new is added once the hash holds MAX_ENTRIES
+    (the sweep forgets entries after MAX_AGE_SECONDS, with every source). Returns the number
+    written."""
+    valid = {r["uid"]: orjson.dumps(r) for r in rejections if _valid(r)}
+    if not valid:
+        return 0
+    key = requeue_key(cluster)
+    if client.hlen(key) >= MAX_ENTRIES:
+        log.warning(
+            "requeue hash %s is full (%d pods); not adding %d", key, MAX_ENTRIES, len(valid)
+        )
+        return 0
+    client.hset(key, mapping=valid)
+    return len(valid)
+
+
+def rejections_prune(client, *, cluster: str, now: float | None = None) -> int:
+    """Forgets entries older than MAX_AGE_SECONDS or unreadable; returns how many. Runs whatever
+    the cluster source (the sweep itself runs only with the live source)."""
+    key = requeue_key(cluster)
+    now = time.time() if now is None else now
+    stale = []
+    for uid, data in client.hscan_iter(key, count=1000):
+        try:
+            entry = orjson.loads(data)
+            old = now - float(entry["at"]) > MAX_AGE_SECONDS
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            old = True
+        if old:
+            stale.append(uid)
+    if stale:
+        client.hdel(key, *stale)
+    return len(stale)
 
 
 def _compiled_or_none(entry: dict[str, Any] | None):
@@ -62,9 +108,10 @@ def requeue_run() -> dict[str, int]:
     from policies.publishing import active_entries_read
     from policies.redis import redis_client
 
-    if settings.SCHEDWEB_CLUSTER_SOURCE != "live":
-        return {}
     client = redis_client()
+    if settings.SCHEDWEB_CLUSTER_SOURCE != "live":
+        # Nothing to nudge without a cluster; still forget what the extender remembered.
+        return {"forgotten": rejections_prune(client, cluster=settings.SCHEDWEB_CLUSTER_NAME)}
     if not client.exists(requeue_key(settings.SCHEDWEB_CLUSTER_NAME)):
         return {}
     try:

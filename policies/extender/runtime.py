@@ -218,8 +218,11 @@ class ExtenderRuntime:
             batch.append(self.rejections.popleft())
         try:
             rejections_record(self.redis, cluster=settings.SCHEDWEB_CLUSTER_NAME, rejections=batch)
-        except Exception:  # Redis down: put them back for the next loop
-            self.rejections.extendleft(reversed(batch))
+        except Exception as exc:
+            # Dropped, not put back: a batch that fails for its content would otherwise block
+            # every later one. A requeue nudge is an optimisation; kube-scheduler retries the
+            # pods within five minutes anyway (policies/extender/requeue.py).
+            log.warning("dropped %d rejected pods: cannot record them (%s)", len(batch), exc)
 
     def _flush_decisions(self) -> None:
         batch = self.decisions.take()
@@ -270,11 +273,13 @@ def snapshot_provider():
 
 
 def binder():
-    """Creates pods/binding through the Kubernetes API (live source only)."""
-    if settings.SCHEDWEB_CLUSTER_SOURCE != "live":
+    """Creates pods/binding through the Kubernetes API: only when SCHEDWEB_EXTENDER_BIND is on
+    (and the source is live). The client is created here, at start, not on the first bind."""
+    if not settings.SCHEDWEB_EXTENDER_BIND or settings.SCHEDWEB_CLUSTER_SOURCE != "live":
         return None
-    from policies.cluster.live import bind_pod
+    from policies.cluster.live import bind_pod, binder_client
 
+    binder_client()
     return bind_pod
 
 

@@ -99,8 +99,20 @@ class Extender:
     # -- helpers -------------------------------------------------------------------------------
 
     def _served(self, pod: dict[str, Any]) -> ServedPolicy | None:
-        name = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
-        return self._policies().get(name)
+        return self._policies().get(protocol.scheduler_name(pod))
+
+    def _pod_view(self, pod: dict[str, Any]) -> PodView:
+        """The engine's view of the request's pod; a ProtocolError naming the field when the
+        pod cannot be converted (a 400, as for any other malformed field)."""
+        try:
+            return self._pods.view(pod)
+        except ConversionError as exc:
+            raise protocol.ProtocolError(f"Pod: {exc}") from None
+
+    def _bad_request(self, verb: str, started: float, exc: Exception) -> Answer:
+        return self._observe(
+            verb, started, Answer(400, protocol.error_body(str(exc))), None, "bad_request"
+        )
 
     def _nodes(self, args: protocol.ExtenderArgs, state: Any) -> tuple[list[NodeView], list[str]]:
         """Views of the candidate nodes, and the names schedweb's snapshot does not know."""
@@ -167,21 +179,24 @@ class Extender:
             )
             return self._observe("filter", started, answer, None)
         try:
-            answer, decision = self._filter(args, served)
-        except Exception as exc:  # never a 500: the policy's failurePolicy decides
+            pod = self._pod_view(args.pod)
+        except protocol.ProtocolError as exc:
+            return self._bad_request("filter", started, exc)
+        try:
+            answer, decision = self._filter(args, served, pod)
+        except Exception:  # never a 500: the policy's failurePolicy decides
             log.exception("extender filter failed for policy %s", served.label)
-            answer = self._filter_failure(args, served, exc)
+            answer = self._filter_failure(args, served)
             return self._observe("filter", started, answer, served, "internal")
         if decision is not None:
             self._record(decision)
         return self._observe("filter", started, answer, served)
 
     def _filter(
-        self, args: protocol.ExtenderArgs, served: ServedPolicy
+        self, args: protocol.ExtenderArgs, served: ServedPolicy, pod: PodView
     ) -> tuple[Answer, Callable[[], dict] | None]:
         snapshot = self._snapshot()
         state = snapshot.state if snapshot is not None else None
-        pod = self._pods.view(args.pod)
         known, unknown = self._nodes(args, state)
         policy = served.compiled
         evaluation = policy.evaluate(pod, known, state, scores=False)
@@ -231,17 +246,16 @@ class Extender:
             )
         return answer, decision
 
-    def _filter_failure(
-        self, args: protocol.ExtenderArgs, served: ServedPolicy, exc: Exception
-    ) -> Answer:
+    def _filter_failure(self, args: protocol.ExtenderArgs, served: ServedPolicy) -> Answer:
         if served.compiled.spec.failure_policy == "Fail":
             # Fail closed: the scheduler records a SchedulerError and retries the pod with backoff.
+            # The exception's text stays in the log: callers learn nothing of schedweb's insides.
             body = protocol.filter_result(
                 passed=[],
                 failed={},
                 unresolvable={},
                 nodes=args.nodes,
-                error=f"schedweb internal error: {exc}",
+                error="schedweb internal error (details in schedweb's log)",
             )
         else:
             body = protocol.filter_result(
@@ -265,9 +279,12 @@ class Extender:
         if served is None:
             return self._observe("prioritize", started, Answer(200, b"[]"), None)
         try:
+            pod = self._pod_view(args.pod)
+        except protocol.ProtocolError as exc:
+            return self._bad_request("prioritize", started, exc)
+        try:
             snapshot = self._snapshot()
             state = snapshot.state if snapshot is not None else None
-            pod = self._pods.view(args.pod)
             known, _unknown = self._nodes(args, state)
             evaluation = served.compiled.evaluate(pod, known, state)
             scores = dict(zip(evaluation.node_names, evaluation.extender))
@@ -300,9 +317,12 @@ class Extender:
                 "preempt", started, Answer(200, protocol.preemption_result(args.victims)), served
             )
         try:
+            pod = self._pod_view(args.pod)
+        except protocol.ProtocolError as exc:
+            return self._bad_request("preempt", started, exc)
+        try:
             snapshot = self._snapshot()
             state = snapshot.state if snapshot is not None else None
-            pod = self._pods.view(args.pod)
             nodes = [
                 n
                 for n in (state.node(name) if state else None for name in args.victims)
@@ -331,26 +351,67 @@ class Extender:
         )
 
     def bind(self, body: bytes) -> Answer:
+        """Binds a pod schedweb is responsible for, when binding is enabled (a binder is set).
+
+        Only a pod the snapshot holds under PodUID, with that namespace and name, whose
+        schedulerName an active policy targets, to a node the snapshot holds: a caller cannot
+        place other schedulers' pods or invent nodes. Every refusal gets the same answer, so
+        the caller learns nothing about which pods, nodes or policies exist (the reason is
+        logged). Idempotent: a pod already on that node is reported bound (kube-scheduler
+        retries binds whose answer it lost).
+        """
         started = time.perf_counter()
         try:
             args = protocol.parse_binding_args(body)
         except protocol.ProtocolError as exc:
-            return self._observe(
-                "bind", started, Answer(400, protocol.error_body(str(exc))), None, "bad_request"
-            )
+            return self._bad_request("bind", started, exc)
         if self._binder is None:
-            answer = Answer(
-                200,
-                protocol.binding_result(
-                    "schedweb has no Kubernetes client configured to bind pods"
-                ),
+            answer = Answer(200, protocol.binding_result("schedweb does not bind pods here"))
+            return self._observe("bind", started, answer, None, "bind_disabled")
+        snapshot = self._snapshot()
+        state = snapshot.state if snapshot is not None else None
+        pod = state.pod(args.pod_uid) if state is not None else None
+        served = self._policies().get(pod["schedulerName"]) if pod is not None else None
+        reason = ""
+        if pod is None:
+            reason = "no pod with this uid in the snapshot"
+        elif (pod["namespace"], pod["name"]) != (args.pod_namespace, args.pod_name):
+            reason = "the uid belongs to another pod"
+        elif served is None:
+            reason = f"no active policy targets schedulerName {pod['schedulerName']}"
+        elif state.node(args.node) is None:
+            reason = "no such node in the snapshot"
+        elif pod["nodeName"] and pod["nodeName"] != args.node:
+            reason = "the pod is already bound elsewhere"
+        if reason:
+            log.warning(
+                "extender bind of %s/%s (uid %s) to %s refused: %s",
+                args.pod_namespace,
+                args.pod_name,
+                args.pod_uid,
+                args.node,
+                reason,
             )
-            return self._observe("bind", started, answer, None, "no_binder")
-        try:
-            error = self._binder(args)
-        except Exception as exc:
-            log.exception("extender bind failed for %s/%s", args.pod_namespace, args.pod_name)
-            error = f"schedweb could not bind the pod: {exc}"
+            answer = Answer(
+                200, protocol.binding_result(BIND_REFUSED), served.label if served else "none"
+            )
+            return self._observe("bind", started, answer, served, "bind_refused")
+        error = ""
+        if not pod["nodeName"]:
+            try:
+                failure = self._binder(args)
+            except Exception:
+                log.exception("extender bind failed for %s/%s", args.pod_namespace, args.pod_name)
+                failure = "exception"
+            if failure:
+                log.warning(
+                    "extender bind of %s/%s to %s failed: %s",
+                    args.pod_namespace,
+                    args.pod_name,
+                    args.node,
+                    failure,
+                )
+                error = BIND_FAILED
         if not error:
             self._record(
                 {"kind": "chosen", "podUid": args.pod_uid, "node": args.node, "at": time.time()}
@@ -358,10 +419,15 @@ class Extender:
         return self._observe(
             "bind",
             started,
-            Answer(200, protocol.binding_result(error)),
-            None,
+            Answer(200, protocol.binding_result(error), served.label),
+            served,
             "bind_failed" if error else "",
         )
+
+
+# What a caller of bind learns: refused (any check) or failed (the API server said no).
+BIND_REFUSED = "schedweb refused this binding"
+BIND_FAILED = "schedweb could not bind the pod; see schedweb's log"
 
 
 def _decision(

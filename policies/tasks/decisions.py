@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
 
 from policies import services
-from policies.background import DECISIONS_RECORD, DECISIONS_RESOLVE_CHOSEN
+from policies.background import DECISIONS_PRUNE, DECISIONS_RECORD, DECISIONS_RESOLVE_CHOSEN
 from policies.cluster.sources import cluster_default
 from policies.errors import ClusterUnavailable
 
@@ -31,3 +32,9 @@ def decisions_resolve_chosen() -> int:
     except ClusterUnavailable:
         return 0
     return services.decisions_resolve_chosen(cluster=cluster)
+
+
+@shared_task(name=DECISIONS_PRUNE, time_limit=300)
+def decisions_prune() -> int:
+    """Deletes decision records past SCHEDWEB_DECISIONS_KEEP_DAYS (beat, hourly)."""
+    return services.decisions_prune(older_than_days=settings.SCHEDWEB_DECISIONS_KEEP_DAYS)

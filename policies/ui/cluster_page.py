@@ -15,6 +15,7 @@ from policies.cluster.status import cluster_status
 from policies.engine.inputs import NodeView, PodView
 from policies.errors import InputError
 from policies.formatting import bytes_format, cpu_format, number_format
+from policies.numbers import number_or_none
 from policies.ui.access import page_access
 
 GPU = "nvidia_com_gpu"
@@ -46,10 +47,7 @@ def _table_page(request: HttpRequest, param: str, items: list, to_row) -> dict[s
     """One page of rows (PAGE_ROWS) with links that keep the other query parameters."""
     total = len(items)
     pages = max(1, -(-total // PAGE_ROWS))
-    try:
-        number = min(max(1, int(request.GET.get(param, "1"))), pages)
-    except ValueError:
-        number = 1
+    number = min(max(1, number_or_none(request.GET.get(param, "1")) or 1), pages)
     start = (number - 1) * PAGE_ROWS
 
     def link(n: int) -> str:

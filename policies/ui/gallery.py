@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from policies.evaluation import policy_validate
+from policies.numbers import number_or_none
 from policies.ui.completions import cel_completions
 from policies.ui.markers import markers_json
 
@@ -237,7 +238,7 @@ def components_preview(request: HttpRequest) -> HttpResponse:
         "errors": errors,
         "markers_json": markers_json(markers=markers),
         "unplaced": unplaced,
-        "revision": revision if revision.isdigit() else "",
+        "revision": revision if number_or_none(revision) is not None else "",
         "lines": text.count("\n") + 1 if text else 0,
         "checked_at": timezone.now(),
     }

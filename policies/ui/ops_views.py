@@ -593,7 +593,11 @@ def _opt_in_pod(scheduler_name: str) -> dict[str, Any]:
 def connect(request: HttpRequest) -> HttpResponse:
     """How to point kube-scheduler here; htmx re-renders the options and outputs together."""
     bound = "weight" in request.GET  # the form always sends weight; a plain visit gets defaults
-    form = ConnectForm(request.GET) if bound else ConnectForm(initial={"weight": 1})
+    form = (
+        ConnectForm(request.GET)
+        if bound
+        else ConnectForm(initial={"weight": 1, "bind": settings.SCHEDWEB_EXTENDER_BIND})
+    )
     status = 200
     if not bound:
         data = {
@@ -601,7 +605,7 @@ def connect(request: HttpRequest) -> HttpResponse:
             "weight": 1,
             "ignorable": False,
             "node_cache_capable": True,
-            "bind": False,
+            "bind": settings.SCHEDWEB_EXTENDER_BIND,
         }
     elif form.is_valid():
         data = form.cleaned_data

@@ -35,6 +35,7 @@ from policies.errors import (
 )
 from policies.evaluation import policy_compile, preview_run, test_cases_run
 from policies.models import Policy, PolicyActivation, PolicyTestCase, PolicyVersion
+from policies.numbers import number_or_none
 from policies.roles import has_role
 
 from .access import is_htmx, page_access
@@ -233,9 +234,10 @@ def playground(request: HttpRequest, name: str) -> HttpResponse:
     document, editing = policy.draft, None
     version_param = request.GET.get("version", "")
     if version_param:
-        if not version_param.isdigit():
+        number = number_or_none(version_param)
+        if number is None:
             raise Http404(f"version {version_param!r} is not a number")
-        version = PolicyVersion.objects.filter(policy=policy, number=int(version_param)).first()
+        version = PolicyVersion.objects.filter(policy=policy, number=number).first()
         if version is None:
             raise Http404(f"policy {policy.name} has no version {version_param}")
         document, editing = version.document, version.number
@@ -348,7 +350,7 @@ def preview(request: HttpRequest, name: str) -> HttpResponse:
     context = {
         "preview": result,
         "markers_json": markers_json(markers=result.get("markers", [])),
-        "revision": revision if revision.isdigit() else "",
+        "revision": revision if number_or_none(revision) is not None else "",
         "checked_at": timezone.now(),
         "oob": True,
         "compare_requested": request.POST.get("compare") == "1",
@@ -360,9 +362,9 @@ def preview(request: HttpRequest, name: str) -> HttpResponse:
         status=200 if result["state"] == "ok" else 422,
     )
     response["X-Preview-State"] = result["state"]
-    if seq.isdigit():
+    if number_or_none(seq) is not None:
         response["X-Preview-Seq"] = seq
-    if revision.isdigit():
+    if number_or_none(revision) is not None:
         response["X-Preview-Revision"] = revision
     return response
 
@@ -697,17 +699,21 @@ def publish(request: HttpRequest, name: str) -> HttpResponse:
         return render(request, template, context, status=422)
     message = form.cleaned_data["message"]
     if step == "confirm":
-        checked = request.POST.get("revision", "")
-        if checked != str(policy.draft_revision):
-            return _versions_error(
-                request,
-                policy,
-                f"The draft changed since you reviewed it (revision {checked or '?'}, now "
-                f"{policy.draft_revision}); review it again before publishing.",
-                409,
-            )
+        checked = number_or_none(request.POST.get("revision", ""))
+        stale = (
+            f"The draft changed since you reviewed it (revision {checked if checked is not None else '?'}, "
+            f"now {policy.draft_revision}); review it again before publishing."
+        )
+        if checked is None:
+            return _versions_error(request, policy, stale, 409)
         try:
-            result = services.policy_publish(actor=request.user, policy=policy, message=message)
+            # The service compares the revision again under the publishing lock.
+            result = services.policy_publish(
+                actor=request.user, policy=policy, message=message, revision=checked
+            )
+        except PreconditionFailed:
+            policy.refresh_from_db()
+            return _versions_error(request, policy, stale, 409)
         except TestsFailed as exc:
             return _versions_error(
                 request,
@@ -751,7 +757,7 @@ def publish(request: HttpRequest, name: str) -> HttpResponse:
 
 def _version_number(request: HttpRequest) -> int | None:
     value = request.POST.get("number", "")
-    return int(value) if value.isdigit() else None
+    return number_or_none(value)
 
 
 @page_access(roles={"POST": "publisher"})
@@ -812,9 +818,10 @@ def _document_of(policy: Policy, ref: str) -> tuple[str, str]:
     """(document, label) of "draft" or a version number."""
     if ref == "draft":
         return policy.draft, "draft"
-    if not ref.isdigit():
+    number = number_or_none(ref)
+    if number is None:
         raise Http404(f"{ref!r} is neither draft nor a version number")
-    version = PolicyVersion.objects.filter(policy=policy, number=int(ref)).first()
+    version = PolicyVersion.objects.filter(policy=policy, number=number).first()
     if version is None:
         raise Http404(f"policy {policy.name} has no version {ref}")
     return version.document, f"v{version.number}"
@@ -835,7 +842,7 @@ def diff_page(request: HttpRequest, name: str, a: str, b: str) -> HttpResponse:
     policy = _policy(name)
     old, old_label = _document_of(policy, a)
     new, new_label = _document_of(policy, b)
-    if a.isdigit() and b.isdigit():
+    if number_or_none(a) is not None and number_or_none(b) is not None:
         rules = selectors.version_diff(policy=policy, a=int(a), b=int(b))["rules"]
     else:
         rules = rule_changes(old, new)

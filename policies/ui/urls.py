@@ -18,8 +18,12 @@
 
 from django.urls import path
 
+from policies.numbers import id_converter_register
+
 from . import cluster_page, gallery, ops_views
 from . import policy_views as views
+
+id_converter_register()
 
 urlpatterns = [
     path("", ops_views.dashboard, name="home"),
@@ -27,7 +31,7 @@ urlpatterns = [
     path("login/", ops_views.SignInView.as_view(), name="login"),
     path("logout/", ops_views.SignOutView.as_view(), name="logout"),
     path("decisions/", ops_views.decision_list, name="decisions"),
-    path("decisions/<int:decision_id>/", ops_views.decision_detail, name="decision"),
+    path("decisions/<id:decision_id>/", ops_views.decision_detail, name="decision"),
     path("connect/", ops_views.connect, name="connect"),
     path("cluster/", cluster_page.cluster_page, name="cluster"),
     path("policies/", views.policy_list, name="policy-list"),

@@ -39,7 +39,10 @@ def test_two_concurrent_publishes_end_with_two_versions_and_one_active():
         try:
             barrier.wait()
             services.policy_publish(
-                actor=publisher, policy=Policy.objects.get(pk=policy.pk), message=message
+                actor=publisher,
+                policy=Policy.objects.get(pk=policy.pk),
+                message=message,
+                revision=Policy.objects.get(pk=policy.pk).draft_revision,
             )
         except BaseException as exc:  # reported below
             errors.append(exc)
@@ -66,7 +69,9 @@ def test_a_publish_that_fails_half_way_leaves_the_previous_version_serving(
 ):
     publisher = make_user("pub", "publisher")
     policy = services.policy_create(actor=publisher, document=document())
-    services.policy_publish(actor=publisher, policy=policy, message="v1")
+    services.policy_publish(
+        actor=publisher, policy=policy, message="v1", revision=policy.draft_revision
+    )
     counter, entries = active_entries_read()
     assert entries["least"]["version"] == 1
 
@@ -81,7 +86,10 @@ def test_a_publish_that_fails_half_way_leaves_the_previous_version_serving(
     monkeypatch.setattr(services, "_audit", audit_then_crash)
     with pytest.raises(RuntimeError, match="disk full"):
         services.policy_publish(
-            actor=publisher, policy=Policy.objects.get(pk=policy.pk), message="v2"
+            actor=publisher,
+            policy=Policy.objects.get(pk=policy.pk),
+            message="v2",
+            revision=Policy.objects.get(pk=policy.pk).draft_revision,
         )
 
     assert list(PolicyVersion.objects.filter(policy=policy).values_list("number", flat=True)) == [1]
@@ -95,7 +103,9 @@ def test_a_publish_that_fails_half_way_leaves_the_previous_version_serving(
 def test_publishing_distributes_the_active_versions_to_redis(redis_isolated, eager_celery):
     publisher = make_user("pub", "publisher")
     policy = services.policy_create(actor=publisher, document=document())
-    services.policy_publish(actor=publisher, policy=policy, message="v1")
+    services.policy_publish(
+        actor=publisher, policy=policy, message="v1", revision=policy.draft_revision
+    )
     counter1, entries = active_entries_read()
     assert entries["least"]["version"] == 1 and entries["least"]["document"] == document()
     assert entries["least"]["schedulerNames"] == ["schedweb"]
@@ -114,7 +124,9 @@ def test_an_extender_picks_up_a_publish_after_redis_lost_its_data(redis_isolated
 
     publisher = make_user("pub", "publisher")
     policy = services.policy_create(actor=publisher, document=document())
-    services.policy_publish(actor=publisher, policy=policy, message="v1")
+    services.policy_publish(
+        actor=publisher, policy=policy, message="v1", revision=policy.draft_revision
+    )
     registry = PolicyRegistry()
     assert registry.refresh_from_redis()
     assert registry.by_scheduler["schedweb"].version == 1
@@ -124,7 +136,12 @@ def test_an_extender_picks_up_a_publish_after_redis_lost_its_data(redis_isolated
     assert registry.by_scheduler["schedweb"].version == 1
 
     Policy.objects.filter(pk=policy.pk).update(draft=document().replace("test policy", "v2"))
-    services.policy_publish(actor=publisher, policy=Policy.objects.get(pk=policy.pk), message="v2")
+    services.policy_publish(
+        actor=publisher,
+        policy=Policy.objects.get(pk=policy.pk),
+        message="v2",
+        revision=Policy.objects.get(pk=policy.pk).draft_revision,
+    )
     assert registry.refresh_from_redis()
     assert registry.by_scheduler["schedweb"].version == 2
 
@@ -144,7 +161,9 @@ def test_a_publish_reaches_redis_at_commit_even_when_no_task_can_be_queued(
     monkeypatch.setattr(distribute_active_policies, "delay", broker_down)
     publisher = make_user("pub", "publisher")
     policy = services.policy_create(actor=publisher, document=document())
-    services.policy_publish(actor=publisher, policy=policy, message="v1")
+    services.policy_publish(
+        actor=publisher, policy=policy, message="v1", revision=policy.draft_revision
+    )
     _, entries = active_entries_read()
     assert entries["least"]["version"] == 1
 
@@ -216,3 +235,73 @@ def test_rest_preview_and_evaluate_agree_on_50_generated_pods(api, tmp_path, exa
         assert [(n["node"], n["verdict"], n["extenderScore"]) for n in rest["nodes"]] == [
             (n["node"], n["verdict"], n["extenderScore"]) for n in cli["nodes"]
         ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_slow_publish_of_an_older_draft_never_replaces_a_newer_publish(monkeypatch):
+    """Issue 14: A is shown revision 1 and its test cases are slow; meanwhile the draft is saved
+    (revision 2) and B publishes it. A either publishes revision 1 before B (B's version ends
+    active) or is refused; the newest reviewed draft is what serves."""
+    import time
+
+    publisher = make_user("pub", "publisher")
+    policy = services.policy_create(actor=publisher, document=document())
+    shown = policy.draft_revision
+    real_run = services.test_cases_run
+    a_testing = threading.Event()
+
+    def slow_for_a(**kwargs):
+        if threading.current_thread().name == "publisher-a":
+            a_testing.set()
+            time.sleep(0.5)
+        return real_run(**kwargs)
+
+    monkeypatch.setattr(services, "test_cases_run", slow_for_a)
+    outcome: list[object] = []
+
+    def publish_a() -> None:
+        try:
+            services.policy_publish(
+                actor=publisher,
+                policy=Policy.objects.get(pk=policy.pk),
+                message="a: the old draft",
+                revision=shown,
+            )
+            outcome.append("published")
+        except Exception as exc:
+            outcome.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=publish_a, name="publisher-a")
+    thread.start()
+    assert a_testing.wait(10)
+    newer = document(**{"description: test policy": "description: newer"})
+    saved = services.policy_update_draft(
+        actor=publisher, policy=Policy.objects.get(pk=policy.pk), document=newer, if_match="*"
+    )
+    services.policy_publish(
+        actor=publisher, policy=saved, message="b: the new draft", revision=saved.draft_revision
+    )
+    thread.join(30)
+    active = PolicyActivation.objects.get(policy=policy, active=True).version
+    assert active.document == newer and active.message == "b: the new draft"
+    assert outcome == ["published"]  # A held the lock first: it committed before B, not after
+
+
+@pytest.mark.django_db
+def test_publish_refuses_a_revision_the_draft_has_moved_past():
+    from policies.errors import PreconditionFailed
+
+    publisher = make_user("pub", "publisher")
+    policy = services.policy_create(actor=publisher, document=document())
+    shown = policy.draft_revision
+    services.policy_update_draft(
+        actor=publisher,
+        policy=policy,
+        document=document(**{"description: test policy": "description: newer"}),
+        if_match="*",
+    )
+    with pytest.raises(PreconditionFailed):
+        services.policy_publish(actor=publisher, policy=policy, message="old", revision=shown)
+    assert not PolicyVersion.objects.filter(policy=policy).exists()

@@ -12,6 +12,12 @@ from .conftest import POD, document
 pytestmark = pytest.mark.django_db
 
 
+def publish_via(api, name: str, body: dict):
+    """POST /publish with the draft's current ETag in If-Match, as a client that just read it."""
+    etag = api.get(f"/api/v1/policies/{name}")["ETag"]
+    return api.post(f"/api/v1/policies/{name}/publish", body, format="json", HTTP_IF_MATCH=etag)
+
+
 # --- authentication and roles -------------------------------------------------------------------
 
 
@@ -194,7 +200,7 @@ def test_listing_paginates_and_filters(api):
             {"document": document(name=name, scheduler=f"s-{name}")},
             format="json",
         )
-    api.post("/api/v1/policies/beta/publish", {"message": "go"}, format="json")
+    publish_via(api, "beta", {"message": "go"})
     page = api.get("/api/v1/policies?limit=2").json()
     assert (
         page["count"] == 3
@@ -223,9 +229,7 @@ def test_an_unknown_policy_is_a_404(api):
 
 
 def test_publishing_creates_an_immutable_active_version(api, created):
-    response = api.post(
-        "/api/v1/policies/least/publish", {"message": "first release"}, format="json"
-    )
+    response = publish_via(api, "least", {"message": "first release"})
     assert response.status_code == 201, response.content
     assert (
         response.json()["version"]["number"] == 1 and response.json()["version"]["active"] is True
@@ -238,7 +242,7 @@ def test_publishing_creates_an_immutable_active_version(api, created):
 
 
 def test_publishing_needs_a_message(api, created):
-    response = api.post("/api/v1/policies/least/publish", {"message": "  "}, format="json")
+    response = publish_via(api, "least", {"message": "  "})
     assert response.status_code == 400
 
 
@@ -250,7 +254,7 @@ def test_publishing_a_policy_whose_tests_fail_is_refused_with_every_failure(api,
         "expect": {"winner": "no-such-node", "verdicts": {"a-small-2": "pass"}},
     }
     assert api.post("/api/v1/policies/least/tests", case, format="json").status_code == 201
-    response = api.post("/api/v1/policies/least/publish", {"message": "try"}, format="json")
+    response = publish_via(api, "least", {"message": "try"})
     assert response.status_code == 422
     [result] = response.json()["results"]
     assert result["name"] == "never" and result["passed"] is False
@@ -263,7 +267,7 @@ def test_publishing_a_policy_whose_tests_fail_is_refused_with_every_failure(api,
 
 
 def test_rollback_activates_an_earlier_version_and_a_missing_one_is_404(api, created):
-    api.post("/api/v1/policies/least/publish", {"message": "v1"}, format="json")
+    publish_via(api, "least", {"message": "v1"})
     etag = api.get("/api/v1/policies/least")["ETag"]
     api.put(
         "/api/v1/policies/least",
@@ -271,7 +275,7 @@ def test_rollback_activates_an_earlier_version_and_a_missing_one_is_404(api, cre
         format="json",
         HTTP_IF_MATCH=etag,
     )
-    api.post("/api/v1/policies/least/publish", {"message": "v2"}, format="json")
+    publish_via(api, "least", {"message": "v2"})
     assert api.get("/api/v1/policies/least").json()["activeVersion"] == 2
     response = api.post("/api/v1/policies/least/rollback", {"version": 1}, format="json")
     assert response.status_code == 200 and response.json()["number"] == 1
@@ -285,7 +289,7 @@ def test_rollback_activates_an_earlier_version_and_a_missing_one_is_404(api, cre
 
 
 def test_deleting_an_active_policy_is_refused_with_a_reason(api, created):
-    api.post("/api/v1/policies/least/publish", {"message": "v1"}, format="json")
+    publish_via(api, "least", {"message": "v1"})
     response = api.delete("/api/v1/policies/least")
     assert response.status_code == 409
     assert "deactivate it before deleting it" in response.json()["detail"]
@@ -300,27 +304,23 @@ def test_deleting_an_active_policy_is_refused_with_a_reason(api, created):
 def test_two_active_policies_cannot_serve_the_same_scheduler_name(api):
     api.post("/api/v1/policies", {"document": document(name="one")}, format="json")
     api.post("/api/v1/policies", {"document": document(name="two")}, format="json")
-    assert (
-        api.post("/api/v1/policies/one/publish", {"message": "x"}, format="json").status_code == 201
-    )
-    response = api.post("/api/v1/policies/two/publish", {"message": "x"}, format="json")
+    assert publish_via(api, "one", {"message": "x"}).status_code == 201
+    response = publish_via(api, "two", {"message": "x"})
     assert response.status_code == 409
     assert "already served by policy one" in response.json()["detail"]
     assert response.json()["conflict"] == {"schedulerNames": ["schedweb"], "policy": "one"}
     api.post("/api/v1/policies/one/deactivate", format="json")
-    assert (
-        api.post("/api/v1/policies/two/publish", {"message": "x"}, format="json").status_code == 201
-    )
+    assert publish_via(api, "two", {"message": "x"}).status_code == 201
 
 
 def test_the_diff_of_two_versions_shows_text_and_rule_changes(api, created):
-    api.post("/api/v1/policies/least/publish", {"message": "v1"}, format="json")
+    publish_via(api, "least", {"message": "v1"})
     etag = api.get("/api/v1/policies/least")["ETag"]
     changed = document().replace("variables.freeCpu * 100", "variables.freeCpu * 90") + (
         "  - name: few-pods\n    expression: 100 - node.podCount\n"
     )
     api.put("/api/v1/policies/least", {"document": changed}, format="json", HTTP_IF_MATCH=etag)
-    api.post("/api/v1/policies/least/publish", {"message": "v2"}, format="json")
+    publish_via(api, "least", {"message": "v2"})
     diff = api.get("/api/v1/policies/least/versions/1/diff/2").json()
     assert diff["rules"] == {
         "added": ["scores/few-pods"],
@@ -388,7 +388,7 @@ def test_preview_accepts_a_pod_as_yaml_text_and_refuses_a_non_pod(api):
 
 
 def test_preview_compare_reports_changed_verdicts_against_the_active_version(api, created):
-    api.post("/api/v1/policies/least/publish", {"message": "v1"}, format="json")
+    publish_via(api, "least", {"message": "v1"})
     etag = api.get("/api/v1/policies/least")["ETag"]
     stricter = document().replace(
         "variables.freeCpu >= pod.requests.cpu", "variables.freeCpu >= pod.requests.cpu * 8"
@@ -441,7 +441,7 @@ def test_tokens_are_created_once_listed_without_secret_and_revoked(clients):
 
 
 def test_the_audit_log_records_who_did_what(api, created):
-    api.post("/api/v1/policies/least/publish", {"message": "v1"}, format="json")
+    publish_via(api, "least", {"message": "v1"})
     events = api.get("/api/v1/audit?policy=least").json()["results"]
     assert [e["action"] for e in events] == ["policy.publish", "policy.create"]
     assert events[0]["actor"] == "admin" and events[0]["version"] == 1

@@ -61,7 +61,9 @@ def sign_in(page, base: str, username: str, *, next_path: str = "/") -> None:
 def publish_bin_packing(actor: User):
     document = (EXAMPLES / "bin-packing.yaml").read_text()
     policy = services.policy_create(actor=actor, document=document)
-    services.policy_publish(actor=actor, policy=policy, message="pack cpu first")
+    services.policy_publish(
+        actor=actor, policy=policy, message="pack cpu first", revision=policy.draft_revision
+    )
     return policy
 
 

@@ -332,7 +332,9 @@ def test_a_publisher_compares_publishes_and_rolls_back_and_the_extender_follows(
 def test_a_viewer_previews_but_cannot_edit_and_a_forced_post_is_refused(stack, live_server, page):
     owner = make_user("owner", "publisher")
     policy = services.policy_create(actor=owner, document=example("seed-003-name-length"))
-    services.policy_publish(actor=owner, policy=policy, message="v1")
+    services.policy_publish(
+        actor=owner, policy=policy, message="v1", revision=policy.draft_revision
+    )
     make_user("vic", "viewer")
     sign_in(page, live_server, "vic", then="/policies/seed-003-name-length/")
     ready(page)

@@ -256,7 +256,10 @@ class SchedwebStack:
             if status != 200:
                 raise StackError(f"saving {name}: {status} {body}")
         status, body = self.request(
-            "POST", f"/api/v1/policies/{name}/publish", {"message": message}
+            "POST",
+            f"/api/v1/policies/{name}/publish",
+            {"message": message},
+            headers={"If-Match": body["etag"]},  # the revision just created or saved
         )
         if status != 201:
             raise StackError(f"publishing {name}: {status} {body}")

@@ -145,7 +145,10 @@ def test_an_internal_error_follows_the_failure_policy_and_prioritize_answers_emp
     served = runtime().registry.by_scheduler["schedweb"]
     monkeypatch.setattr(served.compiled, "evaluate", broken)
     body = orjson.loads(extender_post("filter", args_body(go_pod("abc"), ["cp-1"])).content)
-    assert body["NodeNames"] == [] and body["Error"] == "schedweb internal error: boom"
+    assert (
+        body["NodeNames"] == []
+        and body["Error"] == "schedweb internal error (details in schedweb's log)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -153,15 +156,18 @@ def test_an_internal_error_follows_the_failure_policy_and_prioritize_answers_emp
     [
         (b"{not json", "not JSON"),
         (b"[1, 2]", "must be a JSON object"),
-        (b"{}", "Pod is missing"),
-        (b'{"Pod": {"metadata": {}}, "NodeNames": []}', "Pod.metadata.name is missing"),
+        (b"{}", "Pod must be an object, got null"),
+        (
+            b'{"Pod": {"metadata": {}}, "NodeNames": []}',
+            "Pod.metadata.name must be a string, got null",
+        ),
         (
             b'{"Pod": {"metadata": {"name": "p"}}, "NodeNames": [1]}',
-            "NodeNames must be a list of strings",
+            "NodeNames[0] must be a string, got number",
         ),
         (
             b'{"Pod": {"metadata": {"name": "p"}}, "NodeNames": null, "Nodes": {"items": [{}]}}',
-            "Nodes.items[0].metadata.name",
+            "Nodes.items[0].metadata must be an object",
         ),
     ],
 )
@@ -247,15 +253,90 @@ def test_preempt_keeps_victims_except_on_nodes_a_filter_says_never_fit(publish):
     }
 
 
-def test_bind_without_a_cluster_client_reports_an_error_in_the_protocol(publish):
+def test_bind_is_off_unless_enabled_and_binds_nothing(publish):
     publish(example("seed-003-name-length"))
     body = orjson.dumps(
         {"PodName": "abc", "PodNamespace": "default", "PodUID": "u", "Node": "cp-1"}
     )
     response = extender_post("bind", body)
     assert response.status_code == 200
-    assert "no Kubernetes client" in orjson.loads(response.content)["Error"]
+    assert orjson.loads(response.content)["Error"] == "schedweb does not bind pods here"
     assert extender_post("bind", b'{"PodName": ""}').status_code == 400
+
+
+def test_bind_enabled_needs_the_settings_and_the_live_source(settings):
+    from policies.extender.runtime import binder
+
+    settings.SCHEDWEB_EXTENDER_BIND = True
+    assert binder() is None  # demo source: nothing to bind with
+    settings.SCHEDWEB_CLUSTER_SOURCE, settings.SCHEDWEB_EXTENDER_BIND = "live", False
+    assert binder() is None
+
+
+def _pending_pod(*, scheduler: str):
+    """A pending pod of the demo snapshot whose schedulerName is `scheduler`."""
+    state = runtime().snapshots.current().state
+    return next(p for p in state.pods() if not p["nodeName"] and p["schedulerName"] == scheduler)
+
+
+def test_bind_binds_only_a_served_pod_by_uid_to_a_node_of_the_snapshot(publish, monkeypatch):
+    from policies.extender.service import BIND_REFUSED
+
+    publish(example("seed-003-name-length"))
+    bound = []
+    monkeypatch.setattr(runtime().extender, "_binder", lambda args: bound.append(args) or "")
+    pod = _pending_pod(scheduler="schedweb")
+    good = {
+        "PodName": pod["name"],
+        "PodNamespace": pod["namespace"],
+        "PodUID": pod["uid"],
+        "Node": "cp-1",
+    }
+    refused = [
+        {**good, "PodUID": "not-a-pod"},  # unknown uid
+        {**good, "PodName": "another-name"},  # the uid of another pod
+        {**good, "Node": "no-such-node"},  # a node the snapshot does not hold
+    ]
+    other = (
+        _pending_pod(scheduler="default-scheduler")
+        if any(
+            not p["nodeName"] and p["schedulerName"] == "default-scheduler"
+            for p in runtime().snapshots.current().state.pods()
+        )
+        else None
+    )
+    if other is not None:  # another scheduler's pod
+        refused.append(
+            {
+                **good,
+                "PodName": other["name"],
+                "PodNamespace": other["namespace"],
+                "PodUID": other["uid"],
+            }
+        )
+    for body in refused:
+        response = extender_post("bind", orjson.dumps(body))
+        assert response.json() == {"Error": BIND_REFUSED}, body  # the same answer for each
+    assert bound == []
+    response = extender_post("bind", orjson.dumps(good))
+    assert response.json() == {"Error": ""}
+    assert response["X-Schedweb-Policy"] == "seed-003-name-length/v1"
+    assert [(a.pod_uid, a.node) for a in bound] == [(pod["uid"], "cp-1")]
+
+
+def test_a_failing_bind_reveals_nothing_of_the_error(publish, monkeypatch):
+    from policies.extender.service import BIND_FAILED
+
+    publish(example("seed-003-name-length"))
+    pod = _pending_pod(scheduler="schedweb")
+
+    def forbidden(args):
+        raise RuntimeError('pods "x" is forbidden: User "system:serviceaccount:schedweb:schedweb"')
+
+    monkeypatch.setattr(runtime().extender, "_binder", forbidden)
+    body = {"PodName": pod["name"], "PodNamespace": pod["namespace"], "PodUID": pod["uid"]}
+    response = extender_post("bind", orjson.dumps({**body, "Node": "cp-1"}))
+    assert response.json() == {"Error": BIND_FAILED}
 
 
 def test_fuzzed_bodies_never_produce_a_500(publish):

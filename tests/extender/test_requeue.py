@@ -10,7 +10,14 @@ import pytest
 
 from policies.cluster.loaded import LoadedCluster
 from policies.cluster.state import ClusterState
-from policies.extender.requeue import ANNOTATION, rejections_record, requeue_key, requeue_unblocked
+from policies.extender import requeue
+from policies.extender.requeue import (
+    ANNOTATION,
+    rejections_prune,
+    rejections_record,
+    requeue_key,
+    requeue_unblocked,
+)
 from tests.asgiclient import extender_post
 from tests.builders import make_node, make_pod
 
@@ -142,3 +149,32 @@ def test_the_extender_remembers_pods_it_rejected_everywhere(publish, settings):
         for k, v in state.redis.hgetall(requeue_key(settings.SCHEDWEB_CLUSTER_NAME)).items()
     }
     assert [entry["name"] for entry in stored.values()] == ["abcdefg"]
+
+
+def test_invalid_entries_are_not_stored_and_the_hash_is_capped(redis_db, monkeypatch):
+    now = time.time()
+    bad = [
+        {**rejection("u" * 1000, "p", now)},  # a 1 MB uid once grew Redis by 84 MB
+        {**rejection("u1", "p", now), "uid": {"a": 1}},
+        {**rejection("u2", "p", now), "name": ""},
+        {**rejection("u3", "p", now), "at": "now"},
+    ]
+    assert rejections_record(redis_db, cluster="c", rejections=bad) == 0
+    monkeypatch.setattr(requeue, "MAX_ENTRIES", 2)
+    batch = [rejection(f"u{i}", "p", now) for i in range(2)]
+    assert rejections_record(redis_db, cluster="c", rejections=batch) == 2
+    assert rejections_record(redis_db, cluster="c", rejections=[rejection("u9", "p", now)]) == 0
+    assert redis_db.hlen(requeue_key("c")) == 2
+
+
+def test_old_entries_are_pruned_whatever_the_source(redis_db, settings):
+    from policies.extender.requeue import requeue_run
+
+    settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
+    settings.SCHEDWEB_CLUSTER_NAME = "c"
+    now = time.time()
+    rejections_record(redis_db, cluster="c", rejections=[rejection("old", "p", now - 3600)])
+    rejections_record(redis_db, cluster="c", rejections=[rejection("new", "p", now)])
+    assert requeue_run() == {"forgotten": 1}
+    assert redis_db.hkeys(requeue_key("c")) == [b"new"]
+    assert rejections_prune(redis_db, cluster="c") == 0

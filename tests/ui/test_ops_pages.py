@@ -96,7 +96,9 @@ def published(publisher):
     """bin-packing, published as v1 by pat (its document targets schedulerName schedweb)."""
     document = (EXAMPLES / "bin-packing.yaml").read_text()
     policy = services.policy_create(actor=publisher, document=document)
-    services.policy_publish(actor=publisher, policy=policy, message="first cut")
+    services.policy_publish(
+        actor=publisher, policy=policy, message="first cut", revision=policy.draft_revision
+    )
     return policy
 
 
@@ -234,7 +236,9 @@ def test_a_rollback_shows_who_rolled_back(published, publisher):
         if_match=published.etag,
     )
     published.refresh_from_db()
-    services.policy_publish(actor=publisher, policy=published, message="heavier cpu")
+    services.policy_publish(
+        actor=publisher, policy=published, message="heavier cpu", revision=published.draft_revision
+    )
     services.policy_rollback(actor=make_user("rob", "publisher"), policy=published, number=1)
     section = client_for("viewer").get("/").content.decode().split('id="active-policies"', 1)[1]
     assert ">v1<" in section.split("</section>", 1)[0]
@@ -583,6 +587,16 @@ def test_the_extender_rbac_grants_binding_only_when_it_binds(bind, binding_rule)
     assert {("nodes", "list"), ("nodes", "watch"), ("pods", "list"), ("pods", "watch")} <= grants
     assert ("pods", "patch") in grants
     assert (("pods/binding", "create") in grants) is binding_rule
+    assert (("pods", "get") in grants) is binding_rule  # read by a bind answered 409
+
+
+def test_the_connect_page_proposes_bind_as_the_settings_enable_it(settings):
+    viewer = client_for("viewer")
+    for enabled in (False, True):
+        settings.SCHEDWEB_EXTENDER_BIND = enabled
+        out = viewer.get("/connect/").context["out"]
+        role = next(d for d in yaml.safe_load_all(out["rbac"]) if d["kind"] == "ClusterRole")
+        assert any("pods/binding" in rule["resources"] for rule in role["rules"]) is enabled
 
 
 @pytest.mark.parametrize("bind", [False, True])

@@ -178,7 +178,9 @@ def test_a_get_on_a_post_only_endpoint_is_not_allowed(clients, seed003):
 def test_the_list_shows_the_active_version_its_publisher_and_a_changed_draft(
     clients, users, seed003
 ):
-    services.policy_publish(actor=users["publisher"], policy=seed003, message="v1")
+    services.policy_publish(
+        actor=users["publisher"], policy=seed003, message="v1", revision=seed003.draft_revision
+    )
     seed003.refresh_from_db()
     services.policy_update_draft(
         actor=users["editor"],
@@ -278,7 +280,9 @@ def test_viewers_see_no_edit_controls_and_editors_do(clients, seed003):
 
 
 def test_the_playground_opens_a_version_and_a_pod_from_a_link(clients, users, seed003):
-    services.policy_publish(actor=users["publisher"], policy=seed003, message="first")
+    services.policy_publish(
+        actor=users["publisher"], policy=seed003, message="first", revision=seed003.draft_revision
+    )
     response = clients["viewer"].get(
         "/policies/seed-003-name-length/?version=1&pod=ml/train-llama-0"
     )
@@ -381,7 +385,12 @@ def test_the_preview_remembers_the_pod_for_the_next_visit(clients, seed003):
 
 
 def test_compare_mode_names_the_winner_change_from_the_published_version(clients, users, seed003):
-    services.policy_publish(actor=users["publisher"], policy=seed003, message="short wins")
+    services.policy_publish(
+        actor=users["publisher"],
+        policy=seed003,
+        message="short wins",
+        revision=seed003.draft_revision,
+    )
     # the draft flips the score: the longest names win instead of the shortest
     draft = seed003.draft.replace("expression: 20 - size(node.name)", "expression: size(node.name)")
     html = preview(clients["viewer"], draft, compare="1").content.decode()
@@ -395,7 +404,9 @@ def test_compare_mode_names_the_winner_change_from_the_published_version(clients
 
 
 def test_compare_with_the_same_document_says_same_winner(clients, users, seed003):
-    services.policy_publish(actor=users["publisher"], policy=seed003, message="v1")
+    services.policy_publish(
+        actor=users["publisher"], policy=seed003, message="v1", revision=seed003.draft_revision
+    )
     html = preview(clients["viewer"], seed003.draft, compare="1").content.decode()
     assert 'data-winner-changed="false"' in html
     assert "Same winner" in html and "0 nodes differ" in html
@@ -745,7 +756,12 @@ def test_a_draft_changed_after_the_review_is_not_published(clients, users, seed0
 
 def test_a_scheduler_name_served_by_another_policy_is_a_409_in_words(clients, users, seed003):
     other = services.policy_create(actor=users["editor"], document=example("bin-packing"))
-    services.policy_publish(actor=users["publisher"], policy=other, message="serves schedweb")
+    services.policy_publish(
+        actor=users["publisher"],
+        policy=other,
+        message="serves schedweb",
+        revision=other.draft_revision,
+    )
     response = clients["publisher"].post(
         "/policies/seed-003-name-length/publish",
         {"message": "m", "step": "confirm", "revision": str(seed003.draft_revision)},
@@ -755,7 +771,9 @@ def test_a_scheduler_name_served_by_another_policy_is_a_409_in_words(clients, us
 
 
 def test_rollback_activates_the_older_version(clients, users, seed003):
-    services.policy_publish(actor=users["publisher"], policy=seed003, message="v1")
+    services.policy_publish(
+        actor=users["publisher"], policy=seed003, message="v1", revision=seed003.draft_revision
+    )
     seed003.refresh_from_db()
     services.policy_update_draft(
         actor=users["editor"],
@@ -764,7 +782,10 @@ def test_rollback_activates_the_older_version(clients, users, seed003):
         if_match=seed003.etag,
     )
     services.policy_publish(
-        actor=users["publisher"], policy=Policy.objects.get(pk=seed003.pk), message="v2"
+        actor=users["publisher"],
+        policy=Policy.objects.get(pk=seed003.pk),
+        message="v2",
+        revision=Policy.objects.get(pk=seed003.pk).draft_revision,
     )
     response = clients["publisher"].post(
         "/policies/seed-003-name-length/rollback", {"number": "1"}, follow=True
@@ -776,14 +797,18 @@ def test_rollback_activates_the_older_version(clients, users, seed003):
 
 
 def test_rolling_back_to_the_active_version_is_a_409_in_words(clients, users, seed003):
-    services.policy_publish(actor=users["publisher"], policy=seed003, message="v1")
+    services.policy_publish(
+        actor=users["publisher"], policy=seed003, message="v1", revision=seed003.draft_revision
+    )
     response = clients["publisher"].post("/policies/seed-003-name-length/rollback", {"number": "1"})
     assert response.status_code == 409
     assert b"ersion 1 is already the active version" in response.content
 
 
 def test_deactivating_takes_the_policy_out_of_service_and_twice_is_a_409(clients, users, seed003):
-    services.policy_publish(actor=users["publisher"], policy=seed003, message="v1")
+    services.policy_publish(
+        actor=users["publisher"], policy=seed003, message="v1", revision=seed003.draft_revision
+    )
     first = clients["publisher"].post("/policies/seed-003-name-length/deactivate", follow=True)
     assert b"Deactivated seed-003-name-length" in first.content
     again = clients["publisher"].post("/policies/seed-003-name-length/deactivate")
@@ -804,7 +829,12 @@ def test_an_admin_deletes_an_inactive_policy_after_typing_its_name(clients, seed
 def test_the_versions_page_lists_versions_with_rollback_only_for_publishers(
     clients, users, seed003
 ):
-    services.policy_publish(actor=users["publisher"], policy=seed003, message="the first one")
+    services.policy_publish(
+        actor=users["publisher"],
+        policy=seed003,
+        message="the first one",
+        revision=seed003.draft_revision,
+    )
     viewer = clients["viewer"].get("/policies/seed-003-name-length/versions/").content.decode()
     publisher = (
         clients["publisher"].get("/policies/seed-003-name-length/versions/").content.decode()
@@ -818,7 +848,9 @@ def test_the_versions_page_lists_versions_with_rollback_only_for_publishers(
 
 
 def test_the_diff_shows_changed_lines_side_by_side_with_the_rule_summary(clients, users, seed003):
-    services.policy_publish(actor=users["publisher"], policy=seed003, message="v1")
+    services.policy_publish(
+        actor=users["publisher"], policy=seed003, message="v1", revision=seed003.draft_revision
+    )
     seed003.refresh_from_db()
     changed = seed003.draft.replace("weight: 1", "weight: 3") + (
         "  - name: fewer-pods\n    expression: 100 - node.podCount\n"
@@ -897,7 +929,9 @@ def test_all_pending_pods_are_previewed_by_the_celery_task(
 def test_the_background_preview_in_compare_mode_lists_pods_whose_winner_changes(
     clients, users, seed003, isolated_redis, eager_celery
 ):
-    services.policy_publish(actor=users["publisher"], policy=seed003, message="v1")
+    services.policy_publish(
+        actor=users["publisher"], policy=seed003, message="v1", revision=seed003.draft_revision
+    )
     flipped = seed003.draft.replace("20 - size(node.name)", "size(node.name)")
     html = (
         clients["viewer"]

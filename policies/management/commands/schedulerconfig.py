@@ -10,6 +10,8 @@ the Connect page's RBAC tab shows them.
 
 from __future__ import annotations
 
+import argparse
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
@@ -95,7 +97,10 @@ class Command(BaseCommand):
             help="extender weight (its 0-10 score x weight x 10 is added)",
         )
         parser.add_argument(
-            "--bind", action="store_true", help="let the extender bind pods (bindVerb)"
+            "--bind",
+            action=argparse.BooleanOptionalAction,
+            default=settings.SCHEDWEB_EXTENDER_BIND,
+            help="let the extender bind pods (bindVerb); the default follows SCHEDWEB_EXTENDER_BIND",
         )
         parser.add_argument(
             "--no-preempt", action="store_true", help="do not call the extender during preemption"

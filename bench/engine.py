@@ -100,7 +100,7 @@ class _Baseline:
         return totals
 
 
-def _bench_size(size: int, policy, baseline: _Baseline | None) -> dict[str, float]:
+def _bench_size(size: int, policy, untracked, baseline: _Baseline | None) -> dict[str, float]:
     nodes_json, pods_json = generate_cluster(size, size * 2, seed=11)
     state = ClusterState.from_objects(nodes_json, pods_json).freeze()
     nodes = state.nodes()
@@ -109,15 +109,23 @@ def _bench_size(size: int, policy, baseline: _Baseline | None) -> dict[str, floa
         lambda i: policy.evaluate(pods[i % len(pods)], nodes, state),
         runs=300 if size <= 500 else 40,
     )
+    # The same policy without the runtime cost tracker: what counting work costs the hot path.
+    bare = measure(
+        lambda i: untracked.evaluate(pods[i % len(pods)], nodes, state),
+        runs=300 if size <= 500 else 40,
+    )
     exact = measure(
         lambda i: policy.evaluate(pods[i % len(pods)], nodes, state, fast=False),
         runs=5 if size <= 500 else 2,
         warmup=1,
     )
     print(f"  {size:5d} nodes  schedweb (compiled)   {ours.ms()}")
+    print(f"  {size:5d} nodes  schedweb, no tracker  {bare.ms()}")
+    print(f"  {size:5d} nodes  tracker on/off: {ours.median / bare.median:.2f}x")
     print(f"  {size:5d} nodes  schedweb exact path   {exact.ms()}")
     results = {
         f"engine_{size}_median_ms": ours.median * 1e3,
+        f"engine_{size}_untracked_median_ms": bare.median * 1e3,
         f"engine_{size}_p99_ms": ours.p99 * 1e3,
     }
     if baseline is None:
@@ -145,6 +153,7 @@ def _bench_size(size: int, policy, baseline: _Baseline | None) -> dict[str, floa
 
 def run(*, sizes: tuple[int, ...] = (500, 5000)) -> dict[str, float]:
     policy = compile_policy(POLICY)
+    untracked = compile_policy(POLICY, track_cost=False)
     try:
         baseline = _Baseline()
     except ImportError:
@@ -152,5 +161,5 @@ def run(*, sizes: tuple[int, ...] = (500, 5000)) -> dict[str, float]:
     print("== engine: policy with 2 filters + 3 scores, one pod over N nodes (per call)")
     results: dict[str, float] = {}
     for size in sizes:
-        results.update(_bench_size(size, policy, baseline))
+        results.update(_bench_size(size, policy, untracked, baseline))
     return results

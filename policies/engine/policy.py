@@ -44,6 +44,8 @@ from .inputs import ClusterView, NodeView, PodView
 from .results import Evaluation, RuleError
 
 DEFAULT_COST_LIMIT = 1_000_000
+# The sum of the estimates of all a policy's expressions (a node may run every one of them).
+DEFAULT_POLICY_COST_LIMIT = 10_000_000
 # A filter message goes to kube-scheduler for every rejected node: at most this many characters.
 MAX_MESSAGE_CHARS = 1024
 _BOOL = (types.BOOL,)
@@ -81,7 +83,9 @@ class LazyVariables(Mapping):
         cache: dict | None = None,
     ) -> None:
         self._rules = rules
-        self._activation = activation
+        # The inputs without `variables` itself: holding the activation that holds this map
+        # would be a reference cycle, keeping a node's values alive until the next GC.
+        self._inputs = {k: v for k, v in activation.items() if k != "variables"}
         self._cost_limit = cost_limit
         self._cache: dict[str, Any] = dict(cache) if cache else {}
 
@@ -91,7 +95,9 @@ class LazyVariables(Mapping):
         else:
             rule = self._rules[name]
             try:
-                value = rule.program.evaluate(self._activation, cost_limit=self._cost_limit)
+                value = rule.program.evaluate(
+                    {**self._inputs, "variables": self}, cost_limit=self._cost_limit
+                )
             except CelError as exc:
                 value = _Failure(name, f"variable {name}: {exc}")
             self._cache[name] = value
@@ -111,7 +117,11 @@ class _VariableError(CelEvalError):
 
 
 def compile_policy(
-    source: str | Mapping[str, Any] | ParsedDocument, *, cost_limit: int = DEFAULT_COST_LIMIT
+    source: str | Mapping[str, Any] | ParsedDocument,
+    *,
+    cost_limit: int = DEFAULT_COST_LIMIT,
+    policy_cost_limit: int = DEFAULT_POLICY_COST_LIMIT,
+    track_cost: bool = True,
 ) -> CompiledPolicy:
     """Validates and compiles a policy; raises PolicyInvalid listing every error found."""
     parsed = parse_text(source) if isinstance(source, str) else source
@@ -129,7 +139,14 @@ def compile_policy(
     spec, errors = build_spec(parsed.data, parsed.positions)
     if spec is None:
         raise PolicyInvalid(errors)
-    return CompiledPolicy(spec, parsed, cost_limit=cost_limit, structural_errors=errors)
+    return CompiledPolicy(
+        spec,
+        parsed,
+        cost_limit=cost_limit,
+        policy_cost_limit=policy_cost_limit,
+        structural_errors=errors,
+        track_cost=track_cost,
+    )
 
 
 def validate_policy(
@@ -152,11 +169,16 @@ class CompiledPolicy:
         parsed: ParsedDocument,
         *,
         cost_limit: int,
+        policy_cost_limit: int = DEFAULT_POLICY_COST_LIMIT,
         structural_errors: list[FieldError] = (),
+        track_cost: bool = True,
     ) -> None:
         self.spec = spec
         self.name = spec.name
         self.cost_limit = cost_limit
+        self.policy_cost_limit = policy_cost_limit
+        # Off only in the benchmark, to measure what the runtime cost tracker costs.
+        self.track_cost = track_cost
         self._positions = parsed.positions
         self._errors: list[FieldError] = list(structural_errors)
         self.variables: dict[str, CompiledRule] = {}
@@ -189,6 +211,7 @@ class CompiledPolicy:
                     "a matchCondition decides whether the policy applies to the pod, so it may use pod and cluster but not node or variables",
                     rule=rule.name,
                 )
+        self._check_total_cost()
         if self._errors:
             raise PolicyInvalid(self._errors)
         self.score_names = [r.name for r in spec.scores]
@@ -197,6 +220,33 @@ class CompiledPolicy:
         self._fast = _FastPath(self)
 
     # -- compilation -------------------------------------------------------------------------
+
+    def _check_total_cost(self) -> None:
+        """Each expression fits its budget; together they must fit the policy's: the error
+        points at the expression where the running total passes it."""
+        rules = [
+            *self.variables.values(),
+            *self.match_conditions,
+            *self.filters,
+            *self.messages,
+            *self.scores,
+        ]
+        total = 0
+        for rule in rules:
+            if rule is None or isinstance(rule.program, _DynPlaceholder):
+                continue
+            total += rule.program.cost
+            if total > self.policy_cost_limit:
+                self._error(
+                    rule.path,
+                    f"the policy's estimated cost passes its budget {self.policy_cost_limit} "
+                    f"here (total {total} so far, this expression {rule.program.cost})",
+                    rule=rule.name,
+                    kind="cost",
+                    line=1,
+                    column=1,
+                )
+                return
 
     def _error(
         self,
@@ -226,7 +276,9 @@ class CompiledPolicy:
         if not source:  # missing or malformed: already reported by the structural check
             return None
         try:
-            program = compile_expression(source, env, cost_limit=self.cost_limit, expect=expect)
+            program = compile_expression(
+                source, env, cost_limit=self.cost_limit, expect=expect, track_cost=self.track_cost
+            )
         except CelCompileError as exc:
             for issue in exc.issues:
                 self._error(
@@ -438,9 +490,8 @@ class CompiledPolicy:
         return evaluation
 
     def _activation(self, pod: PodView, node: NodeView, cl: ClusterFunctions) -> dict[str, Any]:
-        activation: dict[str, Any] = {"pod": pod, "node": node, "cluster": cl}
-        activation["variables"] = LazyVariables(self.variables, activation, self.cost_limit)
-        return activation
+        inputs: dict[str, Any] = {"pod": pod, "node": node, "cluster": cl}
+        return {**inputs, "variables": LazyVariables(self.variables, inputs, self.cost_limit)}
 
     def _message(self, k: int, pod: PodView, node: NodeView, cl: ClusterFunctions) -> str:
         """The rejection message of filter k (exact path)."""
@@ -615,7 +666,7 @@ class _FastPath:
         self.node_vars = [name for name, rule in variables.items() if rule.node_dependent]
         names = {"pod": "pod", "node": "node", "cluster": "cl"}
         names.update({f"variables.{v}": f"v_{v}" for v in variables})
-        self.ctx = CodegenContext(names, hoist=("pod", "node"))
+        self.ctx = CodegenContext(names, hoist=("pod", "node"), track_cost=policy.track_cost)
         self.ctx.globals.update(
             {
                 "_check_bool": _check_bool,

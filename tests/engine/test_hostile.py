@@ -6,6 +6,8 @@ the verdict CEL specifies, on both the generated-code and the exact path; none r
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from policies.engine.policy import compile_policy, validate_policy
@@ -203,3 +205,139 @@ def test_a_filter_message_is_clipped_to_1024_characters():
     for fast in (True, False):
         [message, _] = compile_policy(text).evaluate(pod_view(), NODES, fast=fast).messages
         assert len(message) == 1024 and message.startswith("n1mmm")
+
+
+# --- the runtime cost tracker and the policy budget ---------------------------------------------
+
+
+def shared_tree(depth: int, fan: int) -> list:
+    """fan ** depth leaves, each level one list shared fan times: a few objects in memory."""
+    tree: list = [0] * fan
+    for _ in range(depth - 1):
+        tree = [tree] * fan
+    return tree
+
+
+def test_equality_walking_a_shared_tree_stops_at_the_budget_on_both_paths():
+    from policies.engine.cel import CodegenContext, compile_expression, policy_env
+    from policies.engine.cel import types as t
+    from policies.engine.cel.errors import CelCostError
+
+    program = compile_expression(
+        "variables.t == variables.t", policy_env({"t": t.DYN}), cost_limit=1_000_000
+    )
+    tree = shared_tree(6, 17)  # 24 million leaves
+    start = time.perf_counter()
+    with pytest.raises(CelCostError, match="cost budget exceeded"):
+        program.evaluate({"variables": {"t": tree}}, cost_limit=1_000_000)
+    ctx = CodegenContext({"variables.t": "t"})
+    code = program.emit(ctx)
+    from policies.engine.cel.codegen import _TooLarge
+
+    with pytest.raises(_TooLarge):  # the fast path hands the node to the exact path
+        eval(code, {**ctx.globals, "t": tree})
+    assert time.perf_counter() - start < 2
+
+
+def test_equality_over_a_large_tree_of_variables_stops_at_the_budget():
+    variables = ["  - name: l1\n    expression: '[" + ", ".join(["0"] * 20) + "]'\n"]
+    for level in range(2, 6):
+        items = ", ".join([f"variables.l{level - 1}"] * 20)
+        variables.append(f"  - name: l{level}\n    expression: '[{items}]'\n")
+    text = (
+        HEADER
+        + "variables:\n"
+        + "".join(variables)
+        + "filters:\n  - name: f\n    expression: variables.l5 == variables.l5\n"
+    )
+    policy = compile_policy(text)  # variables are dyn-sized: the tracker counts at run time
+    start = time.perf_counter()
+    for fast in (True, False):
+        evaluation = policy.evaluate(pod_view(), NODES, fast=fast)
+        # failurePolicy Ignore: the failed filter is skipped, with its error reported
+        assert "cost budget exceeded" in evaluation.errors[0][0].message
+    assert time.perf_counter() - start < 2
+
+
+def test_the_policy_total_cost_is_bounded_at_validation():
+    # One expression just under the per-expression budget, 64 times over.
+    expression = "node.labels.all(k, node.labels.all(k2, k.indexOf(k2) >= -1))"
+    single = compile_policy(filter_policy(expression)).filters[0].program.cost
+    assert single < 1_000_000
+    text = (
+        HEADER
+        + "filters:\n"
+        + "".join(f"  - name: f{i}\n    expression: {expression!r}\n" for i in range(64))
+    )
+    errors = validate_policy(text)
+    assert [e.kind for e in errors] == ["cost"]
+    assert "policy's estimated cost" in errors[0].message and errors[0].doc_line is not None
+
+
+def test_a_large_folded_string_is_not_written_into_generated_source():
+    big = "a" * 3000
+    text = HEADER + (
+        "filters:\n  - name: f\n    expression: node.name != 'n1'\n"
+        f'    message: \'"{big}" + "b"\'\n'
+    )
+    policy = compile_policy(text)
+    assert big not in policy._fast.source
+    for fast in (True, False):
+        assert policy.evaluate(pod_view(), NODES, fast=fast).passed == [False, True]
+
+
+def test_a_bare_variables_is_not_a_map_literal_in_generated_source():
+    names = [f"v{i}_" + "x" * 200 for i in range(30)]
+    text = (
+        HEADER
+        + "variables:\n"
+        + "".join(f"  - name: {n}\n    expression: node.name\n" for n in names)
+        + "filters:\n  - name: f\n    expression: size([variables]) == 1\n"
+    )
+    policy = compile_policy(text)
+    assert len(policy._fast.source) < 20_000
+    for fast in (True, False):
+        assert policy.evaluate(pod_view(), NODES, fast=fast).passed == [True, True]
+
+
+def test_constant_folding_runs_under_the_budget_once_per_subtree():
+    nested = "[" * 40 + "1" + "]" * 40
+    text = filter_policy(f"size({nested}) == 1")
+    start = time.perf_counter()
+    assert verdicts(text) == {True: [True, True], False: [True, True]}
+    assert time.perf_counter() - start < 1
+
+
+def test_count_pods_with_a_new_label_key_per_call_is_bounded():
+    from policies.cluster.sources import cluster_load
+
+    state = cluster_load("demo").state
+    calls = " + ".join(f'cluster.countPods("", {{"key{i}": "v"}})' for i in range(40))
+    policy = compile_policy(filter_policy(f"{calls} >= 0"))
+    nodes = state.nodes()
+    start = time.perf_counter()
+    for fast in (True, False):
+        evaluation = policy.evaluate(pod_view(), nodes, state, fast=fast)
+        assert "label keys" in evaluation.errors[0][0].message
+    assert time.perf_counter() - start < 2
+
+
+def test_the_exact_path_frees_a_node_s_values_without_the_garbage_collector():
+    import gc
+    import weakref
+
+    policy = compile_policy(
+        HEADER
+        + "variables:\n  - name: big\n    expression: node.labels.map(k, k + k)\n"
+        + "filters:\n  - name: f\n    expression: size(variables.big) >= 0\n"
+    )
+    gc.disable()
+    try:
+        activation = policy._activation(pod_view(), NODES[0], None)
+        lazy = activation["variables"]
+        assert lazy["big"] is not None
+        ref = weakref.ref(lazy)
+        del activation, lazy
+        assert ref() is None
+    finally:
+        gc.enable()

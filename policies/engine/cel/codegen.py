@@ -28,8 +28,8 @@ from . import ast
 from . import functions as fn
 from . import runtime as rt
 from .bounds import Bound
-from .cost import operand_size
-from .errors import CelEvalError
+from .cost import operand_size, walk_size, walks
+from .errors import CelCostError, CelEvalError
 from .interpreter import Compiler, run, type_value_of
 from .library import GENERIC, Overload, dispatch, reads
 from .regex import RegexError, compile_regex
@@ -42,6 +42,7 @@ _SIZE: Interval = (0, 2**48)  # lengths and counts: far below 2^63 on any real m
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Python's parser refuses more than 200 nested parentheses; deeper output runs the exact path.
 _MAX_NESTING = 150
+_MAX_INLINE = 1024  # longest string or bytes literal written into generated source
 _FOLDABLE = (int, float, str, bytes, bool, type(None), UInt, Quantity, TypeValue)
 _SCALAR_EQ = frozenset(("int", "uint", "double", "string", "bytes", "bool", "null_type", "type"))
 _ORDERED = frozenset(("int", "uint", "double", "string", "bytes", "bool"))
@@ -68,11 +69,14 @@ class CodegenContext:
         cost_limit: int | None = None,
         fold_constants: bool = True,
         hoist: tuple[str, ...] = (),
+        track_cost: bool = True,
     ) -> None:
         self.names = dict(names)
         self.cost_limit = cost_limit
         # Precompute input-free subexpressions; tests turn it off to exercise the operators.
         self.fold_constants = fold_constants
+        # Count the walks of ==, != and `in` over lists and maps (off only in the benchmark).
+        self.track_cost = track_cost
         self.globals: dict[str, Any] = {}
         self._counter = 0
         self._by_identity: dict[int, str] = {}
@@ -135,7 +139,7 @@ def emit_program(program: Any, ctx: CodegenContext) -> str:
     """The fast-path expression for a Program (see module docstring)."""
     if ctx.cost_limit is not None and program.cost > ctx.cost_limit:
         return _delegate(program, ctx, ctx.cost_limit)
-    code = _Gen(ctx, program._bounds).emit_root(program._root)
+    code = _Gen(ctx, program._bounds, budget=program.cost).emit_root(program._root)
     if _nesting(code) > _MAX_NESTING:
         # Without a limit from the caller, the estimate itself is the limit: an input larger
         # than declared then raises, and the caller's exact path decides with its own budget.
@@ -184,6 +188,29 @@ class _TooLarge(Exception):
     """An input larger than its declared size: the exact path must count the cost."""
 
 
+class _ExactOnly(Exception):
+    """A construct the fast path leaves to the exact path (a bare `variables`)."""
+
+
+def _exact_only() -> None:
+    raise _ExactOnly
+
+
+def _eq_within(a: Any, b: Any, limit: int) -> bool:
+    """CEL equality that walks at most `limit` elements (what the estimate assumed)."""
+    try:
+        return rt.equals_within(a, b, limit)[0]
+    except CelCostError:
+        raise _TooLarge from None
+
+
+def _in_within(item: Any, container: Any, limit: int) -> bool:
+    try:
+        return rt.contains_within(container, item, limit)[0]
+    except CelCostError:
+        raise _TooLarge from None
+
+
 def _too_large() -> None:
     raise _TooLarge
 
@@ -226,8 +253,9 @@ def _raiser(error: CelEvalError) -> Callable[[], None]:
 
 
 class _Gen:
-    def __init__(self, ctx: CodegenContext, bounds: dict[int, Bound]) -> None:
+    def __init__(self, ctx: CodegenContext, bounds: dict[int, Bound], *, budget: int) -> None:
         self.ctx = ctx
+        self.budget = budget  # constant folding runs under the expression's estimate
         self.locals: dict[int, str] = {}  # comprehension slot -> Python variable
         self.intervals: dict[int, Interval] = {}
         self.constants: set[int] = set()  # ids of input-free nodes, filled by emit_root
@@ -295,9 +323,15 @@ class _Gen:
         if id(node) not in self.constants:
             return None
         try:
-            value = run(Compiler().compile(node), {}, cost_limit=2**62, nslots=_max_slot(node) + 1)
+            value = run(
+                Compiler().compile(node), {}, cost_limit=self.budget, nslots=_max_slot(node) + 1
+            )
         except CelEvalError as e:
             return f"{self.g(_raiser(e), 'raise')}()"
+        if type(value) in (list, dict):
+            # Kept by name (never written out): the subtree is evaluated once, not again for
+            # each constant child. Emitted code never mutates a value it did not build.
+            return self.g(value, "k")
         if type(value) not in _FOLDABLE:
             return None
         if type(value) is int:
@@ -315,7 +349,8 @@ class _Gen:
                 return repr(value) if value > 0 else f"({value!r})"
             return self.g(value, "f")
         if tv is str or tv is bytes:
-            return repr(value)
+            # Large values stay out of the generated source, referenced by name.
+            return repr(value) if len(value) <= _MAX_INLINE else self.g(value, "s")
         return self.g(value, "k")
 
     # -- leaves --------------------------------------------------------------------------------
@@ -330,12 +365,9 @@ class _Gen:
         if node.type is not None and node.type.kind == "type" and node.name in TYPE_NAMES:
             return self.g(type_value_of(TYPE_NAMES[node.name]), "type")
         if node.name == "variables" and "variables" not in self.ctx.names:
-            fields = [
-                f"{k[10:]!r}: {self.ctx.input(k)}"
-                for k in self.ctx.names
-                if k.startswith("variables.")
-            ]
-            return "{" + ", ".join(fields) + "}"
+            # All variables as one map: rare, and as large as the policy - the exact path
+            # computes it lazily instead of a map literal in generated source.
+            return f"{self.g(_exact_only, 'exactonly')}()"
         return self.ctx.input(node.name)
 
     # -- selection -----------------------------------------------------------------------------
@@ -502,8 +534,14 @@ class _Gen:
 
     def generic(self, node: ast.Call) -> str:
         """Full runtime dispatch on the operands' runtime kinds (dyn operands)."""
-        args = ", ".join(self.emit(o) for o in node.operands)
         function = node.function
+        static = [o.type for o in node.operands]
+        if self.ctx.track_cost and function in ("_==_", "_!=_", "@in") and len(static) == 2:
+            if function == "@in" and walks(static[1]) and static[1].kind != "map":
+                return self.membership(node, node.operands, static)
+            if function != "@in" and walks(static[0]) and walks(static[1]):
+                return self.equality(node, node.operands, static)
+        args = ", ".join(self.emit(o) for o in node.operands)
         if function in GENERIC:
             return f"{self.g(GENERIC[function], _hint(function))}({args})"
         helper = functools.partial(_dispatch_args, function, tuple(node.overloads))
@@ -556,6 +594,10 @@ class _Gen:
             return f"({a} {'!=' if negate else '=='} {b})"
         if static[0] == static[1] and static[0].name == "Quantity":
             return f"({a} {'!=' if negate else '=='} {b})"
+        if self.ctx.track_cost and walks(static[0]) and walks(static[1]):
+            limit = min(self.walk_limit(operands[0]), self.walk_limit(operands[1]))
+            code = f"{self.g(_eq_within, 'eq')}({a}, {b}, {limit})"
+            return f"(not {code})" if negate else code
         helper = self.g(rt.not_equals if negate else rt.equals, "ne" if negate else "eq")
         return f"{helper}({a}, {b})"
 
@@ -579,7 +621,15 @@ class _Gen:
                 values = frozenset(e.value for e in container_node.elements)
                 return f"({item} in {self.g(values, 'set')})"
             return f"({item} in {self.emit(container_node)})"
+        if self.ctx.track_cost and walks(cont_t) and cont_t.kind != "map":
+            limit = self.walk_limit(container_node)
+            return f"{self.g(_in_within, 'in')}({item}, {self.emit(container_node)}, {limit})"
         return f"{self.g(GENERIC['@in'], 'in')}({item}, {self.emit(container_node)})"
+
+    def walk_limit(self, node: ast.Node) -> int:
+        """The elements the estimate let a comparison walk in `node`'s value."""
+        bound = self.bounds.get(id(node))
+        return walk_size(bound) if bound is not None else 0
 
     # -- int arithmetic with overflow checks (special forms by overload id) -----------------------
     def checked(self, node: ast.Node, code: str, lo: int, hi: int) -> str:

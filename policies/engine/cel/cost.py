@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from . import ast
 from . import bounds as bd
 from .bounds import Bound
+from .functions import MAX_VALUE_SIZE
 from .types import Type
 
 _SIZED = ("string", "bytes")
@@ -37,6 +38,33 @@ def operand_size(bound: Bound, param: Type | None) -> int:
     if kind in ("dyn", "param", "error"):
         return max(bound.chars, bound.items)
     return 0
+
+
+# Functions whose result can be much larger than their operands: charged, besides their own
+# cost, the traversal of the value they produce (estimated from its bound, counted at run time).
+RESULT_CHARGED = frozenset(("join", "replace", "split", "format"))
+# Static kinds whose equality is one Python comparison; others walk lists and maps.
+_FLAT_KINDS = frozenset(("int", "uint", "double", "string", "bytes", "bool", "null_type", "type"))
+
+
+def walks(static: Type) -> bool:
+    """Whether comparing a value of this static type may walk nested lists and maps."""
+    return static.kind not in _FLAT_KINDS and static.name != "Quantity"
+
+
+_WALK_CAP = 2**40
+
+
+def walk_size(bound: Bound) -> int:
+    """Elements and entries an equality may walk in a value of this bound, nested ones
+    included. Unknown-size values (dyn) count their top level, as Kubernetes does: the run-time
+    tracker counts the rest."""
+    if bound.items == 0:
+        return 0
+    if bound is bd.DYN:
+        return bound.items
+    inner = walk_size(bound.element())
+    return min(_WALK_CAP, bound.items * (1 + inner))
 
 
 def runtime_size(value: object) -> int:
@@ -161,6 +189,7 @@ class Estimator:
         if not node.overloads:  # variadic math.greatest / math.least
             return cost + len(arg_bounds), bd.SCALAR
         cost += call_charge(node.overloads, arg_bounds, operand_size)
+        cost += walk_charge(node, arg_bounds)
         # With several candidates (dyn arguments) any of them may run: cover them all.
         result = bd.SCALAR
         for ov in node.overloads:
@@ -168,7 +197,20 @@ class Estimator:
                 result = bd.join(result, ov.bound(arg_bounds))
             elif _sized(ov.result) or _sized(node.type):
                 result = bd.DYN
+        if node.function in RESULT_CHARGED:
+            # join() and replace() refuse results over MAX_VALUE_SIZE before building them.
+            cost += bd.traversal(min(result.chars + result.items, MAX_VALUE_SIZE))
         return cost, result
+
+
+def walk_charge(node: ast.Call, arg_bounds: list[Bound]) -> int:
+    """What `==`, `!=` and `in` may walk beyond their unit cost (see runtime.equals_within)."""
+    static = [o.type for o in node.operands]
+    if node.function in ("_==_", "_!=_") and walks(static[0]) and walks(static[1]):
+        return min(walk_size(arg_bounds[0]), walk_size(arg_bounds[1]))
+    if node.function == "@in" and walks(static[1]) and static[1].kind != "map":
+        return walk_size(arg_bounds[1])
+    return 0
 
 
 def _sized(typ: Type | None) -> bool:

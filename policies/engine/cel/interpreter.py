@@ -16,7 +16,8 @@ from policies.engine.inputs import resource_key
 from . import ast
 from . import functions as fn
 from . import runtime as rt
-from .cost import call_charge, runtime_size
+from .bounds import traversal
+from .cost import RESULT_CHARGED, call_charge, runtime_size, walks
 from .errors import CelCostError, CelEvalError
 from .library import GENERIC, dispatch
 from .types import TYPE_NAMES, Type
@@ -50,7 +51,11 @@ def type_value_of(typ: Type) -> TypeValue:
 
 
 class Compiler:
-    """Turns checked nodes into closures `f(frame) -> value`."""
+    """Turns checked nodes into closures `f(frame) -> value`. With `track` off (benchmarks
+    only) comparisons and large results are not counted: the seed cost of each node still is."""
+
+    def __init__(self, *, track: bool = True) -> None:
+        self.track = track
 
     def compile(self, node: ast.Node) -> Eval:
         return getattr(self, "_" + type(node).__name__.lower())(node)
@@ -398,6 +403,11 @@ class Compiler:
 
             return resource_index
 
+        if self.track and function in ("_==_", "_!=_") and (walks(static[0]) and walks(static[1])):
+            return self._counted_equality(operands, negate=function == "_!=_")
+        if self.track and function == "@in" and walks(static[1]) and static[1].kind != "map":
+            return self._counted_membership(operands)
+
         if len(candidates) == 1 and not any(s.is_dyn for s in static):
             impl = candidates[0].impl
         elif function in GENERIC:
@@ -456,7 +466,8 @@ class Compiler:
                 except Exception as e:
                     raise foreign_error(function, e) from None
 
-            return call1
+            if not (self.track and function in RESULT_CHARGED):
+                return call1
         if len(operands) == 2:
             a, b = operands
 
@@ -475,7 +486,8 @@ class Compiler:
                 except Exception as e:
                     raise foreign_error(function, e) from None
 
-            return call2
+            if not (self.track and function in RESULT_CHARGED):
+                return call2
 
         def call(fr: Frame) -> Any:
             args = [o(fr) for o in operands]
@@ -491,7 +503,60 @@ class Compiler:
             except Exception as e:
                 raise foreign_error(function, e) from None
 
+        if self.track and function in RESULT_CHARGED:
+            return (
+                _charge_result(call)
+                if len(operands) > 2
+                else _charge_result(call2 if len(operands) == 2 else call1)
+            )
         return call
+
+    def _counted_equality(self, operands: list[Eval], *, negate: bool) -> Eval:
+        a, b = operands
+
+        def counted_equality(fr: Frame) -> bool:
+            x = a(fr)
+            y = b(fr)
+            fr.cost += 1
+            try:
+                equal, walked = rt.equals_within(x, y, max(0, fr.limit - fr.cost))
+            except CelCostError:
+                fr.cost = fr.limit + 1
+                raise fr.over_budget() from None
+            fr.cost += walked
+            return equal is not negate
+
+        return counted_equality
+
+    def _counted_membership(self, operands: list[Eval]) -> Eval:
+        a, b = operands
+
+        def counted_membership(fr: Frame) -> bool:
+            x = a(fr)
+            c = b(fr)
+            fr.cost += 1
+            try:
+                found, walked = rt.contains_within(c, x, max(0, fr.limit - fr.cost))
+            except CelCostError:
+                fr.cost = fr.limit + 1
+                raise fr.over_budget() from None
+            fr.cost += walked
+            return found
+
+        return counted_membership
+
+
+def _charge_result(f: Eval) -> Eval:
+    """`f` charged the traversal of the value it produces (see RESULT_CHARGED)."""
+
+    def charged_result(fr: Frame) -> Any:
+        value = f(fr)
+        fr.cost += traversal(runtime_size(value))
+        if fr.cost > fr.limit:
+            raise fr.over_budget()
+        return value
+
+    return charged_result
 
 
 def _input_path(node: ast.Select) -> tuple[str, list[str], list[str], str | None] | None:

@@ -32,6 +32,7 @@ def compile_expression(
     *,
     cost_limit: int,
     expect: tuple[Type, ...] | None = None,
+    track_cost: bool = True,
 ) -> Program:
     """Parses, type-checks and cost-estimates `source`; CelCompileError lists every issue found
     (syntax errors stop at the first). `expect` restricts the result's static type (dyn passes)."""
@@ -80,6 +81,7 @@ def compile_expression(
         _references(root, env),
         nslots=checker.slots,
         bounds=estimate.bounds,
+        track_cost=track_cost,
     )
 
 
@@ -130,6 +132,7 @@ class Program:
         *,
         nslots: int,
         bounds: dict[int, Bound],
+        track_cost: bool = True,
     ) -> None:
         self.source = source
         self.type = result
@@ -138,7 +141,7 @@ class Program:
         self._root = root
         self._nslots = nslots  # macro variable slots the interpreter needs
         self._bounds = bounds  # id(node) -> size the estimate assumed for the node's value
-        self._eval = Compiler().compile(root)
+        self._eval = Compiler(track=track_cost).compile(root)
 
     def __repr__(self) -> str:
         return f"Program({self.source!r}, type={self.type}, cost={self.cost})"

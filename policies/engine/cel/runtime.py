@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 from policies.engine.inputs import ResourceMap
 from policies.engine.quantity import Quantity
 
-from .errors import CelEvalError
+from .errors import CelCostError, CelEvalError
 from .values import (
     INT_MAX,
     INT_MIN,
@@ -246,6 +246,53 @@ def greater_equal(a: Any, b: Any) -> bool:
 
 def not_equals(a: Any, b: Any) -> bool:
     return not equals(a, b)
+
+
+def equals_within(a: Any, b: Any, budget: int) -> tuple[bool, int]:
+    """`equals` that counts the work it does: one unit per list element or map entry walked
+    (shared subtrees count every time they are walked). Walking more than `budget` raises
+    CelCostError. Returns (equal, units walked)."""
+    left = budget
+
+    def eq(x: Any, y: Any) -> bool:
+        nonlocal left
+        tx = type(x)
+        if tx is type(y) and tx in _SCALAR_TYPES:
+            return x == y
+        kx = kind_of(x)
+        if kx in ("list", "map") and kx == kind_of(y):
+            n = len(x)
+            if n != len(y):
+                return False
+            left -= n
+            if left < 0:
+                raise CelCostError(f"cost budget exceeded: comparing walked over {budget} elements")
+            if kx == "list":
+                return all(eq(p, q) for p, q in zip(x, y))
+            for key, value in x.items():
+                found, other = map_find(y, key)
+                if not found or not eq(value, other):
+                    return False
+            return True
+        return equals(x, y)
+
+    result = eq(a, b)
+    return result, budget - left
+
+
+def contains_within(container: Any, item: Any, budget: int) -> tuple[bool, int]:
+    """`contains` counting the elements walked, as `equals_within`."""
+    if kind_of(container) != "list":
+        return contains(container, item), 1
+    walked = len(container)
+    if walked > budget:
+        raise CelCostError(f"cost budget exceeded: 'in' walked over {budget} elements")
+    for x in container:
+        found, units = equals_within(item, x, budget - walked)
+        walked += units
+        if found:
+            return True, walked
+    return False, walked
 
 
 # -- maps, lists, selection ---------------------------------------------------------------

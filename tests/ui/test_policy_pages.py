@@ -252,7 +252,8 @@ def test_the_playground_renders_a_first_preview_of_every_demo_node(clients, seed
     html = response.content.decode()
     assert response.status_code == 200
     table = html[html.index('id="nodes"') : html.index("</table>", html.index('id="nodes"'))]
-    assert table.count("<tr") - 1 == len(demo_names())  # one header row
+    body = table[table.index("<tbody>") :]
+    assert body.count("<tr") == len(demo_names())
     # the pod abc (3 characters) passes everywhere; the shortest node name wins
     assert f'{len(demo_names())}</span> <span class="pg-of">of {len(demo_names())}' in html
     assert f'title="{shortest_node()}">{shortest_node()}' in html
@@ -954,3 +955,48 @@ def test_a_redis_outage_is_said_in_words(clients, seed003, settings):
         redis_client.cache_clear()
     assert response.status_code == 422
     assert b"Redis is unavailable, so background previews cannot run" in response.content
+
+
+# --- kube-scheduler around the policy (issue 16) -------------------------------------------------
+
+
+def _row(html: str, node: str) -> str:
+    start = html.rindex("<tr", 0, html.index(f'data-node="{node}"'))
+    return html[start : html.index("</tr>", start)]
+
+
+def test_the_table_groups_kube_scheduler_policy_and_final_columns(clients, seed003):
+    html = preview(clients["viewer"], seed003.draft, pod="default/abc").content.decode()
+    groups = re.findall(r'class="pg-group pg-group--\w+" data-nosort>([^<]+)<', html)
+    assert groups == ["kube-scheduler", "policy", "final"]
+    for key in ("filters", "verdict", "total", "ext", "NodeResourcesFit", "extender", "final"):
+        assert f'data-key="{key}"' in html
+
+
+def test_the_policys_tainted_favourite_is_not_kube_schedulers_pick(clients, seed003):
+    # seed-003 prefers the shortest name, cp-1: a control-plane node whose NoSchedule taint the
+    # pod does not tolerate. kube-scheduler rejects it and picks among the nodes it passes.
+    html = preview(clients["viewer"], seed003.draft, pod="default/abc").content.decode()
+    pick = re.search(r'id="summary-pick" title="([^"]*)"', html).group(1)
+    assert pick and "cp-1" not in pick.split(", ")
+    cp1 = _row(html, "cp-1")
+    assert "TaintToleration</span>: node(s) had untolerated taint" in cp1
+    assert "not sent" in cp1  # the extender never sees it
+    picked = _row(html, pick.split(", ")[0])
+    assert "pg-row-winner" in picked and 'class="pg-stack"' in picked
+
+
+def test_every_row_has_a_drill_down_with_its_arithmetic(clients, seed003):
+    html = preview(clients["viewer"], seed003.draft, pod="default/abc").content.decode()
+    assert html.count('class="pg-drill" data-drill=') == len(demo_names())
+    drill = html[html.index('data-drill="cp-1"') :]
+    drill = drill[: drill.index("</section>")]
+    assert "Labels" in drill and "node-role.kubernetes.io/control-plane" in drill
+    assert "rejected by <span class='mono'>TaintToleration</span>" in drill
+    assert "allocatable" in drill
+
+
+def test_the_drill_down_shows_the_policys_variable_values(clients, seed003):
+    html = preview(clients["viewer"], example("bin-packing")).content.decode()
+    assert "<h5>Variables</h5>" in html
+    assert "<dt class='mono'>freeCpu</dt>" in html

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,9 @@ from policies.engine.policy import CompiledPolicy, compile_policy, validate_poli
 from policies.engine.results import Evaluation
 from policies.engine.testcases import check_expectations
 from policies.errors import ClusterUnavailable, InputError
+from policies.schedmodel.advisor import WeightAdvice, weight_advise
 from policies.schedmodel.pipeline import Cycle, cycle_run
-from policies.schedmodel.profile import Profile
+from policies.schedmodel.profile import Profile, profile_default
 
 # --- compiling -------------------------------------------------------------------------------
 
@@ -122,6 +123,51 @@ def pods_pending(*, cluster: LoadedCluster) -> list[PodView]:
     pending = [p for p in cluster.state.pods() if not p["nodeName"] and p["phase"] == "Pending"]
     pending.sort(key=lambda p: (p["namespace"], p["name"]))
     return pending
+
+
+# --- the weight advisor ----------------------------------------------------------------------
+
+EXAMPLE_PODS = Path(__file__).resolve().parent / "examples" / "pods"
+
+
+@functools.cache
+def example_pod_views() -> tuple[PodView, ...]:
+    """The shipped example pods (policies/examples/pods/), in file order (read once)."""
+    return tuple(
+        pod_view_from_source(path.read_text()) for path in sorted(EXAMPLE_PODS.glob("*.yaml"))
+    )
+
+
+@dataclass(frozen=True)
+class WeightAdviceRun:
+    """The advice over several pods: `weight` is the smallest extender weight at which every
+    pod the policy scores goes to a node it prefers (None: it prefers none of them)."""
+
+    weight: int | None
+    pods: list[tuple[PodView, WeightAdvice]]
+
+
+def weight_advise_run(
+    *,
+    document: str,
+    pods: Iterable[PodView],
+    cluster: LoadedCluster,
+    profile: Profile | None = None,
+) -> WeightAdviceRun:
+    """kube-scheduler's cycle for each pod under `profile` (its extender weight does not
+    matter), and the smallest extender weight at which the policy's preferred node is the pick
+    (policies/schedmodel/advisor.py). Raises PolicyInvalid."""
+    compiled = policy_compile(document)
+    profile = replace(profile or profile_default(), extender_weight=1)
+    nodes = cluster.nodes()
+    results = []
+    for pod in pods:
+        cycle = cycle_run(
+            pod=pod, nodes=nodes, state=cluster.state, policy=compiled, profile=profile
+        )
+        results.append((pod, weight_advise(cycle)))
+    weights = [a.weight for _, a in results if a.weight is not None]
+    return WeightAdviceRun(max(weights) if weights else None, results)
 
 
 # --- test cases ------------------------------------------------------------------------------

@@ -1000,3 +1000,14 @@ def test_the_drill_down_shows_the_policys_variable_values(clients, seed003):
     html = preview(clients["viewer"], example("bin-packing")).content.decode()
     assert "<h5>Variables</h5>" in html
     assert "<dt class='mono'>freeCpu</dt>" in html
+
+
+def test_the_playground_advises_the_extender_weight_for_this_pod_and_the_examples(clients, seed003):
+    html = preview(clients["viewer"], example("bin-packing")).content.decode()
+    advice = html[html.index('id="weight-advice"') :]
+    advice = advice[: advice.index("</div>")]
+    pod_weight = int(re.search(r'data-pod-weight="(\d+)"', advice).group(1))
+    examples_weight = int(re.search(r'data-examples-weight="(\d+)"', advice).group(1))
+    # on the demo cluster bin-packing is outvoted at the weight schedulerconfig prints (1)
+    assert max(pod_weight, examples_weight) > 1
+    assert "pg-advice--outvoted" in advice and "is too low" in advice

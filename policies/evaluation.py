@@ -16,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 
+from policies import selectors
 from policies.cluster.loaded import LoadedCluster
 from policies.cluster.manifest import pod_view_from_source
 from policies.cluster.sources import cluster_default, cluster_from_text, cluster_load
@@ -28,7 +29,7 @@ from policies.engine.testcases import check_expectations
 from policies.errors import ClusterUnavailable, InputError
 from policies.schedmodel.advisor import WeightAdvice, weight_advise
 from policies.schedmodel.pipeline import Cycle, cycle_run
-from policies.schedmodel.profile import Profile, profile_default
+from policies.schedmodel.profile import Profile, ProfileInvalid, profile_default, profile_parse
 
 # --- compiling -------------------------------------------------------------------------------
 
@@ -57,6 +58,41 @@ def policy_compile(document: str) -> CompiledPolicy:
 def policy_validate(document: str) -> list[FieldError]:
     """Every FieldError of `document` under the same budget as policy_compile ([] = valid)."""
     return validate_policy(document, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
+
+
+# --- the scheduler profile -----------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=8)
+def _profile_from_text(text: str) -> Profile:
+    return profile_parse(text) if text.strip() else profile_default()
+
+
+def profile_active() -> Profile:
+    """The profile every preview models: this installation's stored configuration (the Connect
+    page), else the one `schedulerconfig` prints. One primary-key read; parsed once per text."""
+    try:
+        return _profile_from_text(selectors.scheduler_profile_text())
+    except ProfileInvalid:  # stored before a stricter parser: fall back, the page says so
+        return profile_default()
+
+
+def profile_from_file(path: str) -> Profile:
+    """The profile of a KubeSchedulerConfiguration file (`evaluate --scheduler-config`);
+    raises InputError listing every problem with its field path."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(
+            f"cannot read the scheduler configuration {path}: {exc.strerror}"
+        ) from None
+    try:
+        return profile_parse(text)
+    except ProfileInvalid as exc:
+        raise InputError(
+            f"{path}: the scheduler configuration is invalid: " + "; ".join(exc.errors),
+            details=exc.errors,
+        ) from None
 
 
 # --- previews --------------------------------------------------------------------------------

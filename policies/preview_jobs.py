@@ -19,7 +19,7 @@ import orjson
 from policies.background import PREVIEW_ALL_PENDING, task_queue
 from policies.cluster.sources import cluster_for
 from policies.engine.document import PolicyInvalid
-from policies.evaluation import pods_pending, policy_compile, preview_run
+from policies.evaluation import pods_pending, policy_compile, preview_run, profile_active
 from policies.redis import redis_client
 
 log = logging.getLogger(__name__)
@@ -156,12 +156,19 @@ def preview_job_run(*, job_id: str) -> None:
     )
     results = []
     last_write = time.monotonic()
+    profile = profile_active()
     for done, pod in enumerate(pending, start=1):
         preview = preview_run(
-            document=job["document"], pod=pod, cluster=cluster, compare_document=compare_document
+            document=job["document"],
+            pod=pod,
+            cluster=cluster,
+            compare_document=compare_document,
+            profile=profile,
         )
         evaluation, before = preview.evaluation, preview.before
         row = _pod_result(evaluation, pod)
+        # kube-scheduler's pick (its tie group) next to the policy's winners
+        row["pick"] = preview.cycle.pick
         if before is not None:
             row["before"] = _pod_result(before, pod)
             row["winnerChanged"] = before.winners() != row["winners"]

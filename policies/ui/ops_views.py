@@ -31,13 +31,16 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from policies import selectors
+from policies import selectors, services
 from policies.cluster.status import cluster_status
+from policies.errors import InputError
+from policies.evaluation import profile_active
 from policies.extender.metrics import recent_summary
 from policies.formatting import number_format
 from policies.health import database_check, redis_check
 from policies.models import AuditEvent, Decision, PolicyActivation
 from policies.redis import redis_client
+from policies.schedmodel.pipeline import SCORE_PLUGINS
 from policies.schedulerconfig import (
     MANAGED_RESOURCE,
     SchedulerSetup,
@@ -613,6 +616,43 @@ def connect(request: HttpRequest) -> HttpResponse:
         "out": connect_outputs(data=data) if data is not None else None,
         "active_names": selectors.scheduler_names_active(),
         "tab": tab if tab in CONNECT_TABS else CONNECT_TABS[0],
+        "sp": scheduler_profile_context(),
     }
     template = "ops/_connect.html" if request.headers.get("HX-Request") else "ops/connect.html"
     return _page(request, template, context, status=status)
+
+
+# --- the scheduler configuration the previews model ----------------------------------------
+
+
+def scheduler_profile_context(
+    *, text: str | None = None, errors: list[dict[str, str]] | None = None, saved: bool = False
+) -> dict[str, Any]:
+    """The Connect page's "previews model" card: the stored configuration (or `text` being
+    fixed), what the model reads from it, and every field error."""
+    stored = selectors.scheduler_profile_text()
+    profile = profile_active()
+    return {
+        "text": stored if text is None else text,
+        "default": not stored,
+        "errors": errors or [],
+        "saved": saved,
+        "extender_weight": profile.extender_weight,
+        "strategy": profile.strategy,
+        "weights": [(name, profile.score_weight(name)) for name in SCORE_PLUGINS],
+        "disabled": sorted(profile.disabled),
+    }
+
+
+@page_access(roles={"POST": "admin"})
+def connect_scheduler_profile(request: HttpRequest) -> HttpResponse:
+    """Store the KubeSchedulerConfiguration every preview models (empty: the default one);
+    422 with every field error when the model cannot run it."""
+    text = request.POST.get("text", "")
+    try:
+        services.scheduler_profile_set(actor=request.user, text=text)
+    except InputError as exc:
+        context = {"sp": scheduler_profile_context(text=text, errors=exc.details)}
+        return _page(request, "ops/_scheduler_profile.html", context, status=422)
+    context = {"sp": scheduler_profile_context(saved=True)}
+    return _page(request, "ops/_scheduler_profile.html", context)

@@ -4,7 +4,8 @@ version, editor markers).
 
 Kept lean because it runs on every pause in typing: compiled policies and parsed pods are cached
 by their text, the cluster snapshot comes from its source's in-process cache, and rows are built
-here as plain dicts so the template only prints them. No database access.
+here as plain dicts so the template only prints them. One database read: the stored scheduler
+configuration (a primary-key lookup; its parse is cached by text).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from policies.evaluation import (
     example_pod_views,
     policy_compile,
     preview_run,
+    profile_active,
     weight_advise_run,
 )
 from policies.formatting import number_format, quantity_format
@@ -436,6 +438,7 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
         pod=pod,
         cluster=cluster,
         compare_document=given.compare_document,
+        profile=profile_active(),
     )
     compiled, evaluation = preview.compiled, preview.evaluation
     compare, changes = None, None

@@ -321,6 +321,36 @@ def test_a_bad_configuration_reports_every_problem_at_once():
     assert len(exc.value.errors) == 3
 
 
+def test_every_problem_of_a_pasted_configuration_names_its_field_path():
+    text = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+percentageOfNodesToScore: lots
+profiles:
+- schedulerName: schedweb
+  plugins:
+    score:
+      enabled:
+      - {name: TaintToleration, weight: heavy}
+      - {weight: 2}
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy: {type: Packed}
+extenders: [{weight: x}]
+"""
+    with pytest.raises(ProfileInvalid) as exc:
+        profile_parse(text)
+    assert exc.value.errors == [
+        "profiles[0].plugins.score.enabled[0].weight: expected an integer, got 'heavy'",
+        "profiles[0].plugins.score.enabled[1].name: required",
+        "profiles[0].pluginConfig[0].args.scoringStrategy.type: unknown 'Packed'",
+        "extenders[0].weight: expected an integer, got 'x'",
+        "extenders[0].weight: must be a positive integer",
+        "percentageOfNodesToScore: expected an integer, got 'lots'",
+    ]
+
+
 def test_image_locality_scores_the_images_a_live_node_reports():
     # Issue 16's differential test: the node view used to drop status.images, so ImageLocality
     # scored 0 everywhere while kube-scheduler scored it. 2 nodes, the pod's 300 MiB image on

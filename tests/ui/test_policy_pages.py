@@ -404,8 +404,9 @@ def test_compare_with_the_same_document_says_same_winner(clients, users, seed003
 
 def test_the_preview_needs_few_queries(clients, seed003, django_assert_max_num_queries):
     preview(clients["viewer"], seed003.draft)  # warm caches (compiled policy, demo cluster)
-    # session, user and role groups: nothing else touches the database without compare mode
-    with django_assert_max_num_queries(3):
+    # session, user, role groups and the stored scheduler configuration (one primary-key read):
+    # nothing else touches the database without compare mode
+    with django_assert_max_num_queries(4):
         preview(clients["viewer"], seed003.draft.replace("< 5", "< 6"))
 
 

@@ -267,3 +267,26 @@ def test_schedulerconfig_advises_for_the_example_pods_by_default():
     code, out, _ = run("schedulerconfig", "--advise", str(EXAMPLES / "bin-packing.yaml"))
     assert code == 0
     assert "default/abc: " in out and out.splitlines()[-1].startswith("advice: ")
+
+
+def test_evaluate_models_the_scheduler_configuration_given(tmp_path):
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "extenders: [{urlPrefix: 'http://x/extender/', weight: 7}]\n"
+    )
+    args = [
+        "--policy",
+        str(EXAMPLES / "bin-packing.yaml"),
+        "--pod",
+        str(EXAMPLES / "pods/abc.yaml"),
+    ]
+    code, out, _ = run("evaluate", *args, "--json", "--scheduler-config", str(config))
+    assert code == 0 and json.loads(out)["kubeScheduler"]["extenderWeight"] == 7
+    config.write_text(
+        "apiVersion: v1\nkind: KubeSchedulerConfiguration\nextenders: [{weight: x}]\n"
+    )
+    code, _, err = run("evaluate", *args, "--scheduler-config", str(config))
+    assert code == 2
+    assert "apiVersion: expected kubescheduler.config.k8s.io/v1" in err
+    assert "extenders[0].weight: expected an integer, got 'x'" in err

@@ -125,3 +125,12 @@ def decision_list(*, pod: str = "", namespace: str = "", policy: str = "", node:
 def scheduler_profile_text() -> str:
     """The pasted KubeSchedulerConfiguration the previews model ("" = the default one)."""
     return SchedulerProfile.objects.filter(pk=1).values_list("text", flat=True).first() or ""
+
+
+def policy_version_document(*, policy_name: str, number: int) -> str | None:
+    """The document of version `number` of policy `policy_name` (None: no such version)."""
+    return (
+        PolicyVersion.objects.filter(policy__name=policy_name, number=number)
+        .values_list("document", flat=True)
+        .first()
+    )

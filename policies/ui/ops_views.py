@@ -32,9 +32,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from policies import selectors, services
+from policies.cluster.loaded import pod_from_cluster
+from policies.cluster.sources import cluster_default
 from policies.cluster.status import cluster_status
-from policies.errors import InputError
-from policies.evaluation import profile_active
+from policies.engine.document import PolicyInvalid
+from policies.errors import ClusterUnavailable, InputError
+from policies.evaluation import preview_run, profile_active
 from policies.extender.metrics import recent_summary
 from policies.formatting import number_format
 from policies.health import database_check, redis_check
@@ -448,14 +451,46 @@ def decision_list(request: HttpRequest) -> HttpResponse:
     return _page(request, "ops/decisions.html", context)
 
 
+def decision_model(*, decision: Decision) -> dict[str, Any]:
+    """kube-scheduler's pick for the decision's pod as the model predicts it: the decision's
+    policy version served by the extender, the stored scheduler configuration, the current
+    snapshot (which may have moved on since the decision). {"error": why} when it cannot run."""
+    document = selectors.policy_version_document(
+        policy_name=decision.policy_name, number=decision.policy_version
+    )
+    if document is None:
+        return {"error": f"{decision.policy_name} v{decision.policy_version} no longer exists"}
+    try:
+        cluster = cluster_default()
+        pod = pod_from_cluster(
+            cluster=cluster, namespace=decision.pod_namespace, name=decision.pod_name
+        )
+        preview = preview_run(document=document, pod=pod, cluster=cluster, profile=profile_active())
+    except (InputError, ClusterUnavailable, PolicyInvalid) as exc:
+        return {"error": str(exc)}
+    pick = preview.cycle.pick
+    return {
+        "pick": pick,
+        "policy": preview.cycle.evaluation.winners() if preview.cycle.evaluation else [],
+        "chosen_in_pick": bool(decision.chosen_node) and decision.chosen_node in pick,
+        "bound": bool(pod["nodeName"]),
+        "cluster": cluster.describe(),
+    }
+
+
 @page_access(roles={"GET": "viewer"})
 def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
-    """Why the pod went where it went: every node's verdict and score breakdown."""
+    """Why the pod went where it went: every node's verdict and score breakdown, and the node
+    kube-scheduler's model picks next to the policy's."""
     decision = get_object_or_404(Decision, pk=decision_id)
     return _page(
         request,
         "ops/decision.html",
-        {"decision": decision, "breakdown": decision_breakdown(decision=decision)},
+        {
+            "decision": decision,
+            "breakdown": decision_breakdown(decision=decision),
+            "model": decision_model(decision=decision),
+        },
     )
 
 

@@ -718,3 +718,20 @@ def test_a_bad_configuration_is_refused_with_every_field_path():
 def test_only_an_admin_changes_the_configuration_previews_model():
     response = client_for("publisher").post("/connect/scheduler-profile", {"text": ""})
     assert response.status_code == 403
+
+
+def test_the_decision_page_shows_the_models_pick_next_to_the_policys(published):
+    decision, _ = record_decision(pod_file="abc.yaml")  # default/abc is pending in the demo
+    response = client_for("viewer").get(f"/decisions/{decision.pk}/")
+    model = response.context["model"]
+    assert "error" not in model, model
+    assert model["pick"] and "cp-1" not in model["pick"]  # a tainted control-plane node
+    body = response.content.decode()
+    assert 'id="decision-model-pick"' in body and model["pick"][0] in body
+    assert "the policy&#x27;s choice there" in body or "the policy's choice there" in body
+
+
+def test_the_decision_page_says_why_the_model_cannot_run():
+    decision, _ = record_decision()  # no version stored: bin-packing was never published here
+    model = client_for("viewer").get(f"/decisions/{decision.pk}/").context["model"]
+    assert model == {"error": "bin-packing v1 no longer exists"}

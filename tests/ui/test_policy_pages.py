@@ -896,6 +896,25 @@ def test_all_pending_pods_are_previewed_by_the_celery_task(
             assert "no node passes" in row or "passes through" in row
 
 
+def test_the_background_preview_shows_kube_schedulers_pick_next_to_the_policys(
+    clients, users, seed003, isolated_redis, eager_celery
+):
+    # seed-003's choice for short names is cp-1, whose taint kube-scheduler does not let the
+    # pods through: the pick column names another node and flags the difference
+    html = (
+        clients["viewer"]
+        .post("/policies/seed-003-name-length/preview-all", {"document": seed003.draft}, **HTMX)
+        .content.decode()
+    )
+    assert "kube-scheduler picks</th>" in html
+    short = [ref for ref in pending_pods() if len(ref.split("/")[1]) < 5]
+    for ref in short:
+        row = html[html.index(f">{ref}</a>") :].split("</tr>")[0]
+        pick = re.search(r'<td class="mono pg-pick">([^<]+)', row).group(1).strip()
+        assert pick and pick != shortest_node()
+        assert "differs" in row
+
+
 def test_the_background_preview_in_compare_mode_lists_pods_whose_winner_changes(
     clients, users, seed003, isolated_redis, eager_celery
 ):

@@ -362,3 +362,21 @@ def test_image_locality_scores_the_images_a_live_node_reports():
     cycle = _cycle([a, make_node("b")], pod)
     assert _outcome(cycle, "a").scores["ImageLocality"] == 12
     assert _outcome(cycle, "b").scores["ImageLocality"] == 0
+
+
+def test_spread_counts_per_node_equal_the_node_by_node_count():
+    # _counts_by_node (one pass over the namespace) must count what _count_matching counts on
+    # each node's pods: the differential test's agreement rests on it
+    from policies.cluster.demo import generate_cluster
+
+    nodes, pods = generate_cluster(60, 600, seed=5)
+    state = ClusterState.from_objects(nodes, pods).freeze()
+    existing = p.existing_for(state)
+    for pod in [q for q in state.pods() if q["labels"]][:20]:
+        selector = {"matchLabels": dict(pod["labels"])}
+        counts = p._counts_by_node(existing, selector, pod["namespace"])
+        for node in state.nodes():
+            expected = p._count_matching(
+                existing.by_node.get(node["name"], ()), selector, pod["namespace"]
+            )
+            assert counts.get(node["name"], 0) == expected

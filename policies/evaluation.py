@@ -63,18 +63,26 @@ def policy_validate(document: str) -> list[FieldError]:
 # --- the scheduler profile -----------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=8)
-def _profile_from_text(text: str) -> Profile:
-    return profile_parse(text) if text.strip() else profile_default()
-
-
-def profile_active() -> Profile:
-    """The profile every preview models: this installation's stored configuration (the Connect
-    page), else the one `schedulerconfig` prints. One primary-key read; parsed once per text."""
-    try:
-        return _profile_from_text(selectors.scheduler_profile_text())
-    except ProfileInvalid:  # stored before a stricter parser: fall back, the page says so
+@functools.lru_cache(maxsize=32)
+def profile_from_text(text: str, scheduler_name: str | None = None) -> Profile:
+    """The profile of a stored configuration for pods of `scheduler_name`: its profile of that
+    schedulerName, else its first one ("" = the default). Cached by text and name."""
+    if not text.strip():
         return profile_default()
+    try:
+        return profile_parse(text, scheduler_name=scheduler_name)
+    except ProfileInvalid:
+        try:  # no profile of that name (the text was valid when stored): the first one
+            return profile_parse(text)
+        except ProfileInvalid:  # stored before a stricter parser
+            return profile_default()
+
+
+def profile_active(*, scheduler_name: str | None = None) -> Profile:
+    """The profile every preview models: this installation's stored configuration (the Connect
+    page; its profile for `scheduler_name`), else the one `schedulerconfig` prints. One
+    primary-key read; parsed once per text."""
+    return profile_from_text(selectors.scheduler_profile_text(), scheduler_name)
 
 
 def profile_from_file(path: str) -> Profile:

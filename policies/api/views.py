@@ -393,7 +393,7 @@ class Preview(ApiView):
             pod=pod,
             cluster=cluster,
             compare_document=active.document if active is not None else None,
-            profile=profile_active(),
+            profile=profile_active(scheduler_name=pod["schedulerName"]),
         )
         body: dict[str, Any] = {
             "policy": preview.compiled.name,

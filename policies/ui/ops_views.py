@@ -465,7 +465,8 @@ def decision_model(*, decision: Decision) -> dict[str, Any]:
         pod = pod_from_cluster(
             cluster=cluster, namespace=decision.pod_namespace, name=decision.pod_name
         )
-        preview = preview_run(document=document, pod=pod, cluster=cluster, profile=profile_active())
+        profile = profile_active(scheduler_name=pod["schedulerName"])
+        preview = preview_run(document=document, pod=pod, cluster=cluster, profile=profile)
     except (InputError, ClusterUnavailable, PolicyInvalid) as exc:
         return {"error": str(exc)}
     pick = preview.cycle.pick

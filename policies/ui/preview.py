@@ -438,7 +438,7 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
         pod=pod,
         cluster=cluster,
         compare_document=given.compare_document,
-        profile=profile_active(),
+        profile=profile_active(scheduler_name=pod["schedulerName"]),
     )
     compiled, evaluation = preview.compiled, preview.evaluation
     compare, changes = None, None

@@ -735,3 +735,15 @@ def test_the_decision_page_says_why_the_model_cannot_run():
     decision, _ = record_decision()  # no version stored: bin-packing was never published here
     model = client_for("viewer").get(f"/decisions/{decision.pk}/").context["model"]
     assert model == {"error": "bin-packing v1 no longer exists"}
+
+
+def test_each_pod_is_modelled_with_the_profile_of_its_scheduler_name():
+    from policies.evaluation import profile_active
+
+    two = PASTED_PROFILE.replace(
+        "profiles:\n", "profiles:\n- schedulerName: default-scheduler\n", 1
+    )
+    assert client_for("admin").post("/connect/scheduler-profile", {"text": two}).status_code == 200
+    assert profile_active(scheduler_name="schedweb").strategy == "MostAllocated"
+    assert profile_active(scheduler_name="default-scheduler").strategy == "LeastAllocated"
+    assert profile_active(scheduler_name="elsewhere").strategy == "LeastAllocated"  # the first

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
+from policies import selectors
 from policies.cluster.loaded import LoadedCluster
 from policies.cluster.manifest import pod_view_from_source
 from policies.cluster.sources import cluster_default, cluster_from_text, cluster_load
@@ -26,8 +27,9 @@ from policies.engine.policy import CompiledPolicy, compile_policy, validate_poli
 from policies.engine.results import Evaluation
 from policies.engine.testcases import check_expectations
 from policies.errors import ClusterUnavailable, InputError
+from policies.schedmodel.advisor import WeightAdvice, weight_advise
 from policies.schedmodel.pipeline import Cycle, cycle_run
-from policies.schedmodel.profile import Profile
+from policies.schedmodel.profile import Profile, ProfileInvalid, profile_default, profile_parse
 
 # --- compiling -------------------------------------------------------------------------------
 
@@ -56,6 +58,49 @@ def policy_compile(document: str) -> CompiledPolicy:
 def policy_validate(document: str) -> list[FieldError]:
     """Every FieldError of `document` under the same budget as policy_compile ([] = valid)."""
     return validate_policy(document, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
+
+
+# --- the scheduler profile -----------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=32)
+def profile_from_text(text: str, scheduler_name: str | None = None) -> Profile:
+    """The profile of a stored configuration for pods of `scheduler_name`: its profile of that
+    schedulerName, else its first one ("" = the default). Cached by text and name."""
+    if not text.strip():
+        return profile_default()
+    try:
+        return profile_parse(text, scheduler_name=scheduler_name)
+    except ProfileInvalid:
+        try:  # no profile of that name (the text was valid when stored): the first one
+            return profile_parse(text)
+        except ProfileInvalid:  # stored before a stricter parser
+            return profile_default()
+
+
+def profile_active(*, scheduler_name: str | None = None) -> Profile:
+    """The profile every preview models: this installation's stored configuration (the Connect
+    page; its profile for `scheduler_name`), else the one `schedulerconfig` prints. One
+    primary-key read; parsed once per text."""
+    return profile_from_text(selectors.scheduler_profile_text(), scheduler_name)
+
+
+def profile_from_file(path: str) -> Profile:
+    """The profile of a KubeSchedulerConfiguration file (`evaluate --scheduler-config`);
+    raises InputError listing every problem with its field path."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(
+            f"cannot read the scheduler configuration {path}: {exc.strerror}"
+        ) from None
+    try:
+        return profile_parse(text)
+    except ProfileInvalid as exc:
+        raise InputError(
+            f"{path}: the scheduler configuration is invalid: " + "; ".join(exc.errors),
+            details=exc.errors,
+        ) from None
 
 
 # --- previews --------------------------------------------------------------------------------
@@ -122,6 +167,51 @@ def pods_pending(*, cluster: LoadedCluster) -> list[PodView]:
     pending = [p for p in cluster.state.pods() if not p["nodeName"] and p["phase"] == "Pending"]
     pending.sort(key=lambda p: (p["namespace"], p["name"]))
     return pending
+
+
+# --- the weight advisor ----------------------------------------------------------------------
+
+EXAMPLE_PODS = Path(__file__).resolve().parent / "examples" / "pods"
+
+
+@functools.cache
+def example_pod_views() -> tuple[PodView, ...]:
+    """The shipped example pods (policies/examples/pods/), in file order (read once)."""
+    return tuple(
+        pod_view_from_source(path.read_text()) for path in sorted(EXAMPLE_PODS.glob("*.yaml"))
+    )
+
+
+@dataclass(frozen=True)
+class WeightAdviceRun:
+    """The advice over several pods: `weight` is the smallest extender weight at which every
+    pod the policy scores goes to a node it prefers (None: it prefers none of them)."""
+
+    weight: int | None
+    pods: list[tuple[PodView, WeightAdvice]]
+
+
+def weight_advise_run(
+    *,
+    document: str,
+    pods: Iterable[PodView],
+    cluster: LoadedCluster,
+    profile: Profile | None = None,
+) -> WeightAdviceRun:
+    """kube-scheduler's cycle for each pod under `profile` (its extender weight does not
+    matter), and the smallest extender weight at which the policy's preferred node is the pick
+    (policies/schedmodel/advisor.py). Raises PolicyInvalid."""
+    compiled = policy_compile(document)
+    profile = replace(profile or profile_default(), extender_weight=1)
+    nodes = cluster.nodes()
+    results = []
+    for pod in pods:
+        cycle = cycle_run(
+            pod=pod, nodes=nodes, state=cluster.state, policy=compiled, profile=profile
+        )
+        results.append((pod, weight_advise(cycle)))
+    weights = [a.weight for _, a in results if a.weight is not None]
+    return WeightAdviceRun(max(weights) if weights else None, results)
 
 
 # --- test cases ------------------------------------------------------------------------------

@@ -214,3 +214,18 @@ class Decision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pod_namespace}/{self.pod_name} by {self.policy_name} v{self.policy_version}"
+
+
+class SchedulerProfile(models.Model):
+    """The KubeSchedulerConfiguration the previews model, one row per installation (pk 1).
+    Empty text: the configuration `schedulerconfig` prints (kube-scheduler's default profile
+    with the extender at weight 1)."""
+
+    text = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        return "scheduler profile" + (" (pasted)" if self.text else " (default)")

@@ -16,10 +16,11 @@ from typing import Any
 
 import orjson
 
+from policies import selectors
 from policies.background import PREVIEW_ALL_PENDING, task_queue
 from policies.cluster.sources import cluster_for
 from policies.engine.document import PolicyInvalid
-from policies.evaluation import pods_pending, policy_compile, preview_run
+from policies.evaluation import pods_pending, policy_compile, preview_run, profile_from_text
 from policies.redis import redis_client
 
 log = logging.getLogger(__name__)
@@ -156,12 +157,19 @@ def preview_job_run(*, job_id: str) -> None:
     )
     results = []
     last_write = time.monotonic()
+    stored = selectors.scheduler_profile_text()  # read once; parsed once per schedulerName
     for done, pod in enumerate(pending, start=1):
         preview = preview_run(
-            document=job["document"], pod=pod, cluster=cluster, compare_document=compare_document
+            document=job["document"],
+            pod=pod,
+            cluster=cluster,
+            compare_document=compare_document,
+            profile=profile_from_text(stored, pod["schedulerName"]),
         )
         evaluation, before = preview.evaluation, preview.before
         row = _pod_result(evaluation, pod)
+        # kube-scheduler's pick (its tie group) next to the policy's winners
+        row["pick"] = preview.cycle.pick
         if before is not None:
             row["before"] = _pod_result(before, pod)
             row["winnerChanged"] = before.winners() != row["winners"]

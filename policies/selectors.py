@@ -15,7 +15,14 @@ from django.db.models import Max, OuterRef, Q, Subquery
 
 from policies.engine.compare import rule_changes
 from policies.errors import NotFound
-from policies.models import AuditEvent, Decision, Policy, PolicyActivation, PolicyVersion
+from policies.models import (
+    AuditEvent,
+    Decision,
+    Policy,
+    PolicyActivation,
+    PolicyVersion,
+    SchedulerProfile,
+)
 
 # --- policies, versions, audit ----------------------------------------------------------------
 
@@ -113,3 +120,17 @@ def decision_list(*, pod: str = "", namespace: str = "", policy: str = "", node:
     if node:
         queryset = queryset.filter(chosen_node=node)
     return queryset
+
+
+def scheduler_profile_text() -> str:
+    """The pasted KubeSchedulerConfiguration the previews model ("" = the default one)."""
+    return SchedulerProfile.objects.filter(pk=1).values_list("text", flat=True).first() or ""
+
+
+def policy_version_document(*, policy_name: str, number: int) -> str | None:
+    """The document of version `number` of policy `policy_name` (None: no such version)."""
+    return (
+        PolicyVersion.objects.filter(policy__name=policy_name, number=number)
+        .values_list("document", flat=True)
+        .first()
+    )

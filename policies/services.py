@@ -38,9 +38,11 @@ from policies.models import (
     PolicyActivation,
     PolicyTestCase,
     PolicyVersion,
+    SchedulerProfile,
 )
 from policies.numbers import number_or_none
 from policies.publishing import active_policies_after_commit
+from policies.schedmodel.profile import ProfileInvalid, profile_parse
 
 log = logging.getLogger(__name__)
 
@@ -585,3 +587,40 @@ def decisions_resolve_chosen(*, cluster) -> int:
                 chosen_node=pod["nodeName"], chosen_at=now
             )
     return updated
+
+
+# --- the scheduler configuration the previews model ---------------------------------------
+
+
+def profile_errors(errors: list[str]) -> list[dict[str, str]]:
+    """ProfileInvalid's "path: message" strings as field errors ({path, message})."""
+    out = []
+    for error in errors:
+        path, sep, message = error.partition(": ")
+        out.append({"path": path, "message": message} if sep else {"path": "", "message": error})
+    return out
+
+
+def scheduler_profile_set(*, actor, text: str) -> SchedulerProfile:
+    """Store the KubeSchedulerConfiguration every preview models ("" = the default that
+    `schedulerconfig` prints); refuses one the model cannot run, listing every field error."""
+    text = text.strip()
+    if text:
+        try:
+            profile = profile_parse(text)
+        except ProfileInvalid as exc:
+            raise InputError(
+                f"the scheduler configuration is invalid ({len(exc.errors)} problem"
+                f"{'s' if len(exc.errors) != 1 else ''})",
+                details=profile_errors(exc.errors),
+            ) from None
+        detail = {"extender_weight": profile.extender_weight, "strategy": profile.strategy}
+    else:
+        detail = {"default": True}
+    with transaction.atomic():
+        row, _ = SchedulerProfile.objects.select_for_update().get_or_create(pk=1)
+        row.text = text + "\n" if text else ""
+        row.updated_by = actor if getattr(actor, "pk", None) else None
+        row.save()
+        _audit(actor=actor, action="schedulerprofile.set", **detail)
+    return row

@@ -22,7 +22,13 @@ from policies import selectors, services
 from policies.cluster.loaded import pod_from_cluster
 from policies.cluster.manifest import pod_view_from_source
 from policies.cluster.sources import cluster_default, cluster_load
-from policies.evaluation import policy_compile, policy_validate, preview_run, test_cases_run
+from policies.evaluation import (
+    policy_compile,
+    policy_validate,
+    preview_run,
+    profile_active,
+    test_cases_run,
+)
 from policies.models import ApiToken, Decision, Policy, PolicyTestCase, PolicyVersion
 from policies.roles import user_role
 
@@ -396,6 +402,7 @@ class Preview(ApiView):
             pod=pod,
             cluster=cluster,
             compare_document=active.document if active is not None else None,
+            profile=profile_active(scheduler_name=pod["schedulerName"]),
         )
         body: dict[str, Any] = {
             "policy": preview.compiled.name,

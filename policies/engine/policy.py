@@ -458,6 +458,20 @@ class CompiledPolicy:
             evaluation.extender = [0] * n
         return evaluation
 
+    def variable_values(
+        self, pod: PodView, node: NodeView, cluster: ClusterView | None = None
+    ) -> dict[str, Any]:
+        """Each variable's value on `node` (exact path), or the CelError that stopped it: what
+        the preview's drill-down shows. Costs one exact evaluation per variable."""
+        activation = self._activation(pod, node, ClusterFunctions(cluster, pod))
+        out: dict[str, Any] = {}
+        for name in self.variables:
+            try:
+                out[name] = activation["variables"][name]
+            except CelError as exc:
+                out[name] = exc
+        return out
+
     def _pass_through(self, names: list[str], reason: str) -> Evaluation:
         n = len(names)
         return Evaluation(

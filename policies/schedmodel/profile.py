@@ -74,13 +74,30 @@ class ProfileInvalid(ValueError):
         super().__init__("; ".join(errors))
 
 
+def _int(value: Any, where: str, errors: list[str], *, default: int = 0) -> int:
+    """`value` as an integer, or `default` with an error at `where`."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        errors.append(f"{where}: expected an integer, got {value!r}")
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        errors.append(f"{where}: expected an integer, got {value!r}")
+        return default
+
+
 def _pairs(items: Any, key: str, value: str, where: str, errors: list[str]) -> tuple:
     out = []
+    if items is not None and not isinstance(items, list):
+        errors.append(f"{where}: expected a list")
+        return ()
     for i, item in enumerate(items or []):
         if not isinstance(item, dict) or key not in item:
             errors.append(f"{where}[{i}]: expected an object with {key}")
             continue
-        out.append((item[key], int(item.get(value, 1) or 0)))
+        out.append((item[key], _int(item.get(value, 1), f"{where}[{i}].{value}", errors)))
     return tuple(out)
 
 
@@ -99,15 +116,21 @@ def profile_parse(text: str, *, scheduler_name: str | None = None) -> Profile:
     if doc.get("kind") != "KubeSchedulerConfiguration":
         errors.append(f"kind: expected KubeSchedulerConfiguration, got {doc.get('kind')!r}")
     profiles = doc.get("profiles") or [{}]
-    chosen = profiles[0]
+    if not isinstance(profiles, list) or not all(isinstance(p, dict) for p in profiles):
+        raise ProfileInvalid([*errors, "profiles: expected a list of profile objects"])
+    index = 0
     if scheduler_name is not None:
         named = [
-            p for p in profiles if (p.get("schedulerName") or "default-scheduler") == scheduler_name
+            i
+            for i, p in enumerate(profiles)
+            if (p.get("schedulerName") or "default-scheduler") == scheduler_name
         ]
         if not named:
             errors.append(f"profiles: no profile has schedulerName {scheduler_name!r}")
         else:
-            chosen = named[0]
+            index = named[0]
+    chosen = profiles[index]
+    base = f"profiles[{index}]"
     profile = Profile(scheduler_name=chosen.get("schedulerName") or "default-scheduler")
     weights = dict(DEFAULT_WEIGHTS)
     disabled: set[str] = set()
@@ -125,19 +148,20 @@ def profile_parse(text: str, *, scheduler_name: str | None = None) -> Profile:
             elif name:
                 disabled.add(name)
             else:
-                errors.append(f"plugins.{point}.disabled[{i}]: name is required")
+                errors.append(f"{base}.plugins.{point}.disabled[{i}].name: required")
         for i, item in enumerate(section.get("enabled") or []):
             name = (item or {}).get("name")
             if not name:
-                errors.append(f"plugins.{point}.enabled[{i}]: name is required")
+                errors.append(f"{base}.plugins.{point}.enabled[{i}].name: required")
                 continue
             disabled.discard(name)
             if item.get("weight") is not None and point != "filter":
-                weights[name] = int(item["weight"])
+                where = f"{base}.plugins.{point}.enabled[{i}].weight"
+                weights[name] = _int(item["weight"], where, errors)
     profile = replace(profile, weights=weights, disabled=frozenset(disabled))
     for i, cfg in enumerate(chosen.get("pluginConfig") or []):
         args = (cfg or {}).get("args") or {}
-        where = f"pluginConfig[{i}].args"
+        where = f"{base}.pluginConfig[{i}].args"
         if cfg.get("name") == "NodeResourcesFit":
             strategy = args.get("scoringStrategy") or {}
             kind = strategy.get("type", "LeastAllocated")
@@ -148,12 +172,14 @@ def profile_parse(text: str, *, scheduler_name: str | None = None) -> Profile:
             shape = profile.shape
             if kind == "RequestedToCapacityRatio":
                 ratio = strategy.get("requestedToCapacityRatio") or {}
-                shape = (
-                    tuple(
-                        (int(p["utilization"]), int(p["score"])) for p in ratio.get("shape") or []
-                    )
-                    or shape
+                points = _pairs(
+                    ratio.get("shape"),
+                    "utilization",
+                    "score",
+                    f"{where}.scoringStrategy.requestedToCapacityRatio.shape",
+                    errors,
                 )
+                shape = tuple((int(u), s) for u, s in points if str(u).isdigit()) or shape
             profile = replace(
                 profile, strategy=kind, resources=resources or profile.resources, shape=shape
             )
@@ -163,10 +189,12 @@ def profile_parse(text: str, *, scheduler_name: str | None = None) -> Profile:
     extenders = doc.get("extenders") or []
     weight = 0
     if extenders:
-        weight = int((extenders[0] or {}).get("weight") or 0)
+        weight = _int((extenders[0] or {}).get("weight"), "extenders[0].weight", errors)
         if weight <= 0:
             errors.append("extenders[0].weight: must be a positive integer")
-    pct = int(doc.get("percentageOfNodesToScore") or 0)
+    pct = _int(doc.get("percentageOfNodesToScore"), "percentageOfNodesToScore", errors)
+    if not 0 <= pct <= 100:
+        errors.append("percentageOfNodesToScore: must be between 0 and 100")
     profile = replace(profile, extender_weight=weight, percentage_of_nodes_to_score=pct)
     if errors:
         raise ProfileInvalid(errors)

@@ -31,13 +31,19 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from policies import selectors
+from policies import selectors, services
+from policies.cluster.loaded import pod_from_cluster
+from policies.cluster.sources import cluster_default
 from policies.cluster.status import cluster_status
+from policies.engine.document import PolicyInvalid
+from policies.errors import ClusterUnavailable, InputError
+from policies.evaluation import preview_run, profile_active
 from policies.extender.metrics import recent_summary
 from policies.formatting import number_format
 from policies.health import database_check, redis_check
 from policies.models import AuditEvent, Decision, PolicyActivation
 from policies.redis import redis_client
+from policies.schedmodel.pipeline import SCORE_PLUGINS
 from policies.schedulerconfig import (
     MANAGED_RESOURCE,
     SchedulerSetup,
@@ -445,14 +451,47 @@ def decision_list(request: HttpRequest) -> HttpResponse:
     return _page(request, "ops/decisions.html", context)
 
 
+def decision_model(*, decision: Decision) -> dict[str, Any]:
+    """kube-scheduler's pick for the decision's pod as the model predicts it: the decision's
+    policy version served by the extender, the stored scheduler configuration, the current
+    snapshot (which may have moved on since the decision). {"error": why} when it cannot run."""
+    document = selectors.policy_version_document(
+        policy_name=decision.policy_name, number=decision.policy_version
+    )
+    if document is None:
+        return {"error": f"{decision.policy_name} v{decision.policy_version} no longer exists"}
+    try:
+        cluster = cluster_default()
+        pod = pod_from_cluster(
+            cluster=cluster, namespace=decision.pod_namespace, name=decision.pod_name
+        )
+        profile = profile_active(scheduler_name=pod["schedulerName"])
+        preview = preview_run(document=document, pod=pod, cluster=cluster, profile=profile)
+    except (InputError, ClusterUnavailable, PolicyInvalid) as exc:
+        return {"error": str(exc)}
+    pick = preview.cycle.pick
+    return {
+        "pick": pick,
+        "policy": preview.cycle.evaluation.winners() if preview.cycle.evaluation else [],
+        "chosen_in_pick": bool(decision.chosen_node) and decision.chosen_node in pick,
+        "bound": bool(pod["nodeName"]),
+        "cluster": cluster.describe(),
+    }
+
+
 @page_access(roles={"GET": "viewer"})
 def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
-    """Why the pod went where it went: every node's verdict and score breakdown."""
+    """Why the pod went where it went: every node's verdict and score breakdown, and the node
+    kube-scheduler's model picks next to the policy's."""
     decision = get_object_or_404(Decision, pk=decision_id)
     return _page(
         request,
         "ops/decision.html",
-        {"decision": decision, "breakdown": decision_breakdown(decision=decision)},
+        {
+            "decision": decision,
+            "breakdown": decision_breakdown(decision=decision),
+            "model": decision_model(decision=decision),
+        },
     )
 
 
@@ -617,6 +656,43 @@ def connect(request: HttpRequest) -> HttpResponse:
         "out": connect_outputs(data=data) if data is not None else None,
         "active_names": selectors.scheduler_names_active(),
         "tab": tab if tab in CONNECT_TABS else CONNECT_TABS[0],
+        "sp": scheduler_profile_context(),
     }
     template = "ops/_connect.html" if request.headers.get("HX-Request") else "ops/connect.html"
     return _page(request, template, context, status=status)
+
+
+# --- the scheduler configuration the previews model ----------------------------------------
+
+
+def scheduler_profile_context(
+    *, text: str | None = None, errors: list[dict[str, str]] | None = None, saved: bool = False
+) -> dict[str, Any]:
+    """The Connect page's "previews model" card: the stored configuration (or `text` being
+    fixed), what the model reads from it, and every field error."""
+    stored = selectors.scheduler_profile_text()
+    profile = profile_active()
+    return {
+        "text": stored if text is None else text,
+        "default": not stored,
+        "errors": errors or [],
+        "saved": saved,
+        "extender_weight": profile.extender_weight,
+        "strategy": profile.strategy,
+        "weights": [(name, profile.score_weight(name)) for name in SCORE_PLUGINS],
+        "disabled": sorted(profile.disabled),
+    }
+
+
+@page_access(roles={"POST": "admin"})
+def connect_scheduler_profile(request: HttpRequest) -> HttpResponse:
+    """Store the KubeSchedulerConfiguration every preview models (empty: the default one);
+    422 with every field error when the model cannot run it."""
+    text = request.POST.get("text", "")
+    try:
+        services.scheduler_profile_set(actor=request.user, text=text)
+    except InputError as exc:
+        context = {"sp": scheduler_profile_context(text=text, errors=exc.details)}
+        return _page(request, "ops/_scheduler_profile.html", context, status=422)
+    context = {"sp": scheduler_profile_context(saved=True)}
+    return _page(request, "ops/_scheduler_profile.html", context)

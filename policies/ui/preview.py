@@ -4,7 +4,8 @@ version, editor markers).
 
 Kept lean because it runs on every pause in typing: compiled policies and parsed pods are cached
 by their text, the cluster snapshot comes from its source's in-process cache, and rows are built
-here as plain dicts so the template only prints them. No database access.
+here as plain dicts so the template only prints them. One database read: the stored scheduler
+configuration (a primary-key lookup; its parse is cached by text).
 """
 
 from __future__ import annotations
@@ -21,19 +22,28 @@ import yaml
 from policies.cluster.loaded import LoadedCluster, pod_from_cluster
 from policies.cluster.manifest import pod_view_from_text
 from policies.cluster.sources import cluster_for
-from policies.engine.compare import ranks
 from policies.engine.document import FieldError, PolicyInvalid
 from policies.engine.inputs import PodView
 from policies.engine.results import Evaluation
 from policies.errors import ClusterUnavailable, InputError
-from policies.evaluation import policy_compile, preview_run
+from policies.evaluation import (
+    Preview,
+    example_pod_views,
+    policy_compile,
+    preview_run,
+    profile_active,
+    weight_advise_run,
+)
 from policies.formatting import number_format, quantity_format
+from policies.schedmodel.advisor import weight_advise
+from policies.schedmodel.pipeline import SCORE_PLUGINS
 
 from .forms import PodChoice
 from .markers import error_markers, evaluation_markers
-from .node_rows import node_rows_html
+from .node_rows import node_drills_html, node_rows_html
 
 MAX_ROWS = 1000  # node rows rendered; bigger clusters show the best passing nodes first
+MAX_DRILLS = 200  # rows with a drill-down (variables are evaluated again per node)
 TOP_BARS = 8
 
 
@@ -121,65 +131,204 @@ class PreviewInput:
     compare_label: str = ""  # "v3"
 
 
+PLUGIN_LABELS = {  # short column heads for the score plugins
+    "TaintToleration": "Taint",
+    "NodeAffinity": "Affinity",
+    "NodeResourcesFit": "Fit",
+    "PodTopologySpread": "Spread",
+    "InterPodAffinity": "PodAff.",
+    "NodeResourcesBalancedAllocation": "Balanced",
+    "ImageLocality": "Image",
+}
+
+
+def _competition_ranks(totals: dict[str, int]) -> dict[str, int]:
+    """Equal totals share a rank (1, 1, 3), as the comparison ranks them."""
+    ordered = sorted(totals.values(), reverse=True)
+    first = {}
+    for i, value in enumerate(ordered):
+        first.setdefault(value, i + 1)
+    return {name: first[value] for name, value in totals.items()}
+
+
+def _policy_cells(evaluation: Evaluation, i: int, sent: bool) -> dict[str, Any]:
+    """The policy's verdict, failing rule and rule scores on node i of `evaluation`; `sent`:
+    kube-scheduler sends the node to the extender (otherwise only the verdict is shown)."""
+    ok = evaluation.passed[i]
+    scored = sent and ok and evaluation.applies and evaluation.scored
+    scores = []
+    if evaluation.applies and evaluation.scored:
+        for k, weight in enumerate(evaluation.weights):
+            raw = evaluation.raw[k][i]
+            norm = evaluation.normalized[k][i]
+            scores.append(
+                {
+                    "name": evaluation.score_names[k],
+                    "weight": weight,
+                    "raw": number_format(raw, places=2),
+                    "norm": number_format(norm, places=1),
+                    "weighted": number_format(norm * weight, places=1),
+                    "sort": round(norm * weight, 4) if scored else "",
+                    "pct": max(0.0, min(100.0, norm)) if scored else 0,
+                    "missing": raw is None,
+                    "shown": scored,
+                }
+            )
+    errors = evaluation.errors.get(i, ())
+    return {
+        "passed": ok,
+        "sent": sent,
+        "rule": evaluation.failed_rule[i] or "",
+        "message": evaluation.messages[i] or "",
+        "unresolvable": evaluation.unresolvable[i],
+        "errors": "; ".join(f"{e.rule}: {e.message}" for e in errors),
+        "error_count": len(errors),
+        "scores": scores,
+        "total": number_format(evaluation.total[i], places=2) if scored else "—",
+        "total_value": evaluation.total[i] if scored else None,
+        "total_sort": round(evaluation.total[i], 4) if scored else "",
+        "ext": evaluation.extender[i] if scored else "—",
+    }
+
+
 def _rows(
-    evaluation: Evaluation, changes: dict[str, dict[str, Any]] | None
+    preview: Preview, changes: dict[str, dict[str, Any]] | None
 ) -> tuple[list[dict[str, Any]], int]:
-    """Table rows: passing nodes by total (best first), then rejected ones by rule and name."""
-    winners = set(evaluation.winners())
-    scored = evaluation.applies and evaluation.scored
-    names = evaluation.node_names
-    passed, total, ext = evaluation.passed, evaluation.total, evaluation.extender
+    """Table rows in kube-scheduler's order: scored nodes by final total (the pick first), then
+    nodes the policy rejected, then nodes kube-scheduler's own filters rejected.
+
+    The policy columns of a node kube-scheduler sends to the extender come from the cycle's
+    evaluation (minmax over the nodes sent, as the extender answers); a node its filters reject
+    is never sent, so only the policy's verdict over the whole snapshot is shown for it."""
+    cycle, full = preview.cycle, preview.evaluation
+    profile = cycle.profile
+    in_cycle = {n: i for i, n in enumerate(cycle.evaluation.node_names)} if cycle.evaluation else {}
+    in_full = {n: i for i, n in enumerate(full.node_names)}
+    pick = set(cycle.pick)
+    finals = {o.node: o.total for o in cycle.outcomes if o.total is not None}
+    rank_of = _competition_ranks(finals)
     order = sorted(
-        range(evaluation.size),
-        key=lambda i: (
-            (0, -total[i], names[i])
-            if passed[i]
-            else (1, evaluation.failed_rule[i] or "", names[i])
+        cycle.outcomes,
+        key=lambda o: (
+            (0, -o.total, o.node)
+            if o.total is not None
+            else (1, o.policy_rule or "", o.node)
+            if o.feasible
+            else (2, o.plugin or "", o.node)
         ),
     )
     shown = order[:MAX_ROWS]
-    weights = evaluation.weights
-    rank_of = ranks(evaluation)  # equal totals share a rank, as in the comparison
     rows = []
-    for i in shown:
-        ok = passed[i]
-        scores = []
-        if scored:
-            for k, weight in enumerate(weights):
-                raw = evaluation.raw[k][i]
-                norm = evaluation.normalized[k][i]
-                scores.append(
-                    {
-                        "weight": weight,
-                        "raw": number_format(raw, places=2),
-                        "norm": number_format(norm, places=1),
-                        "weighted": number_format(norm * weight, places=1),
-                        "sort": round(norm * weight, 4) if ok else "",
-                        "pct": max(0.0, min(100.0, norm)) if ok else 0,
-                        "missing": raw is None,
-                    }
+    for o in shown:
+        if o.node in in_cycle:
+            policy = _policy_cells(cycle.evaluation, in_cycle[o.node], True)
+        else:
+            policy = _policy_cells(full, in_full[o.node], o.feasible)
+        plugins = []
+        bar = []
+        if o.total is not None:
+            for name, score in o.scores.items():
+                weight = profile.score_weight(name)
+                plugins.append(
+                    {"name": name, "score": score, "weight": weight, "weighted": score * weight}
                 )
-        errors = evaluation.errors.get(i, ())
-        change = changes.get(names[i]) if changes else None
+                if score * weight:
+                    bar.append({"name": name, "value": score * weight})
+            if o.extender:
+                bar.append({"name": "policy", "value": o.extender})
+            for seg in bar:
+                seg["pct"] = round(seg["value"] * 100 / o.total, 2) if o.total else 0
         rows.append(
             {
-                "node": names[i],
-                "passed": ok,
-                "rule": evaluation.failed_rule[i] or "",
-                "message": evaluation.messages[i] or "",
-                "unresolvable": evaluation.unresolvable[i],
-                "errors": "; ".join(f"{e.rule}: {e.message}" for e in errors),
-                "error_count": len(errors),
-                "scores": scores,
-                "total": number_format(total[i], places=2) if ok and scored else "—",
-                "total_sort": round(total[i], 4) if ok and scored else "",
-                "ext": ext[i] if ok and scored else "—",
-                "winner": names[i] in winners,
-                "rank": rank_of.get(names[i], "") if ok and scored else "",
-                "change": change,
+                "node": o.node,
+                "rank": rank_of.get(o.node, ""),
+                "winner": o.node in pick,
+                "ks_passed": o.feasible,
+                "ks_plugin": o.plugin or "",
+                "ks_reason": "; ".join(o.reasons),
+                "policy": policy,
+                "plugins": plugins,
+                "ext_score": o.extender_score,
+                "ext_weight": profile.extender_weight,
+                "extender": o.extender if o.total is not None else "—",
+                "final": o.total if o.total is not None else "—",
+                "final_sort": o.total if o.total is not None else "",
+                "bar": bar,
+                "change": changes.get(o.node) if changes else None,
             }
         )
     return rows, len(order) - len(shown)
+
+
+def _drills(
+    preview: Preview, rows: list[dict[str, Any]], limit: int = MAX_DRILLS
+) -> list[dict[str, Any]]:
+    """The drill-down of the first `limit` rows: the node's labels, taints, allocatable and
+    requested, every plugin's and rule's arithmetic and the policy's variable values."""
+    by_name = {n["name"]: n for n in preview.cluster.nodes()}
+    out = []
+    for row in rows[:limit]:
+        node = by_name[row["node"]]
+        variables = []
+        if preview.compiled.variables and preview.evaluation.applies:
+            values = preview.compiled.variable_values(preview.pod, node, preview.cluster.state)
+            for name, value in values.items():
+                variables.append({"name": name, "value": _value_text(value)})
+        resources = [
+            {
+                "name": name,
+                "allocatable": quantity_format(resource=name, value=node["allocatable"][name]),
+                "requested": quantity_format(resource=name, value=node["requested"].get(name, 0)),
+                "pod": quantity_format(resource=name, value=preview.pod["requests"].get(name, 0)),
+            }
+            for name in node["allocatable"]
+            if node["allocatable"][name] or node["requested"].get(name)
+        ]
+        out.append(
+            {
+                "row": row,
+                "labels": sorted(node["labels"].items()),
+                "taints": [
+                    f"{t.get('key', '')}={t.get('value', '')}:{t.get('effect', '')}"
+                    for t in node["taints"]
+                ],
+                "unschedulable": node["unschedulable"],
+                "pods": node["podCount"],
+                "resources": resources,
+                "variables": variables,
+            }
+        )
+    return out
+
+
+def _advice(preview: Preview, document: str) -> dict[str, Any]:
+    """The weight advisor for this pod and for the example pods: the smallest extender weight
+    at which the policy's preferred node is kube-scheduler's pick (about 1 ms per pod on the
+    demo cluster, so it runs with every preview)."""
+    pod = weight_advise(preview.cycle)
+    examples = weight_advise_run(
+        document=document,
+        pods=example_pod_views(),
+        cluster=preview.cluster,
+        profile=preview.cycle.profile,
+    )
+    current = preview.cycle.profile.extender_weight
+    return {
+        "pod": pod.weight,
+        "reason": pod.reason,
+        "preferred": ", ".join(pod.preferred[:3]) + (" …" if len(pod.preferred) > 3 else ""),
+        "examples": examples.weight,
+        "current": current,
+        "outvoted": max(pod.weight or 0, examples.weight or 0) > current,
+    }
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, Exception):
+        return f"error: {value}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return number_format(value, places=4)
+    return str(value)
 
 
 def _histogram(evaluation: Evaluation) -> tuple[list[dict[str, Any]], int]:
@@ -289,6 +438,7 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
         pod=pod,
         cluster=cluster,
         compare_document=given.compare_document,
+        profile=profile_active(scheduler_name=pod["schedulerName"]),
     )
     compiled, evaluation = preview.compiled, preview.evaluation
     compare, changes = None, None
@@ -298,13 +448,23 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
         compare, changes = _compare(
             preview.before, evaluation, preview.comparison, given.compare_label
         )
-    elapsed_ms = (time.perf_counter() - started) * 1000
-    rows, hidden = _rows(evaluation, changes)
+    rows, hidden = _rows(preview, changes)
+    drills = _drills(preview, rows)
     histogram, hist_max = _histogram(evaluation)
     passing = sum(evaluation.passed)
     winners = evaluation.winners()
     winner_index = evaluation.node_names.index(winners[0]) if winners else None
     reasons = Counter(r for r, ok in zip(evaluation.failed_rule, evaluation.passed) if not ok)
+    cycle = preview.cycle
+    by_node = {o.node: o for o in cycle.outcomes}
+    in_tree = Counter(o.plugin for o in cycle.outcomes if o.plugin)
+    plugin_columns = [
+        {"name": name, "label": PLUGIN_LABELS.get(name, name), "weight": weight}
+        for name in SCORE_PLUGINS
+        if (weight := cycle.profile.score_weight(name))
+    ]
+    advice = _advice(preview, given.document)
+    elapsed_ms = (time.perf_counter() - started) * 1000
     return {
         "state": "ok",
         "markers": evaluation_markers(
@@ -323,6 +483,15 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
         "winner_total": number_format(evaluation.total[winner_index], places=2) if winners else "",
         "winner_ext": evaluation.extender[winner_index] if winners else "",
         "reasons": reasons.most_common(3),
+        "pick": cycle.pick,
+        "pick_total": by_node[cycle.pick[0]].total if cycle.pick else "",
+        "feasible": len(cycle.feasible()),
+        "in_tree_reasons": in_tree.most_common(3),
+        "extender_weight": cycle.profile.extender_weight,
+        "strategy": cycle.profile.strategy,
+        "caveats": cycle.caveats,
+        "advice": advice,
+        "plugin_columns": plugin_columns,
         "score_columns": [
             {"name": name, "weight": weight, "normalize": rule.normalize}
             for name, weight, rule in zip(
@@ -330,7 +499,12 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
             )
         ],
         "rows": rows,
-        "rows_html": node_rows_html(rows=rows, compare_label=given.compare_label),
+        "rows_html": node_rows_html(
+            rows=rows,
+            plugins=[c["name"] for c in plugin_columns],
+            compare_label=given.compare_label,
+        ),
+        "drills_html": node_drills_html(drills=drills),
         "hidden_rows": hidden,
         "histogram": histogram,
         "hist_max": hist_max,

@@ -4,6 +4,7 @@
 /login/ /logout/                             sign-in and sign-out
 /decisions/[<id>/]                           sampled extender decisions and one's breakdown
 /connect/                                    kube-scheduler configuration for this installation
+/connect/scheduler-profile                    POST: the configuration previews model (admin)
 /cluster/                                    nodes and pods as the engine sees them
 /policies/                                   list (GET), create (POST)
 /policies/<name>/                            playground
@@ -33,6 +34,11 @@ urlpatterns = [
     path("decisions/", ops_views.decision_list, name="decisions"),
     path("decisions/<id:decision_id>/", ops_views.decision_detail, name="decision"),
     path("connect/", ops_views.connect, name="connect"),
+    path(
+        "connect/scheduler-profile",
+        ops_views.connect_scheduler_profile,
+        name="connect-scheduler-profile",
+    ),
     path("cluster/", cluster_page.cluster_page, name="cluster"),
     path("policies/", views.policy_list, name="policy-list"),
     path("policies/<slug:name>/", views.playground, name="policy-playground"),

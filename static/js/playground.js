@@ -243,6 +243,54 @@
     }
   });
 
+  // ------------------------------------------------------------------------------------------
+  // Node drill-down: a node's name in the table opens its section (from the
+  // <template id=node-drills>) in #node-drill; the open node stays open when the next
+  // preview swaps in.
+  // ------------------------------------------------------------------------------------------
+  let drillNode = null;
+
+  function showDrill(node) {
+    const panel = $("#node-drill");
+    if (!panel) return;
+    // a <template>: its sections are parsed but neither laid out nor scanned by htmx
+    const drills = $("#node-drills");
+    const section = node && drills && [...drills.content.querySelectorAll("[data-drill]")]
+      .find((s) => s.dataset.drill === node);
+    for (const row of document.querySelectorAll("#nodes tr.is-drilled")) row.classList.remove("is-drilled");
+    if (!section) {
+      panel.hidden = true;
+      panel.replaceChildren();
+      return;
+    }
+    panel.replaceChildren(section.cloneNode(true));
+    const close = document.createElement("button");
+    close.type = "button";
+    close.className = "btn btn--ghost btn--sm pg-drill-close";
+    close.textContent = "Close";
+    panel.prepend(close);
+    panel.hidden = false;
+    [...document.querySelectorAll("#nodes tr[data-node]")]
+      .find((r) => r.dataset.node === node)?.classList.add("is-drilled");
+  }
+
+  document.addEventListener("click", (e) => {
+    const opener = e.target.closest(".pg-drill-open");
+    if (opener) {
+      drillNode = drillNode === opener.dataset.node ? null : opener.dataset.node;
+      showDrill(drillNode);
+      return;
+    }
+    if (e.target.closest(".pg-drill-close")) {
+      drillNode = null;
+      showDrill(null);
+    }
+  });
+
+  document.addEventListener("htmx:afterSettle", () => {
+    if (drillNode) showDrill(drillNode);
+  });
+
   function init() {
     openDialogs();
     // The saved draft: the editor's text, unless the page opened a version (?version=N).

@@ -321,6 +321,36 @@ def test_a_bad_configuration_reports_every_problem_at_once():
     assert len(exc.value.errors) == 3
 
 
+def test_every_problem_of_a_pasted_configuration_names_its_field_path():
+    text = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+percentageOfNodesToScore: lots
+profiles:
+- schedulerName: schedweb
+  plugins:
+    score:
+      enabled:
+      - {name: TaintToleration, weight: heavy}
+      - {weight: 2}
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy: {type: Packed}
+extenders: [{weight: x}]
+"""
+    with pytest.raises(ProfileInvalid) as exc:
+        profile_parse(text)
+    assert exc.value.errors == [
+        "profiles[0].plugins.score.enabled[0].weight: expected an integer, got 'heavy'",
+        "profiles[0].plugins.score.enabled[1].name: required",
+        "profiles[0].pluginConfig[0].args.scoringStrategy.type: unknown 'Packed'",
+        "extenders[0].weight: expected an integer, got 'x'",
+        "extenders[0].weight: must be a positive integer",
+        "percentageOfNodesToScore: expected an integer, got 'lots'",
+    ]
+
+
 def test_image_locality_scores_the_images_a_live_node_reports():
     # Issue 16's differential test: the node view used to drop status.images, so ImageLocality
     # scored 0 everywhere while kube-scheduler scored it. 2 nodes, the pod's 300 MiB image on
@@ -332,3 +362,21 @@ def test_image_locality_scores_the_images_a_live_node_reports():
     cycle = _cycle([a, make_node("b")], pod)
     assert _outcome(cycle, "a").scores["ImageLocality"] == 12
     assert _outcome(cycle, "b").scores["ImageLocality"] == 0
+
+
+def test_spread_counts_per_node_equal_the_node_by_node_count():
+    # _counts_by_node (one pass over the namespace) must count what _count_matching counts on
+    # each node's pods: the differential test's agreement rests on it
+    from policies.cluster.demo import generate_cluster
+
+    nodes, pods = generate_cluster(60, 600, seed=5)
+    state = ClusterState.from_objects(nodes, pods).freeze()
+    existing = p.existing_for(state)
+    for pod in [q for q in state.pods() if q["labels"]][:20]:
+        selector = {"matchLabels": dict(pod["labels"])}
+        counts = p._counts_by_node(existing, selector, pod["namespace"])
+        for node in state.nodes():
+            expected = p._count_matching(
+                existing.by_node.get(node["name"], ()), selector, pod["namespace"]
+            )
+            assert counts.get(node["name"], 0) == expected

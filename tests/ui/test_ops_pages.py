@@ -31,7 +31,7 @@ from policies.cluster.sources import cluster_load
 from policies.engine.policy import compile_policy
 from policies.extender.metrics import MINUTE_KEY, Metrics
 from policies.extender.service import ServedPolicy, _decision
-from policies.models import Decision
+from policies.models import AuditEvent, Decision
 from policies.redis import redis_client
 from tests.conftest import client_for, make_user
 
@@ -668,3 +668,96 @@ def test_configurations_that_extend_the_clusters_scheduler_keep_its_lease():
     configmap = next(d for d in yaml.safe_load_all(out["manifests"]) if d["kind"] == "ConfigMap")
     config = yaml.safe_load(configmap["data"]["scheduler-config.yaml"])
     assert config["leaderElection"]["resourceName"] == "schedweb-scheduler"
+
+
+# --- the scheduler configuration previews model (issue 16) -----------------------------------------
+
+PASTED_PROFILE = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: schedweb
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy: {type: MostAllocated}
+extenders:
+- urlPrefix: http://10.0.0.7:8000/extender/
+  weight: 5
+"""
+
+
+def test_the_connect_page_shows_the_default_configuration_previews_model():
+    html = client_for("viewer").get("/connect/").content.decode()
+    assert 'id="scheduler-profile"' in html and 'id="sp-weight">1<' in html
+    assert 'id="scheduler-profile-form"' not in html  # only an admin edits it
+
+
+def test_an_admin_pastes_a_configuration_and_every_preview_models_it():
+    from policies.evaluation import profile_active
+
+    admin = client_for("admin")
+    response = admin.post("/connect/scheduler-profile", {"text": PASTED_PROFILE})
+    assert response.status_code == 200
+    assert 'id="sp-weight">5<' in response.content.decode()
+    profile = profile_active()
+    assert (profile.extender_weight, profile.strategy) == (5, "MostAllocated")
+    event = AuditEvent.objects.get(action="schedulerprofile.set")
+    assert event.detail == {"extender_weight": 5, "strategy": "MostAllocated"}
+    # the REST preview models it too
+    api = client_for("viewer").post(
+        "/api/v1/preview",
+        {
+            "document": (EXAMPLES / "bin-packing.yaml").read_text(),
+            "podRef": {"namespace": "default", "name": "abc"},
+        },
+        content_type="application/json",
+    )
+    assert api.json()["kubeScheduler"]["extenderWeight"] == 5
+    # empty: back to the default
+    admin.post("/connect/scheduler-profile", {"text": ""})
+    assert profile_active().extender_weight == 1
+
+
+def test_a_bad_configuration_is_refused_with_every_field_path():
+    bad = PASTED_PROFILE.replace("weight: 5", "weight: heavy").replace("MostAllocated", "Packed")
+    response = client_for("admin").post("/connect/scheduler-profile", {"text": bad})
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert "profiles[0].pluginConfig[0].args.scoringStrategy.type</span>: unknown" in html
+    assert "extenders[0].weight</span>: expected an integer" in html
+    assert "weight: heavy" in html  # the text is kept to fix
+
+
+def test_only_an_admin_changes_the_configuration_previews_model():
+    response = client_for("publisher").post("/connect/scheduler-profile", {"text": ""})
+    assert response.status_code == 403
+
+
+def test_the_decision_page_shows_the_models_pick_next_to_the_policys(published):
+    decision, _ = record_decision(pod_file="abc.yaml")  # default/abc is pending in the demo
+    response = client_for("viewer").get(f"/decisions/{decision.pk}/")
+    model = response.context["model"]
+    assert "error" not in model, model
+    assert model["pick"] and "cp-1" not in model["pick"]  # a tainted control-plane node
+    body = response.content.decode()
+    assert 'id="decision-model-pick"' in body and model["pick"][0] in body
+    assert "the policy&#x27;s choice there" in body or "the policy's choice there" in body
+
+
+def test_the_decision_page_says_why_the_model_cannot_run():
+    decision, _ = record_decision()  # no version stored: bin-packing was never published here
+    model = client_for("viewer").get(f"/decisions/{decision.pk}/").context["model"]
+    assert model == {"error": "bin-packing v1 no longer exists"}
+
+
+def test_each_pod_is_modelled_with_the_profile_of_its_scheduler_name():
+    from policies.evaluation import profile_active
+
+    two = PASTED_PROFILE.replace(
+        "profiles:\n", "profiles:\n- schedulerName: default-scheduler\n", 1
+    )
+    assert client_for("admin").post("/connect/scheduler-profile", {"text": two}).status_code == 200
+    assert profile_active(scheduler_name="schedweb").strategy == "MostAllocated"
+    assert profile_active(scheduler_name="default-scheduler").strategy == "LeastAllocated"
+    assert profile_active(scheduler_name="elsewhere").strategy == "LeastAllocated"  # the first

@@ -254,7 +254,8 @@ def test_the_playground_renders_a_first_preview_of_every_demo_node(clients, seed
     html = response.content.decode()
     assert response.status_code == 200
     table = html[html.index('id="nodes"') : html.index("</table>", html.index('id="nodes"'))]
-    assert table.count("<tr") - 1 == len(demo_names())  # one header row
+    body = table[table.index("<tbody>") :]
+    assert body.count("<tr") == len(demo_names())
     # the pod abc (3 characters) passes everywhere; the shortest node name wins
     assert f'{len(demo_names())}</span> <span class="pg-of">of {len(demo_names())}' in html
     assert f'title="{shortest_node()}">{shortest_node()}' in html
@@ -414,8 +415,9 @@ def test_compare_with_the_same_document_says_same_winner(clients, users, seed003
 
 def test_the_preview_needs_few_queries(clients, seed003, django_assert_max_num_queries):
     preview(clients["viewer"], seed003.draft)  # warm caches (compiled policy, demo cluster)
-    # session, user and role groups: nothing else touches the database without compare mode
-    with django_assert_max_num_queries(3):
+    # session, user, role groups and the stored scheduler configuration (one primary-key read):
+    # nothing else touches the database without compare mode
+    with django_assert_max_num_queries(4):
         preview(clients["viewer"], seed003.draft.replace("< 5", "< 6"))
 
 
@@ -926,6 +928,25 @@ def test_all_pending_pods_are_previewed_by_the_celery_task(
             assert "no node passes" in row or "passes through" in row
 
 
+def test_the_background_preview_shows_kube_schedulers_pick_next_to_the_policys(
+    clients, users, seed003, isolated_redis, eager_celery
+):
+    # seed-003's choice for short names is cp-1, whose taint kube-scheduler does not let the
+    # pods through: the pick column names another node and flags the difference
+    html = (
+        clients["viewer"]
+        .post("/policies/seed-003-name-length/preview-all", {"document": seed003.draft}, **HTMX)
+        .content.decode()
+    )
+    assert "kube-scheduler picks</th>" in html
+    short = [ref for ref in pending_pods() if len(ref.split("/")[1]) < 5]
+    for ref in short:
+        row = html[html.index(f">{ref}</a>") :].split("</tr>")[0]
+        pick = re.search(r'<td class="mono pg-pick">([^<]+)', row).group(1).strip()
+        assert pick and pick != shortest_node()
+        assert "differs" in row
+
+
 def test_the_background_preview_in_compare_mode_lists_pods_whose_winner_changes(
     clients, users, seed003, isolated_redis, eager_celery
 ):
@@ -988,3 +1009,59 @@ def test_a_redis_outage_is_said_in_words(clients, seed003, settings):
         redis_client.cache_clear()
     assert response.status_code == 422
     assert b"Redis is unavailable, so background previews cannot run" in response.content
+
+
+# --- kube-scheduler around the policy (issue 16) -------------------------------------------------
+
+
+def _row(html: str, node: str) -> str:
+    start = html.rindex("<tr", 0, html.index(f'data-node="{node}"'))
+    return html[start : html.index("</tr>", start)]
+
+
+def test_the_table_groups_kube_scheduler_policy_and_final_columns(clients, seed003):
+    html = preview(clients["viewer"], seed003.draft, pod="default/abc").content.decode()
+    groups = re.findall(r'class="pg-group pg-group--\w+" data-nosort>([^<]+)<', html)
+    assert groups == ["kube-scheduler", "policy", "final"]
+    for key in ("filters", "verdict", "total", "ext", "NodeResourcesFit", "extender", "final"):
+        assert f'data-key="{key}"' in html
+
+
+def test_the_policys_tainted_favourite_is_not_kube_schedulers_pick(clients, seed003):
+    # seed-003 prefers the shortest name, cp-1: a control-plane node whose NoSchedule taint the
+    # pod does not tolerate. kube-scheduler rejects it and picks among the nodes it passes.
+    html = preview(clients["viewer"], seed003.draft, pod="default/abc").content.decode()
+    pick = re.search(r'id="summary-pick" title="([^"]*)"', html).group(1)
+    assert pick and "cp-1" not in pick.split(", ")
+    cp1 = _row(html, "cp-1")
+    assert "TaintToleration</span>: node(s) had untolerated taint" in cp1
+    assert "not sent" in cp1  # the extender never sees it
+    picked = _row(html, pick.split(", ")[0])
+    assert "pg-row-winner" in picked and 'class="pg-stack"' in picked
+
+
+def test_every_row_has_a_drill_down_with_its_arithmetic(clients, seed003):
+    html = preview(clients["viewer"], seed003.draft, pod="default/abc").content.decode()
+    assert html.count('class="pg-drill" data-drill=') == len(demo_names())
+    drill = html[html.index('data-drill="cp-1"') :]
+    drill = drill[: drill.index("</section>")]
+    assert "Labels" in drill and "node-role.kubernetes.io/control-plane" in drill
+    assert "rejected by <span class='mono'>TaintToleration</span>" in drill
+    assert "allocatable" in drill
+
+
+def test_the_drill_down_shows_the_policys_variable_values(clients, seed003):
+    html = preview(clients["viewer"], example("bin-packing")).content.decode()
+    assert "<h5>Variables</h5>" in html
+    assert "<dt class='mono'>freeCpu</dt>" in html
+
+
+def test_the_playground_advises_the_extender_weight_for_this_pod_and_the_examples(clients, seed003):
+    html = preview(clients["viewer"], example("bin-packing")).content.decode()
+    advice = html[html.index('id="weight-advice"') :]
+    advice = advice[: advice.index("</div>")]
+    pod_weight = int(re.search(r'data-pod-weight="(\d+)"', advice).group(1))
+    examples_weight = int(re.search(r'data-examples-weight="(\d+)"', advice).group(1))
+    # on the demo cluster bin-packing is outvoted at the weight schedulerconfig prints (1)
+    assert max(pod_weight, examples_weight) > 1
+    assert "pg-advice--outvoted" in advice and "is too low" in advice

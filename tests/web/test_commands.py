@@ -232,3 +232,61 @@ def test_the_commands_apply_the_installations_cost_limit(tmp_path, settings):
     settings.SCHEDWEB_CEL_COST_LIMIT = 50
     code, _, err = run("evaluate", "--policy", str(policy), "--pod", pod)
     assert code == 2 and "cost" in err
+
+
+def test_schedulerconfig_advises_bin_packing_a_weight_above_1_on_the_issues_cluster(tmp_path):
+    # issue 16: 50 alike nodes, three running one pod each; at weight 1 LeastAllocated and
+    # BalancedAllocation outvote the policy and an empty node wins
+    from tests.schedmodel.test_advisor import _packing_cluster
+
+    nodes, busy = _packing_cluster()
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [*nodes, *busy]}))
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web-0, namespace: default}\n"
+        "spec:\n  schedulerName: schedweb\n  containers:\n  - name: app\n    image: nginx\n"
+        "    resources: {requests: {cpu: 500m, memory: 1Gi}}\n"
+    )
+    code, out, err = run(
+        "schedulerconfig",
+        "--advise",
+        str(EXAMPLES / "bin-packing.yaml"),
+        "--pod",
+        str(pod),
+        "--cluster",
+        str(cluster),
+    )
+    assert code == 0, err
+    advised = int(out.splitlines()[-1].split("extender weight ")[1].split()[0])
+    assert advised > 1
+    assert "default/web-0: weight >= " in out
+
+
+def test_schedulerconfig_advises_for_the_example_pods_by_default():
+    code, out, _ = run("schedulerconfig", "--advise", str(EXAMPLES / "bin-packing.yaml"))
+    assert code == 0
+    assert "default/abc: " in out and out.splitlines()[-1].startswith("advice: ")
+
+
+def test_evaluate_models_the_scheduler_configuration_given(tmp_path):
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "extenders: [{urlPrefix: 'http://x/extender/', weight: 7}]\n"
+    )
+    args = [
+        "--policy",
+        str(EXAMPLES / "bin-packing.yaml"),
+        "--pod",
+        str(EXAMPLES / "pods/abc.yaml"),
+    ]
+    code, out, _ = run("evaluate", *args, "--json", "--scheduler-config", str(config))
+    assert code == 0 and json.loads(out)["kubeScheduler"]["extenderWeight"] == 7
+    config.write_text(
+        "apiVersion: v1\nkind: KubeSchedulerConfiguration\nextenders: [{weight: x}]\n"
+    )
+    code, _, err = run("evaluate", *args, "--scheduler-config", str(config))
+    assert code == 2
+    assert "apiVersion: expected kubescheduler.config.k8s.io/v1" in err
+    assert "extenders[0].weight: expected an integer, got 'x'" in err

@@ -19,7 +19,7 @@ from policies.cluster.manifest import pod_view_from_text
 from policies.cluster.sources import cluster_load
 from policies.engine.document import PolicyInvalid
 from policies.errors import ClusterUnavailable, InputError
-from policies.evaluation import policy_compile, preview_run
+from policies.evaluation import policy_compile, preview_run, profile_from_file
 from policies.textformat import format_cycle, format_evaluation
 
 
@@ -34,6 +34,11 @@ class Command(BaseCommand):
             default="demo",
             help="demo (default), live, or a `kubectl get nodes,pods -A -o json` file",
         )
+        parser.add_argument(
+            "--scheduler-config",
+            metavar="FILE",
+            help="a KubeSchedulerConfiguration to model (default: the one `schedulerconfig` prints)",
+        )
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     def handle(self, *args, **options) -> None:
@@ -43,6 +48,11 @@ class Command(BaseCommand):
             pod = pod_view_from_text(pod_text)
             policy_compile(policy_text)
             cluster = cluster_load(options["cluster"])
+            profile = (
+                profile_from_file(options["scheduler_config"])
+                if options["scheduler_config"]
+                else None
+            )
         except PolicyInvalid as exc:
             self.stderr.write(
                 f"{options['policy']}: the policy is invalid ({len(exc.errors)} error{'s' if len(exc.errors) != 1 else ''}):"
@@ -55,7 +65,7 @@ class Command(BaseCommand):
             self.stderr.write(f"error: {exc}")
             sys.exit(2)
 
-        preview = preview_run(document=policy_text, pod=pod, cluster=cluster)
+        preview = preview_run(document=policy_text, pod=pod, cluster=cluster, profile=profile)
         evaluation = preview.evaluation
         if options["json"]:
             payload = {

@@ -5,16 +5,25 @@ Without options: a KubeSchedulerConfiguration (v1) to start kube-scheduler with
 (`kube-scheduler --config FILE`). With --manifests: the ServiceAccount, RBAC, ConfigMap and
 Deployment of a second, isolated scheduler (seed 001), configured the same way. With --rbac: the
 ClusterRole and ClusterRoleBinding schedweb's own account needs (pods/binding with --bind), as
-the Connect page's RBAC tab shows them.
+the Connect page's RBAC tab shows them. With --advise POLICY_FILE: the smallest extender weight
+at which the policy's preferred node becomes kube-scheduler's pick, for the example pods (or the
+pods given with --pod, or the cluster's pending pods with --pending).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
+from policies.cluster.manifest import pod_view_from_source
+from policies.cluster.sources import cluster_load
+from policies.engine.document import PolicyInvalid
+from policies.errors import ClusterUnavailable, InputError
+from policies.evaluation import example_pod_views, pods_pending, weight_advise_run
 from policies.schedulerconfig import (
     SchedulerSetup,
     dump_yaml,
@@ -56,6 +65,12 @@ class Command(BaseCommand):
             "--manifests",
             action="store_true",
             help="print Kubernetes manifests of a second scheduler Deployment instead",
+        )
+        output.add_argument(
+            "--advise",
+            metavar="POLICY_FILE",
+            help="print the smallest extender weight at which the policy's preferred node "
+            "becomes kube-scheduler's pick (for the example pods unless --pod or --pending)",
         )
         output.add_argument(
             "--rbac",
@@ -111,7 +126,22 @@ class Command(BaseCommand):
             help="percentageOfNodesToScore: 100 on schedweb profiles",
         )
 
+        parser.add_argument(
+            "--pod", action="append", dest="pods", help="with --advise: a Pod manifest file"
+        )
+        parser.add_argument(
+            "--pending", action="store_true", help="with --advise: the cluster's pending pods"
+        )
+        parser.add_argument(
+            "--cluster",
+            default="demo",
+            help="with --advise: demo (default), live, or a `kubectl get nodes,pods -A -o json` file",
+        )
+
     def handle(self, *args, **options) -> None:
+        if options["advise"]:
+            self._advise(options)
+            return
         if options["rbac"]:
             rbac = extender_cluster_role(bind=options["bind"])
             self.stdout.write(dump_yaml(rbac), ending="")
@@ -141,3 +171,40 @@ class Command(BaseCommand):
             self.stdout.write(dump_yaml(second_scheduler_manifests(setup)), ending="")
         else:
             self.stdout.write(dump_yaml(scheduler_configuration(setup)), ending="")
+
+    def _advise(self, options) -> None:
+        try:
+            document = Path(options["advise"]).read_text(encoding="utf-8")
+            cluster = cluster_load(options["cluster"])
+            if options["pods"]:
+                pods = [pod_view_from_source(Path(f).read_text()) for f in options["pods"]]
+            elif options["pending"]:
+                pods = pods_pending(cluster=cluster)
+            else:
+                pods = example_pod_views()
+            advice = weight_advise_run(document=document, pods=pods, cluster=cluster)
+        except OSError as exc:
+            self.stderr.write(f"error: cannot read {exc.filename}: {exc.strerror}")
+            sys.exit(2)
+        except PolicyInvalid as exc:
+            self.stderr.write(f"{options['advise']}: the policy is invalid:")
+            for error in exc.errors:
+                self.stderr.write(f"  {error}")
+            sys.exit(2)
+        except (InputError, ClusterUnavailable) as exc:
+            self.stderr.write(f"error: {exc}")
+            sys.exit(2)
+        for pod, a in advice.pods:
+            ref = f"{pod['namespace']}/{pod['name']}"
+            if a.weight is None:
+                self.stdout.write(f"{ref}: no advice ({a.reason})")
+            else:
+                preferred = ", ".join(a.preferred[:3]) + (" ..." if len(a.preferred) > 3 else "")
+                self.stdout.write(f"{ref}: weight >= {a.weight} (the policy prefers {preferred})")
+        if advice.weight is None:
+            self.stdout.write("advice: none - the policy prefers no node for these pods")
+        else:
+            self.stdout.write(
+                f"advice: extender weight {advice.weight} "
+                f"(schedulerconfig --weight {advice.weight})"
+            )

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.harness.binaries import BinariesMissing, binaries_find
+from tests.harness.controlplane import ControlPlane
+
 from .differential import run_corpus, setup_cluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -19,9 +22,16 @@ PODS_PER_WEIGHT = 160
 
 
 @pytest.fixture(scope="module")
-def corpus_cluster(control_plane):
-    nodes, owners = setup_cluster(control_plane, seed=16, nodes=NODES)
-    return control_plane, nodes, owners
+def corpus_cluster(tmp_path_factory):
+    """A control plane of its own: the session's shared one holds other tests' nodes, which
+    kube-scheduler would consider too."""
+    try:
+        bin_dir = binaries_find()
+    except BinariesMissing as err:
+        pytest.fail(str(err), pytrace=False)
+    with ControlPlane(tmp_path_factory.mktemp("differential-plane"), bin_dir=bin_dir) as plane:
+        nodes, owners = setup_cluster(plane, seed=16, nodes=NODES)
+        yield plane, nodes, owners
 
 
 @pytest.mark.parametrize("weight", [1, 5])

@@ -20,6 +20,9 @@ def main(argv: list[str]) -> int:
     print(
         f"schedweb benchmarks on {platform.node()} ({os.cpu_count()} cores, Python {platform.python_version()})"
     )
+    import django
+
+    django.setup()  # the suites use the product's modules, models included, as a process would
     for name in chosen:
         module = __import__(f"bench.{name}", fromlist=["run"])
         module.run()

@@ -34,18 +34,22 @@ print(json.dumps({
 """
 
 
-def _worker_view() -> dict:
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "schedweb.settings", "CELERY_SKIP_CHECKS": "1"}
+def _python(source: str, **env: str) -> dict:
+    """Runs `source` in a fresh interpreter (nothing imported yet) and reads its JSON line."""
     out = subprocess.run(
-        [sys.executable, "-c", _WORKER_START],
+        [sys.executable, "-c", source],
         cwd=ROOT,
-        env=env,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "schedweb.settings", **env},
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _worker_view() -> dict:
+    return _python(_WORKER_START, CELERY_SKIP_CHECKS="1")
 
 
 def test_a_worker_knows_every_task_without_loading_the_urlconf():
@@ -85,16 +89,6 @@ print(json.dumps({"before": before, "found": found}))
 
 
 def test_a_web_process_finds_the_tasks_it_queues_by_name():
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "schedweb.settings"}
-    out = subprocess.run(
-        [sys.executable, "-c", _WEB_PROCESS],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    view = json.loads(out.stdout.strip().splitlines()[-1])
+    view = _python(_WEB_PROCESS)
     assert view["before"] is False  # nothing had imported policies.tasks
     assert view["found"] == {name: name for name in view["found"]}

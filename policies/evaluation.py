@@ -16,9 +16,15 @@ from typing import Any
 
 from django.conf import settings
 
+from policies.cluster.files import read_regular_file
 from policies.cluster.loaded import LoadedCluster
 from policies.cluster.manifest import pod_view_from_source
-from policies.cluster.sources import cluster_default, cluster_from_text, cluster_load
+from policies.cluster.sources import (
+    cluster_default,
+    cluster_from_bytes,
+    cluster_from_text,
+    cluster_load,
+)
 from policies.engine.compare import compare_evaluations
 from policies.engine.document import FieldError, PolicyInvalid
 from policies.engine.inputs import PodView
@@ -139,6 +145,7 @@ def test_cluster_load(
     - kubectl JSON/YAML text (a stored test case's own cluster, several lines or `{...}`);
     - any other string is a file path relative to the document: only `manage.py policy test`
       reads files (it passes `base`, the document's folder); elsewhere the case fails saying so.
+      The path stays inside that folder and names a bounded regular file (_test_cluster_file).
     """
     if source in ("", "snapshot"):
         return default or cluster_default()
@@ -150,8 +157,33 @@ def test_cluster_load(
         raise InputError(
             f"cluster file {source!r} is only read by `manage.py policy test`; use demo or snapshot"
         )
-    path = Path(source) if Path(source).is_absolute() else base / source
-    return cluster_load(str(path))
+    return cluster_from_bytes(_test_cluster_file(source, base), name=source)
+
+
+TEST_CLUSTER_MAX_BYTES = 64 * 1024 * 1024  # a test case's cluster file (`policy test`)
+
+
+def _test_cluster_file(source: str, base: Path) -> bytes:
+    """The bytes of the cluster file `source` names, relative to the document's folder `base`:
+    no absolute path, nothing outside `base` (`..`, or a symbolic link leading out), a regular
+    file (not /dev/zero, a FIFO, a directory) of at most TEST_CLUSTER_MAX_BYTES."""
+    if "\x00" in source or Path(source).is_absolute() or source.startswith("~"):
+        raise InputError(f"cluster file {source!r}: give a path relative to the document's folder")
+    root = base.resolve()
+    try:
+        path = (root / source).resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise InputError(f"cluster file {source!r}: cannot read: {_reason(exc)}") from None
+    if not path.is_relative_to(root):
+        raise InputError(f"cluster file {source!r} is outside the document's folder")
+    try:
+        return read_regular_file(path, limit=TEST_CLUSTER_MAX_BYTES)
+    except OSError as exc:
+        raise InputError(f"cluster file {source!r}: cannot read: {_reason(exc)}") from None
+
+
+def _reason(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc)
 
 
 def test_case_run(

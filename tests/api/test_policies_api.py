@@ -385,6 +385,10 @@ def test_preview_accepts_a_pod_as_yaml_text_and_refuses_a_non_pod(api):
         "/api/v1/preview", {"document": document(), "pod": "a: [unclosed"}, format="json"
     )
     assert response.status_code == 400 and "not valid YAML" in response.json()["detail"]
+    for pod in ({"metadata": ["a"]}, {"metadata": "abc"}, "metadata: [a]\n"):
+        response = api.post("/api/v1/preview", {"document": document(), "pod": pod}, format="json")
+        assert response.status_code == 400, response.content  # not a 500 (issue 15)
+        assert "metadata: expected an object" in response.json()["detail"]
 
 
 def test_preview_compare_reports_changed_verdicts_against_the_active_version(api, created):

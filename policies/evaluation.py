@@ -9,7 +9,8 @@ cluster. The extender compiles with the same `policy_compile` and evaluates with
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,13 +26,14 @@ from policies.cluster.sources import (
     cluster_from_text,
     cluster_load,
 )
+from policies.engine.cel.deadline import EvaluationTimeout, deadline
 from policies.engine.compare import compare_evaluations
 from policies.engine.document import FieldError, PolicyInvalid
 from policies.engine.inputs import PodView
 from policies.engine.policy import CompiledPolicy, compile_policy, validate_policy
 from policies.engine.results import Evaluation
 from policies.engine.testcases import check_expectations
-from policies.errors import ClusterUnavailable, InputError
+from policies.errors import ClusterUnavailable, EvaluationTooSlow, InputError
 from policies.schedmodel.pipeline import Cycle, cycle_run
 from policies.schedmodel.profile import Profile
 
@@ -62,6 +64,26 @@ def policy_compile(document: str) -> CompiledPolicy:
 def policy_validate(document: str) -> list[FieldError]:
     """Every FieldError of `document` under the same budget as policy_compile ([] = valid)."""
     return validate_policy(document, cost_limit=settings.SCHEDWEB_CEL_COST_LIMIT)
+
+
+# --- the wall-clock guard of requests a person waits for ----------------------------------------
+
+
+@contextmanager
+def request_guard() -> Iterator[None]:
+    """Around a preview or validation request: evaluations (and constant folding) inside stop
+    once SCHEDWEB_PREVIEW_SECONDS have passed, and the request fails with EvaluationTooSlow
+    (503) instead of holding its worker. Cooperative (policies/engine/cel/deadline.py): the
+    engine looks at the clock between nodes and rules and every few thousand cost units."""
+    seconds = settings.SCHEDWEB_PREVIEW_SECONDS
+    try:
+        with deadline(seconds):
+            yield
+    except EvaluationTimeout:
+        raise EvaluationTooSlow(
+            f"the policy took longer than {seconds:g} s to evaluate and was stopped "
+            "(SCHEDWEB_PREVIEW_SECONDS); simplify its expressions or try a smaller cluster"
+        ) from None
 
 
 # --- previews --------------------------------------------------------------------------------

@@ -22,7 +22,13 @@ from policies import selectors, services
 from policies.cluster.loaded import pod_from_cluster
 from policies.cluster.manifest import pod_view_from_source
 from policies.cluster.sources import cluster_default, cluster_load
-from policies.evaluation import policy_compile, policy_validate, preview_run, test_cases_run
+from policies.evaluation import (
+    policy_compile,
+    policy_validate,
+    preview_run,
+    request_guard,
+    test_cases_run,
+)
 from policies.models import ApiToken, Decision, Policy, PolicyTestCase, PolicyVersion
 from policies.roles import user_role
 
@@ -338,11 +344,12 @@ class Validate(ApiView):
         operation_id="validate",
         description="Checks a document without storing anything: every error at once, with field paths and CEL line/column.",
         request=s.ValidateSerializer,
-        responses={200: s.ValidationResultSerializer, **errors(400, 413)},
+        responses={200: s.ValidationResultSerializer, **errors(400, 413, 503)},
     )
     def post(self, request: Request) -> Response:
         data = self.data(s.ValidateSerializer, request)
-        found = policy_validate(data["document"])
+        with request_guard():
+            found = policy_validate(data["document"])
         return Response({"valid": not found, "errors": [e.to_dict() for e in found]})
 
 
@@ -391,12 +398,13 @@ class Preview(ApiView):
         active = None
         if data.get("compare") and policy is not None:
             active = selectors.policy_get_active(policy=policy)
-        preview = preview_run(
-            document=document,
-            pod=pod,
-            cluster=cluster,
-            compare_document=active.document if active is not None else None,
-        )
+        with request_guard():  # 503 too_slow past SCHEDWEB_PREVIEW_SECONDS
+            preview = preview_run(
+                document=document,
+                pod=pod,
+                cluster=cluster,
+                compare_document=active.document if active is not None else None,
+            )
         body: dict[str, Any] = {
             "policy": preview.compiled.name,
             "version": label,

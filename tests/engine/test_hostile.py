@@ -341,3 +341,67 @@ def test_the_exact_path_frees_a_node_s_values_without_the_garbage_collector():
         assert ref() is None
     finally:
         gc.enable()
+
+
+# --- the wall-clock deadline of previews and validation (deadline.py) -----------------------
+
+_L60 = "[" + ", ".join(str(i) for i in range(60)) + "]"
+# within every budget, but ~20 ms per node on the exact path: 36 nodes x 4 filters
+SLOW = f"{_L60}.all(x, {_L60}.all(y, x + y + node.name.size() >= 0))"
+
+
+def slow_policy(expression: str = SLOW, filters: int = 4) -> str:
+    return (
+        HEADER
+        + "filters:\n"
+        + "".join(f"  - name: f{k}\n    expression: {expression!r}\n" for k in range(filters))
+    )
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        SLOW,
+        f"({SLOW}) || true",  # a timeout is not a CEL error: || does not absorb it
+        f"[1, 2].exists(i, ({SLOW}) && i == 3) || true",
+    ],
+)
+def test_a_deadline_stops_a_slow_evaluation_on_both_paths(fast, expression):
+    from policies.cluster.sources import cluster_load
+    from policies.engine.cel.deadline import EvaluationTimeout, deadline
+
+    demo = cluster_load("demo")
+    policy = compile_policy(slow_policy(expression, filters=8))
+    started = time.perf_counter()
+    with pytest.raises(EvaluationTimeout, match=r"longer than 0\.02 s"), deadline(0.02):
+        policy.evaluate(pod_view(), demo.nodes(), demo.state, fast=fast)
+    assert time.perf_counter() - started < 0.5
+
+
+def test_a_deadline_reaches_variables_and_no_deadline_lets_the_evaluation_finish():
+    from policies.cluster.sources import cluster_load
+    from policies.engine.cel.deadline import EvaluationTimeout, deadline
+
+    demo = cluster_load("demo")
+    text = (
+        HEADER
+        + f"variables:\n  - name: v\n    expression: {SLOW!r}\n"
+        + "filters:\n  - name: f\n    expression: 'variables.v || true'\n"
+    )
+    policy = compile_policy(text)
+    for fast in (True, False):
+        with pytest.raises(EvaluationTimeout), deadline(0.01):
+            policy.evaluate(pod_view(), demo.nodes(), demo.state, fast=fast)
+    with deadline(None):
+        assert all(policy.evaluate(pod_view(), demo.nodes()[:2], demo.state).passed)
+
+
+def test_a_deadline_stops_constant_folding_at_compile_time():
+    from policies.engine.cel.deadline import EvaluationTimeout, deadline
+
+    c40 = "[" + ", ".join(str(i) for i in range(40)) + "]"
+    folded = f"{c40}.all(x, {c40}.all(y, {c40}.all(z, x + y + z >= 0)))"  # 64 000 steps
+    with pytest.raises(EvaluationTimeout), deadline(0.002):
+        compile_policy(filter_policy(folded))
+    assert compile_policy(filter_policy(folded))  # without one it compiles

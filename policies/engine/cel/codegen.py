@@ -184,6 +184,9 @@ def _raise_index(i: int) -> None:
     rt.fail(f"index out of range: index {i}")
 
 
+_CONCAT = frozenset(("add_string", "add_bytes", "add_list"))
+
+
 class _TooLarge(Exception):
     """An input larger than its declared size: the exact path must count the cost."""
 
@@ -519,10 +522,19 @@ class _Gen:
         if function == "@in":
             return self.membership(node, operands, static)
         args = [self.emit(o) for o in operands]
+        if ov.id in _CONCAT and not self.within_value_size(node):
+            # a result the estimate lets grow past MAX_VALUE_SIZE: fn.concat refuses it
+            return f"{self.g(ov.impl, 'concat')}({', '.join(args)})"
         if ov.emit is not None:
             return ov.emit.format(*args)
         self.note_result_interval(node, ov)
         return f"{self.g(ov.impl, _hint(ov.function))}({', '.join(args)})"
+
+    def within_value_size(self, node: ast.Node) -> bool:
+        """Whether the estimate bounds `node`'s value to MAX_VALUE_SIZE characters or items
+        (its operands are guarded to their bounds: see plan_guards)."""
+        bound = self.bounds.get(id(node))
+        return bound is not None and max(bound.chars, bound.items) <= fn.MAX_VALUE_SIZE
 
     def note_result_interval(self, node: ast.Call, ov: Overload) -> None:
         if ov.function in ("countPods", "countPodsOnNode", "countPodsInDomain", "nodeCount"):

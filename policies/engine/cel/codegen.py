@@ -224,6 +224,15 @@ def _within(value: Any, limit: int) -> Any:
     return value
 
 
+def _within_kind(value: Any, chars: int, items: int) -> Any:
+    if isinstance(value, (str, bytes)):
+        if len(value) > chars:
+            raise _TooLarge
+    elif isinstance(value, (list, tuple, dict)) and len(value) > items:
+        raise _TooLarge
+    return value
+
+
 def _range_within(value: Any, limit: int) -> Any:
     rt.iter_range(value)
     if len(value) > limit:
@@ -263,7 +272,8 @@ class _Gen:
         self.intervals: dict[int, Interval] = {}
         self.constants: set[int] = set()  # ids of input-free nodes, filled by emit_root
         self.bounds = bounds  # the size bounds the cost estimate assumed, by node id
-        self.guards: dict[int, int] = {}  # node id -> size its value must not exceed
+        # node id -> size its value must not exceed, or (chars, items) for a dyn value
+        self.guards: dict[int, int | tuple[int, int]] = {}
 
     def emit_root(self, root: ast.Node) -> str:
         _mark_constants(root, self.constants)
@@ -288,7 +298,9 @@ class _Gen:
     # the budget, so wherever the estimate relied on a size - a macro's range, the operands of
     # a size-charged function - values that depend on inputs are checked against that size, and
     # the fast path raises (the exact path then counts) if one is larger.
-    def within(self, node: ast.Node, code: str, limit: int) -> str:
+    def within(self, node: ast.Node, code: str, limit: int | tuple[int, int]) -> str:
+        if isinstance(limit, tuple):
+            return f"{self.g(_within_kind, 'within')}({code}, {limit[0]}, {limit[1]})"
         if node.type.kind in _SIZED_KINDS:
             t = self.ctx.temp()
             return f"({t} if len({t} := {code}) <= {limit} else {self.g(_too_large, 'toolarge')}())"
@@ -312,6 +324,11 @@ class _Gen:
             if id(operand) in self.constants or bound is None:
                 continue
             if operand.type.kind not in _SIZED_KINDS and not operand.type.is_dyn:
+                continue
+            if operand.type.is_dyn:
+                # several overloads may run, each measuring its own kind: check the value by
+                # its kind against the bound (a string against chars, a list against items)
+                self.guards[id(operand)] = (bound.chars, bound.items)
                 continue
             limit = min(operand_size(bound, ov.params[i]) for ov in charged)
             self.guards[id(operand)] = limit

@@ -33,6 +33,12 @@ class ClusterUnavailable(ServiceError, RuntimeError):
     code = "cluster_unavailable"
 
 
+class EvaluationTooSlow(ServiceError):
+    """A preview or validation request ran past SCHEDWEB_PREVIEW_SECONDS and was stopped."""
+
+    code = "too_slow"
+
+
 class NotFound(ServiceError):
     code = "not_found"
 

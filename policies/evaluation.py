@@ -9,7 +9,8 @@ cluster. The extender compiles with the same `policy_compile` and evaluates with
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -17,16 +18,23 @@ from typing import Any
 from django.conf import settings
 
 from policies import selectors
+from policies.cluster.files import read_regular_file
 from policies.cluster.loaded import LoadedCluster
 from policies.cluster.manifest import pod_view_from_source
-from policies.cluster.sources import cluster_default, cluster_from_text, cluster_load
+from policies.cluster.sources import (
+    cluster_default,
+    cluster_from_bytes,
+    cluster_from_text,
+    cluster_load,
+)
+from policies.engine.cel.deadline import EvaluationTimeout, deadline
 from policies.engine.compare import compare_evaluations
 from policies.engine.document import FieldError, PolicyInvalid
 from policies.engine.inputs import PodView
 from policies.engine.policy import CompiledPolicy, compile_policy, validate_policy
 from policies.engine.results import Evaluation
 from policies.engine.testcases import check_expectations
-from policies.errors import ClusterUnavailable, InputError
+from policies.errors import ClusterUnavailable, EvaluationTooSlow, InputError
 from policies.schedmodel.advisor import WeightAdvice, weight_advise
 from policies.schedmodel.pipeline import Cycle, cycle_run
 from policies.schedmodel.profile import Profile, ProfileInvalid, profile_default, profile_parse
@@ -100,6 +108,26 @@ def profile_from_file(path: str) -> Profile:
         raise InputError(
             f"{path}: the scheduler configuration is invalid: " + "; ".join(exc.errors),
             details=exc.errors,
+        ) from None
+
+
+# --- the wall-clock guard of requests a person waits for ----------------------------------------
+
+
+@contextmanager
+def request_guard() -> Iterator[None]:
+    """Around a preview or validation request: evaluations (and constant folding) inside stop
+    once SCHEDWEB_PREVIEW_SECONDS have passed, and the request fails with EvaluationTooSlow
+    (503) instead of holding its worker. Cooperative (policies/engine/cel/deadline.py): the
+    engine looks at the clock between nodes and rules and every few thousand cost units."""
+    seconds = settings.SCHEDWEB_PREVIEW_SECONDS
+    try:
+        with deadline(seconds):
+            yield
+    except EvaluationTimeout:
+        raise EvaluationTooSlow(
+            f"the policy took longer than {seconds:g} s to evaluate and was stopped "
+            "(SCHEDWEB_PREVIEW_SECONDS); simplify its expressions or try a smaller cluster"
         ) from None
 
 
@@ -229,6 +257,7 @@ def test_cluster_load(
     - kubectl JSON/YAML text (a stored test case's own cluster, several lines or `{...}`);
     - any other string is a file path relative to the document: only `manage.py policy test`
       reads files (it passes `base`, the document's folder); elsewhere the case fails saying so.
+      The path stays inside that folder and names a bounded regular file (_test_cluster_file).
     """
     if source in ("", "snapshot"):
         return default or cluster_default()
@@ -240,8 +269,33 @@ def test_cluster_load(
         raise InputError(
             f"cluster file {source!r} is only read by `manage.py policy test`; use demo or snapshot"
         )
-    path = Path(source) if Path(source).is_absolute() else base / source
-    return cluster_load(str(path))
+    return cluster_from_bytes(_test_cluster_file(source, base), name=source)
+
+
+TEST_CLUSTER_MAX_BYTES = 64 * 1024 * 1024  # a test case's cluster file (`policy test`)
+
+
+def _test_cluster_file(source: str, base: Path) -> bytes:
+    """The bytes of the cluster file `source` names, relative to the document's folder `base`:
+    no absolute path, nothing outside `base` (`..`, or a symbolic link leading out), a regular
+    file (not /dev/zero, a FIFO, a directory) of at most TEST_CLUSTER_MAX_BYTES."""
+    if "\x00" in source or Path(source).is_absolute() or source.startswith("~"):
+        raise InputError(f"cluster file {source!r}: give a path relative to the document's folder")
+    root = base.resolve()
+    try:
+        path = (root / source).resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise InputError(f"cluster file {source!r}: cannot read: {_reason(exc)}") from None
+    if not path.is_relative_to(root):
+        raise InputError(f"cluster file {source!r} is outside the document's folder")
+    try:
+        return read_regular_file(path, limit=TEST_CLUSTER_MAX_BYTES)
+    except OSError as exc:
+        raise InputError(f"cluster file {source!r}: cannot read: {_reason(exc)}") from None
+
+
+def _reason(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc)
 
 
 def test_case_run(

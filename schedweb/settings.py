@@ -140,6 +140,9 @@ SCHEDWEB_EXTENDER_BIND = env_bool("SCHEDWEB_EXTENDER_BIND", False)
 
 # CEL: per-expression cost budget (compile-time estimate and run-time limit).
 SCHEDWEB_CEL_COST_LIMIT = env_int("SCHEDWEB_CEL_COST_LIMIT", 1_000_000)
+# Wall-clock limit of one preview or validation request (REST and playground); 0 = none.
+# The extender has no such limit: its bound is the cost budget above.
+SCHEDWEB_PREVIEW_SECONDS = env_float("SCHEDWEB_PREVIEW_SECONDS", 10.0)
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -22,6 +22,7 @@ from policies.engine.document import PolicyInvalid
 from policies.errors import (
     ClusterUnavailable,
     Conflict,
+    EvaluationTooSlow,
     InputError,
     NotFound,
     PreconditionFailed,
@@ -40,6 +41,7 @@ STATUS_OF = {
     TestsFailed: 422,
     PreconditionRequired: 428,
     ClusterUnavailable: 503,
+    EvaluationTooSlow: 503,
 }
 
 

@@ -27,6 +27,7 @@ from policies.evaluation import (
     policy_validate,
     preview_run,
     profile_active,
+    request_guard,
     test_cases_run,
 )
 from policies.models import ApiToken, Decision, Policy, PolicyTestCase, PolicyVersion
@@ -344,11 +345,12 @@ class Validate(ApiView):
         operation_id="validate",
         description="Checks a document without storing anything: every error at once, with field paths and CEL line/column.",
         request=s.ValidateSerializer,
-        responses={200: s.ValidationResultSerializer, **errors(400, 413)},
+        responses={200: s.ValidationResultSerializer, **errors(400, 413, 503)},
     )
     def post(self, request: Request) -> Response:
         data = self.data(s.ValidateSerializer, request)
-        found = policy_validate(data["document"])
+        with request_guard():
+            found = policy_validate(data["document"])
         return Response({"valid": not found, "errors": [e.to_dict() for e in found]})
 
 
@@ -397,13 +399,14 @@ class Preview(ApiView):
         active = None
         if data.get("compare") and policy is not None:
             active = selectors.policy_get_active(policy=policy)
-        preview = preview_run(
-            document=document,
-            pod=pod,
-            cluster=cluster,
-            compare_document=active.document if active is not None else None,
-            profile=profile_active(scheduler_name=pod["schedulerName"]),
-        )
+        with request_guard():  # 503 too_slow past SCHEDWEB_PREVIEW_SECONDS
+            preview = preview_run(
+                document=document,
+                pod=pod,
+                cluster=cluster,
+                compare_document=active.document if active is not None else None,
+                profile=profile_active(scheduler_name=pod["schedulerName"]),
+            )
         body: dict[str, Any] = {
             "policy": preview.compiled.name,
             "version": label,

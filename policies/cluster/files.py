@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,6 +38,23 @@ def load_cluster_file(path: str | os.PathLike[str]) -> ClusterState:
     except OSError as exc:
         raise ClusterFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
     return load_cluster_bytes(data, name=str(path))
+
+
+def read_regular_file(path: str | os.PathLike[str], *, limit: int) -> bytes:
+    """The bytes of `path` if it is a regular file of at most `limit` bytes; OSError otherwise
+    (a device such as /dev/zero, a FIFO or a directory is refused before anything is read, and
+    at most limit + 1 bytes are ever read, should the file grow meanwhile)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"not a regular file: {os.fspath(path)}")
+        if info.st_size > limit:
+            raise OSError(f"larger than {limit} bytes: {os.fspath(path)}")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(f"larger than {limit} bytes: {os.fspath(path)}")
+    return data
 
 
 FREEZE_ABOVE_BYTES = 4_000_000  # smaller loads (a test case's inline cluster) only pause the GC

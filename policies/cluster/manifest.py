@@ -37,14 +37,25 @@ def parse_manifest(text: str, *, what: str = "pod") -> dict[str, Any]:
 
 def pod_view_from_object(obj: dict[str, Any]) -> PodView:
     """A Pod object (dict) -> the engine's pod view; missing namespace means default."""
+    if type(obj) is not dict:
+        raise InputError(f"the pod must be a mapping (a Kubernetes object), got {_kind(obj)}")
     kind = obj.get("kind", "Pod")
     if kind != "Pod":
         raise InputError(f"expected a Pod, got kind {kind!r}")
-    obj = {**obj, "metadata": {"namespace": "default", **(obj.get("metadata") or {})}}
+    metadata = obj.get("metadata") or {}
+    if type(metadata) is not dict:
+        raise InputError(f"pod: metadata: expected an object, got {_kind(metadata)}")
+    obj = {**obj, "metadata": {"namespace": "default", **metadata}}
     try:
         return pod_view(obj)
     except ConversionError as exc:
         raise InputError(str(exc)) from None
+
+
+def _kind(value: Any) -> str:
+    return {list: "a list", str: "a string", bool: "a boolean", int: "an integer"}.get(
+        type(value), type(value).__name__
+    )
 
 
 def pod_view_from_text(text: str) -> PodView:

@@ -266,8 +266,15 @@ def cluster_for(*, key: str) -> LoadedCluster:
 
 def cluster_from_text(text: str) -> LoadedCluster:
     """A cluster given inline (a test case's kubectl JSON/YAML)."""
+    return cluster_from_bytes(text.encode(), name="the test case's cluster", source="inline")
+
+
+def cluster_from_bytes(data: bytes, *, name: str, source: str = "file") -> LoadedCluster:
+    """A cluster from kubectl JSON/YAML bytes already read (a test case's file); `name` stands
+    for it in messages. InputError when unusable."""
     try:
-        state = load_cluster_bytes(text.encode(), name="the test case's cluster")
+        state = load_cluster_bytes(data, name=name)
     except ClusterFileError as exc:
         raise InputError(str(exc)) from None
-    return LoadedCluster(state=state.freeze(), source="inline", label="inline")
+    label = "inline" if source == "inline" else f"file {name}"
+    return LoadedCluster(state=state.freeze(), source=source, label=label)

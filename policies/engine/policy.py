@@ -28,6 +28,7 @@ from .cel import (
     policy_env,
     types,
 )
+from .cel.deadline import deadline_check, deadline_get, deadline_passed, monotonic
 from .document import (
     FieldError,
     ParsedDocument,
@@ -530,6 +531,7 @@ class CompiledPolicy:
         passed[i], failed[i], messages[i], unresolvable[i] = True, None, None, False
         node_errors: list[RuleError] = []
         for k, rule in enumerate(self.filters):
+            deadline_check()
             try:
                 value = rule.program.evaluate(activation, cost_limit=self.cost_limit)
                 if type(value) is not bool:
@@ -559,6 +561,7 @@ class CompiledPolicy:
             raw[k][i] = None
         if passed[i] and want_scores:
             for k, rule in enumerate(self.scores):
+                deadline_check()
                 try:
                     value = rule.program.evaluate(activation, cost_limit=self.cost_limit)
                     if type(value) not in (int, float):
@@ -687,6 +690,8 @@ class _FastPath:
                 "_check_number": _check_number,
                 "_MESSAGE_LATER": _MESSAGE_LATER,
                 "_minmax": scoring.normalize_minmax,
+                "_monotonic": monotonic,
+                "_deadline_passed": deadline_passed,
             }
         )
         self.source = self._generate()
@@ -723,7 +728,7 @@ class _FastPath:
         args = "".join(f", v_{v}" for v in self.pod_vars)
         n_scores = len(p.scores)
         lines += [
-            f"def _loop(pod, nodes, cl, want_scores{args}):",
+            f"def _loop(pod, nodes, cl, want_scores, dl{args}):",
             "    #POD_READS",  # cannot fail here: _prelude made the same reads first
             "    n = len(nodes)",
             "    passed = [True] * n",
@@ -736,6 +741,9 @@ class _FastPath:
             "    i = -1",
             "    for node in nodes:",
             "        i += 1",
+            # the request's deadline (deadline.py), outside the try: never a hand-over
+            "        if dl is not None and _monotonic() > dl:",
+            "            _deadline_passed()",
             "        try:",
         ]
         body: list[str] = []
@@ -891,7 +899,7 @@ class _FastPath:
             return None
 
     def loop(self, pod, nodes, cl, want_scores, pod_vars):
-        return self._loop(pod, nodes, cl, want_scores, *pod_vars)
+        return self._loop(pod, nodes, cl, want_scores, deadline_get(), *pod_vars)
 
     def finish(
         self, passed: list[bool], raw: list[list[Any]]

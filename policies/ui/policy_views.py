@@ -28,12 +28,13 @@ from policies.engine.compare import rule_changes
 from policies.engine.document import PolicyInvalid
 from policies.errors import (
     ClusterUnavailable,
+    EvaluationTooSlow,
     InputError,
     PreconditionFailed,
     ServiceError,
     TestsFailed,
 )
-from policies.evaluation import policy_compile, preview_run, test_cases_run
+from policies.evaluation import policy_compile, preview_run, request_guard, test_cases_run
 from policies.models import Policy, PolicyActivation, PolicyTestCase, PolicyVersion
 from policies.numbers import number_or_none
 from policies.roles import has_role
@@ -586,7 +587,11 @@ def test_add(request: HttpRequest, name: str) -> HttpResponse:
         )
     except (InputError, ClusterUnavailable) as exc:
         return _add_answer(request, policy, error=str(exc))
-    evaluation = preview_run(document=document, pod=pod, cluster=cluster).evaluation
+    try:
+        with request_guard():
+            evaluation = preview_run(document=document, pod=pod, cluster=cluster).evaluation
+    except EvaluationTooSlow as exc:
+        return _add_answer(request, policy, error=str(exc))
     expect = test_expectation(evaluation=evaluation)
     winners = evaluation.winners()
     case_name = _test_name(

@@ -25,13 +25,14 @@ from policies.cluster.sources import cluster_for
 from policies.engine.document import FieldError, PolicyInvalid
 from policies.engine.inputs import PodView
 from policies.engine.results import Evaluation
-from policies.errors import ClusterUnavailable, InputError
+from policies.errors import ClusterUnavailable, EvaluationTooSlow, InputError
 from policies.evaluation import (
     Preview,
     example_pod_views,
     policy_compile,
     preview_run,
     profile_active,
+    request_guard,
     weight_advise_run,
 )
 from policies.formatting import number_format, quantity_format
@@ -424,22 +425,29 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
     or the cluster cannot be read: a message)."""
     started = time.perf_counter()
     try:
-        policy_compile(given.document)
+        with request_guard():
+            policy_compile(given.document)
     except PolicyInvalid as exc:
         markers, _ = error_markers(text=given.document, errors=exc.errors)
         return {"state": "invalid", "problems": _problem_dicts(exc.errors), "markers": markers}
+    except EvaluationTooSlow as exc:
+        return {"state": "unavailable", "message": str(exc), "markers": []}
     try:
         cluster = cluster_for(key=given.cluster_key)
         pod = pod_resolve(choice=given.pod, cluster=cluster)
     except (InputError, ClusterUnavailable) as exc:
         return {"state": "unavailable", "message": str(exc), "markers": []}
-    preview = preview_run(
-        document=given.document,
-        pod=pod,
-        cluster=cluster,
-        compare_document=given.compare_document,
-        profile=profile_active(scheduler_name=pod["schedulerName"]),
-    )
+    try:
+        with request_guard():  # no preview holds the worker past SCHEDWEB_PREVIEW_SECONDS
+            preview = preview_run(
+                document=given.document,
+                pod=pod,
+                cluster=cluster,
+                compare_document=given.compare_document,
+                profile=profile_active(scheduler_name=pod["schedulerName"]),
+            )
+    except EvaluationTooSlow as exc:
+        return {"state": "unavailable", "message": str(exc), "markers": []}
     compiled, evaluation = preview.compiled, preview.evaluation
     compare, changes = None, None
     if preview.compare_error is not None:  # an old version the engine no longer accepts

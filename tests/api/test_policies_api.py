@@ -385,6 +385,10 @@ def test_preview_accepts_a_pod_as_yaml_text_and_refuses_a_non_pod(api):
         "/api/v1/preview", {"document": document(), "pod": "a: [unclosed"}, format="json"
     )
     assert response.status_code == 400 and "not valid YAML" in response.json()["detail"]
+    for pod in ({"metadata": ["a"]}, {"metadata": "abc"}, "metadata: [a]\n"):
+        response = api.post("/api/v1/preview", {"document": document(), "pod": pod}, format="json")
+        assert response.status_code == 400, response.content  # not a 500 (issue 15)
+        assert "metadata: expected an object" in response.json()["detail"]
 
 
 def test_preview_compare_reports_changed_verdicts_against_the_active_version(api, created):
@@ -445,3 +449,45 @@ def test_the_audit_log_records_who_did_what(api, created):
     events = api.get("/api/v1/audit?policy=least").json()["results"]
     assert [e["action"] for e in events] == ["policy.publish", "policy.create"]
     assert events[0]["actor"] == "admin" and events[0]["version"] == 1
+
+
+# --- the wall-clock guard (SCHEDWEB_PREVIEW_SECONDS, issue 15) -------------------------------
+
+_L60 = "[" + ", ".join(str(i) for i in range(60)) + "]"
+SLOW = f"{_L60}.all(x, {_L60}.all(y, x + y + node.name.size() >= 0))"  # ~0.5 ms per node
+
+
+def test_a_preview_past_the_time_limit_answers_503_too_slow(api, settings):
+    slow = document(
+        **{
+            "variables.freeCpu >= pod.requests.cpu": (
+                f"({SLOW}) && ({SLOW}) && variables.freeCpu >= pod.requests.cpu"
+            )
+        }
+    )
+    body = {"document": slow, "pod": POD, "cluster": "demo"}
+    settings.SCHEDWEB_PREVIEW_SECONDS = 0.003
+    response = api.post("/api/v1/preview", body, format="json")
+    assert response.status_code == 503, response.content
+    assert response.json()["error"] == "too_slow"
+    assert "SCHEDWEB_PREVIEW_SECONDS" in response.json()["detail"]
+    settings.SCHEDWEB_PREVIEW_SECONDS = 0  # no limit
+    assert api.post("/api/v1/preview", body, format="json").status_code == 200
+
+
+def test_a_validation_past_the_time_limit_answers_503_too_slow(api, settings):
+    c40 = "[" + ", ".join(str(i) for i in range(40)) + "]"
+    folded = f"{c40}.all(x, {c40}.all(y, {c40}.all(z, x + y + z >= 0)))"  # folded: 64 000 steps
+    slow = document(
+        **{
+            "variables.freeCpu >= pod.requests.cpu": (
+                f"({folded}) && variables.freeCpu >= pod.requests.cpu"
+            )
+        }
+    )
+    settings.SCHEDWEB_PREVIEW_SECONDS = 0.002
+    response = api.post("/api/v1/validate", {"document": slow}, format="json")
+    assert response.status_code == 503, response.content
+    assert response.json()["error"] == "too_slow"
+    settings.SCHEDWEB_PREVIEW_SECONDS = 10
+    assert api.post("/api/v1/validate", {"document": slow}, format="json").json()["valid"]

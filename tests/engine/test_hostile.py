@@ -341,3 +341,232 @@ def test_the_exact_path_frees_a_node_s_values_without_the_garbage_collector():
         assert ref() is None
     finally:
         gc.enable()
+
+
+# --- the wall-clock deadline of previews and validation (deadline.py) -----------------------
+
+_L60 = "[" + ", ".join(str(i) for i in range(60)) + "]"
+# within every budget, but ~20 ms per node on the exact path: 36 nodes x 4 filters
+SLOW = f"{_L60}.all(x, {_L60}.all(y, x + y + node.name.size() >= 0))"
+
+
+def slow_policy(expression: str = SLOW, filters: int = 4) -> str:
+    return (
+        HEADER
+        + "filters:\n"
+        + "".join(f"  - name: f{k}\n    expression: {expression!r}\n" for k in range(filters))
+    )
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        SLOW,
+        f"({SLOW}) || true",  # a timeout is not a CEL error: || does not absorb it
+        f"[1, 2].exists(i, ({SLOW}) && i == 3) || true",
+    ],
+)
+def test_a_deadline_stops_a_slow_evaluation_on_both_paths(fast, expression):
+    from policies.cluster.sources import cluster_load
+    from policies.engine.cel.deadline import EvaluationTimeout, deadline
+
+    demo = cluster_load("demo")
+    policy = compile_policy(slow_policy(expression, filters=8))
+    started = time.perf_counter()
+    with pytest.raises(EvaluationTimeout, match=r"longer than 0\.02 s"), deadline(0.02):
+        policy.evaluate(pod_view(), demo.nodes(), demo.state, fast=fast)
+    assert time.perf_counter() - started < 0.5
+
+
+def test_a_deadline_reaches_variables_and_no_deadline_lets_the_evaluation_finish():
+    from policies.cluster.sources import cluster_load
+    from policies.engine.cel.deadline import EvaluationTimeout, deadline
+
+    demo = cluster_load("demo")
+    text = (
+        HEADER
+        + f"variables:\n  - name: v\n    expression: {SLOW!r}\n"
+        + "filters:\n  - name: f\n    expression: 'variables.v || true'\n"
+    )
+    policy = compile_policy(text)
+    for fast in (True, False):
+        with pytest.raises(EvaluationTimeout), deadline(0.01):
+            policy.evaluate(pod_view(), demo.nodes(), demo.state, fast=fast)
+    with deadline(None):
+        assert all(policy.evaluate(pod_view(), demo.nodes()[:2], demo.state).passed)
+
+
+def test_a_deadline_stops_constant_folding_at_compile_time():
+    from policies.engine.cel.deadline import EvaluationTimeout, deadline
+
+    c40 = "[" + ", ".join(str(i) for i in range(40)) + "]"
+    folded = f"{c40}.all(x, {c40}.all(y, {c40}.all(z, x + y + z >= 0)))"  # 64 000 steps
+    with pytest.raises(EvaluationTimeout), deadline(0.002):
+        compile_policy(filter_policy(folded))
+    assert compile_policy(filter_policy(folded))  # without one it compiles
+
+
+# --- the issue's blow-ups on the 36-node demo cluster: rejected, or under 2 s and 200 MB -------
+
+
+def _q(items: list[str]) -> str:
+    return "[" + ", ".join(items) + "]"
+
+
+def _z(n: int, width: int = 900) -> str:
+    return _q(['"' + "z" * width + '"'] * n)
+
+
+# nested map(...join()): 10 x 900 characters, 12 copies joined per level, 5 levels ~ 2 GB
+_JOIN = "[node.name].map(x, " + _z(10)
+for _ in range(5):
+    _JOIN += ".map(y, " + _q(["y"] * 12) + ".join())"
+_JOIN += ".join()).join().size() > 0"
+
+# an 8-million-item list built by doubling (125 x 2**16), then copied by 15 more variables
+_COPIES = ["  - name: d0\n    expression: '" + _q(["node.name"] * 125) + "'\n"]
+_COPIES += [
+    f"  - name: d{k}\n    expression: 'variables.d{k - 1} + variables.d{k - 1}'\n"
+    for k in range(1, 17)
+]
+_COPIES += ["  - name: c0\n    expression: variables.d16\n"]
+_COPIES += [
+    f"  - name: c{k}\n    expression: 'variables.c{k - 1} + [node.name]'\n" for k in range(1, 16)
+]
+
+OVER = "over the limit 1000000"
+# case -> (document, outcome): "rejected" at validation, else a text every node's error has
+CORPUS = {
+    "nested map join, 1 GB per node": (filter_policy(_JOIN), "rejected"),
+    "replace with an empty pattern, quadratic": (
+        filter_policy(
+            "".join(f'.replace("", "{c * 200}")' for c in "xywv").join(["node.name", ""])
+            + ".size() > 0"
+        ),
+        "rejected",
+    ),
+    "replace with an empty pattern in a comprehension": (
+        filter_policy(
+            _q(['"' + "a" * 1000 + '"'] * 5)
+            + '.all(s, node.name.replace("", s).replace("", s).size() > 0)'
+        ),
+        OVER,
+    ),
+    "a 100 MB filter message": (
+        filter_policy("false")
+        + "    message: 'node.name + "
+        + _z(5, 1000)
+        + "".join(".map(x, " + _q(["x"] * 20) + ".join())" for _ in range(4))
+        + ".join()'\n",
+        "rejected",
+    ),
+    "15 variables copying an 8-million-item list": (
+        HEADER
+        + "variables:\n"
+        + "".join(_COPIES)
+        + "filters:\n  - name: f\n    expression: size(variables.c15) > 0\n",
+        OVER,
+    ),
+    "15 variables, the copy compared with itself": (
+        HEADER
+        + "variables:\n"
+        + "".join(_COPIES)
+        + "filters:\n  - name: f\n    expression: variables.c15 == variables.c15\n",
+        OVER,
+    ),
+    "a string doubled by 30 variables": (
+        HEADER
+        + "variables:\n  - name: s0\n    expression: node.name\n"
+        + "".join(
+            f"  - name: s{k}\n    expression: variables.s{k - 1} + variables.s{k - 1}\n"
+            for k in range(1, 31)
+        )
+        + "filters:\n  - name: f\n    expression: size(variables.s30) > 0\n",
+        OVER,
+    ),
+}
+
+
+def _within_limits(text: str, nodes, state, outcome: str | None = None) -> None:
+    """`text` is refused with positioned errors, or evaluates on both paths in under 2 s and
+    200 MB (tracemalloc peak), every node with a verdict and no exception escaping.
+    `outcome`: "rejected", or a text each node's error must contain (None: either way)."""
+    import tracemalloc
+
+    errors = validate_policy(text)
+    assert (outcome == "rejected") == bool(errors) or outcome is None, errors
+    if errors:
+        for error in errors:
+            assert error.doc_line is not None, error
+            assert error.kind != "cost" or (error.line, error.column) != (None, None), error
+        return
+    policy = compile_policy(text)
+    for fast in (True, False):
+        tracemalloc.start()
+        started = time.perf_counter()
+        try:
+            evaluation = policy.evaluate(pod_view(), nodes, state, fast=fast)
+            elapsed = time.perf_counter() - started
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert elapsed < 2, (fast, elapsed)
+        assert peak < 200 * 1024 * 1024, (fast, peak)
+        assert len(evaluation.passed) == len(nodes)
+        for message in evaluation.messages:
+            assert message is None or len(message) <= 1024
+        if outcome is not None:
+            assert len(evaluation.errors) == len(nodes)
+            assert all(outcome in e[0].message for e in evaluation.errors.values())
+
+
+@pytest.mark.parametrize("case", sorted(CORPUS))
+def test_the_issue_s_blow_ups_stay_within_2_s_and_200_mb_on_the_demo_cluster(case):
+    from policies.cluster.sources import cluster_load
+
+    demo = cluster_load("demo")
+    assert len(demo.nodes()) == 36
+    text, outcome = CORPUS[case]
+    _within_limits(text, demo.nodes(), demo.state, outcome)
+
+
+@pytest.fixture(scope="module")
+def crowded_demo():
+    """The demo cluster's 36 nodes with 20 000 more pods, labelled, spread over them."""
+    from policies.cluster.demo import demo_objects
+    from policies.cluster.state import ClusterState
+
+    nodes, pods = demo_objects()
+    names = [n["metadata"]["name"] for n in nodes]
+    for i in range(20_000):
+        pods.append(
+            {
+                "metadata": {
+                    "name": f"p{i}",
+                    "namespace": f"ns{i % 20}",
+                    "uid": f"uid-p{i}",
+                    "labels": {"app": f"a{i % 50}", f"k{i % 100}": "v"},
+                },
+                "spec": {"nodeName": names[i % len(names)], "containers": []},
+                "status": {"phase": "Running"},
+            }
+        )
+    state = ClusterState.from_objects(nodes, pods).freeze()
+    assert state.pod_count() > 20_000
+    return state
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        " + ".join(f'cluster.countPods("", {{"key{i}": "v"}})' for i in range(40)) + " >= 0",
+        'cluster.countPods("", {node.name: "v"}) >= 0',  # a new key for every node
+        " + ".join(f'cluster.countPods("ns{i}", {{"k{i}": "v"}})' for i in range(20)) + " >= 0",
+        'cluster.countPodsOnNode(node.name, "", {"app": "a1"}) >= 0',
+        " + ".join(f'cluster.countPodsOnNode(node.name, "", {{"k{i}": "v"}})' for i in range(30))
+        + " >= 0",
+    ],
+)
+def test_count_pods_on_a_20000_pod_cluster_stays_within_2_s_and_200_mb(crowded_demo, expression):
+    _within_limits(filter_policy(expression), crowded_demo.nodes(), crowded_demo)

@@ -324,6 +324,20 @@ def test_the_preview_answers_the_table_out_of_band_and_echoes_the_sequence(clien
     assert markers_of(html) == []
 
 
+def test_a_preview_past_the_time_limit_is_explained_not_a_500(clients, seed003, settings):
+    items = "[" + ", ".join(str(i) for i in range(60)) + "]"
+    slow = f"{items}.all(x, {items}.all(y, x + y + node.name.size() >= 0))"
+    document = seed003.draft.replace(
+        "size(pod.name) < 5", f"({slow}) && ({slow}) && size(pod.name) < 5"
+    )
+    assert document != seed003.draft
+    settings.SCHEDWEB_PREVIEW_SECONDS = 0.003
+    response = preview(clients["viewer"], document)
+    assert response.status_code == 422  # the status htmx swaps, with the message
+    assert response["X-Preview-State"] == "unavailable"
+    assert "SCHEDWEB_PREVIEW_SECONDS" in response.content.decode()
+
+
 def test_the_preview_reflects_the_posted_document_not_the_saved_draft(clients, seed003):
     # 7 characters: the pod name abcdefg fails `size(pod.name) < 5`; allowing 8 lets it pass
     pod = "default/abcdefg"

@@ -290,3 +290,98 @@ def test_evaluate_models_the_scheduler_configuration_given(tmp_path):
     assert code == 2
     assert "apiVersion: expected kubescheduler.config.k8s.io/v1" in err
     assert "extenders[0].weight: expected an integer, got 'x'" in err
+
+
+# --- policy test reads only what it is given (issue 15) ------------------------------------
+
+
+def _doc_with_case(cluster: str, pod: object = None) -> str:
+    pod = (
+        pod
+        if pod is not None
+        else {"metadata": {"name": "abc"}, "spec": {"schedulerName": "schedweb"}}
+    )
+    return (
+        (EXAMPLES / "seed-003-name-length.yaml").read_text()
+        + "\ntests:\n"
+        + f"  - name: case\n    pod: {json.dumps(pod)}\n    cluster: {json.dumps(cluster)}\n"
+        + "    expect: {winner: cp-1}\n"
+    )
+
+
+def _cluster_text() -> str:
+    nodes, pods = demo_objects()
+    items = [{"kind": "Node", **n} for n in nodes] + [{"kind": "Pod", **p} for p in pods]
+    return json.dumps({"kind": "List", "items": items})
+
+
+@pytest.mark.parametrize(
+    ("cluster", "message"),
+    [
+        ("/dev/zero", "relative to the document's folder"),
+        ("/etc/passwd", "relative to the document's folder"),
+        ("../outside.json", "outside the document's folder"),
+        ("sub/../../outside.json", "outside the document's folder"),
+        ("link.json", "outside the document's folder"),  # a symlink leading out
+        ("zero", "outside the document's folder"),  # a symlink to /dev/zero
+        ("sub", "cannot read"),
+        ("missing.json", "cannot read"),
+    ],
+)
+def test_policy_test_reads_only_regular_files_inside_the_documents_folder(
+    tmp_path, cluster, message
+):
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True)
+    (tmp_path / "outside.json").write_text(_cluster_text())
+    (folder / "link.json").symlink_to(tmp_path / "outside.json")
+    (folder / "zero").symlink_to("/dev/zero")
+    path = folder / "p.yaml"
+    path.write_text(_doc_with_case(cluster))
+    code, out, _ = run("policy", "test", str(path))
+    assert code == 1
+    assert f"{path}: case: FAIL" in out
+    assert message in out
+
+
+def test_policy_test_reads_a_cluster_file_relative_to_the_document(tmp_path):
+    (tmp_path / "clusters").mkdir()
+    (tmp_path / "clusters" / "c.json").write_text(_cluster_text())
+    path = tmp_path / "p.yaml"
+    path.write_text(_doc_with_case("clusters/c.json"))
+    code, out, _ = run("policy", "test", str(path))
+    assert (code, out.splitlines()[-1]) == (0, "1 of 1 test cases passed")
+
+
+def test_policy_test_refuses_a_cluster_file_over_the_size_limit(tmp_path, monkeypatch):
+    from policies import evaluation
+
+    monkeypatch.setattr(evaluation, "TEST_CLUSTER_MAX_BYTES", 1000)
+    (tmp_path / "c.json").write_text(_cluster_text())
+    path = tmp_path / "p.yaml"
+    path.write_text(_doc_with_case("c.json"))
+    code, out, _ = run("policy", "test", str(path))
+    assert code == 1 and "larger than 1000 bytes" in out
+
+
+@pytest.mark.parametrize("name", ["/dev/zero", "."])
+def test_policy_commands_read_only_regular_files(name):
+    for action in ("test", "import"):
+        code, _, err = run("policy", action, name)
+        assert code == 2 and f"{name}: cannot read" in err
+
+
+@pytest.mark.parametrize(
+    ("pod", "message"),
+    [
+        ({"metadata": ["a"]}, "metadata: expected an object, got a list"),
+        ({"metadata": "abc"}, "metadata: expected an object, got a string"),
+        ({"metadata": {"name": "a", "labels": [1]}}, "metadata.labels: expected an object"),
+        ({"metadata": {"name": "a"}, "spec": {"containers": "x"}}, "spec.containers"),
+    ],
+)
+def test_policy_test_reports_a_malformed_pod_as_a_failure(tmp_path, pod, message):
+    path = tmp_path / "p.yaml"
+    path.write_text(_doc_with_case("demo", pod))
+    code, out, _ = run("policy", "test", str(path))
+    assert code == 1 and f"{path}: case: FAIL" in out and message in out

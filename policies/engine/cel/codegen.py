@@ -184,6 +184,9 @@ def _raise_index(i: int) -> None:
     rt.fail(f"index out of range: index {i}")
 
 
+_CONCAT = frozenset(("add_string", "add_bytes", "add_list"))
+
+
 class _TooLarge(Exception):
     """An input larger than its declared size: the exact path must count the cost."""
 
@@ -217,6 +220,15 @@ def _too_large() -> None:
 
 def _within(value: Any, limit: int) -> Any:
     if isinstance(value, (str, bytes, list, tuple, dict)) and len(value) > limit:
+        raise _TooLarge
+    return value
+
+
+def _within_kind(value: Any, chars: int, items: int) -> Any:
+    if isinstance(value, (str, bytes)):
+        if len(value) > chars:
+            raise _TooLarge
+    elif isinstance(value, (list, tuple, dict)) and len(value) > items:
         raise _TooLarge
     return value
 
@@ -260,7 +272,8 @@ class _Gen:
         self.intervals: dict[int, Interval] = {}
         self.constants: set[int] = set()  # ids of input-free nodes, filled by emit_root
         self.bounds = bounds  # the size bounds the cost estimate assumed, by node id
-        self.guards: dict[int, int] = {}  # node id -> size its value must not exceed
+        # node id -> size its value must not exceed, or (chars, items) for a dyn value
+        self.guards: dict[int, int | tuple[int, int]] = {}
 
     def emit_root(self, root: ast.Node) -> str:
         _mark_constants(root, self.constants)
@@ -285,7 +298,9 @@ class _Gen:
     # the budget, so wherever the estimate relied on a size - a macro's range, the operands of
     # a size-charged function - values that depend on inputs are checked against that size, and
     # the fast path raises (the exact path then counts) if one is larger.
-    def within(self, node: ast.Node, code: str, limit: int) -> str:
+    def within(self, node: ast.Node, code: str, limit: int | tuple[int, int]) -> str:
+        if isinstance(limit, tuple):
+            return f"{self.g(_within_kind, 'within')}({code}, {limit[0]}, {limit[1]})"
         if node.type.kind in _SIZED_KINDS:
             t = self.ctx.temp()
             return f"({t} if len({t} := {code}) <= {limit} else {self.g(_too_large, 'toolarge')}())"
@@ -309,6 +324,11 @@ class _Gen:
             if id(operand) in self.constants or bound is None:
                 continue
             if operand.type.kind not in _SIZED_KINDS and not operand.type.is_dyn:
+                continue
+            if operand.type.is_dyn:
+                # several overloads may run, each measuring its own kind: check the value by
+                # its kind against the bound (a string against chars, a list against items)
+                self.guards[id(operand)] = (bound.chars, bound.items)
                 continue
             limit = min(operand_size(bound, ov.params[i]) for ov in charged)
             self.guards[id(operand)] = limit
@@ -519,10 +539,19 @@ class _Gen:
         if function == "@in":
             return self.membership(node, operands, static)
         args = [self.emit(o) for o in operands]
+        if ov.id in _CONCAT and not self.within_value_size(node):
+            # a result the estimate lets grow past MAX_VALUE_SIZE: fn.concat refuses it
+            return f"{self.g(ov.impl, 'concat')}({', '.join(args)})"
         if ov.emit is not None:
             return ov.emit.format(*args)
         self.note_result_interval(node, ov)
         return f"{self.g(ov.impl, _hint(ov.function))}({', '.join(args)})"
+
+    def within_value_size(self, node: ast.Node) -> bool:
+        """Whether the estimate bounds `node`'s value to MAX_VALUE_SIZE characters or items
+        (its operands are guarded to their bounds: see plan_guards)."""
+        bound = self.bounds.get(id(node))
+        return bound is not None and max(bound.chars, bound.items) <= fn.MAX_VALUE_SIZE
 
     def note_result_interval(self, node: ast.Call, ov: Overload) -> None:
         if ov.function in ("countPods", "countPodsOnNode", "countPodsInDomain", "nodeCount"):

@@ -65,6 +65,17 @@ def _check_size(size: int, function: str) -> None:
         )
 
 
+def concat(a: Any, b: Any) -> Any:
+    """`a + b` for strings, bytes and lists, refusing results over MAX_VALUE_SIZE: 15 variables
+    each doubling or copying a list reached 8 million items and 1 GB per node (issue 15)."""
+    size = len(a) + len(b)
+    if size > MAX_VALUE_SIZE:
+        fail(f"+: the result would have {size} elements, over the limit {MAX_VALUE_SIZE}")
+    if type(a) is list or type(a) is tuple:
+        return [*a, *b]
+    return a + b
+
+
 def replace(s: str, old: str, new: str, n: int = -1) -> str:
     if len(new) > len(old):
         count = len(s) + 1 if old == "" else s.count(old)

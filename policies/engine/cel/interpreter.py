@@ -18,6 +18,7 @@ from . import functions as fn
 from . import runtime as rt
 from .bounds import traversal
 from .cost import RESULT_CHARGED, call_charge, runtime_size, walks
+from .deadline import CHECK_EVERY, deadline_get, deadline_passed, monotonic
 from .errors import CelCostError, CelEvalError
 from .library import GENERIC, dispatch
 from .types import TYPE_NAMES, Type
@@ -29,16 +30,29 @@ Eval = Callable[["Frame"], Any]
 class Frame:
     """One evaluation: the activation, macro variable slots and the running cost."""
 
-    __slots__ = ("act", "cost", "limit", "slots")
+    __slots__ = ("act", "cost", "deadline", "limit", "mark", "slots")
 
     def __init__(self, act: Mapping[str, Any], limit: int, nslots: int) -> None:
         self.act = act
         self.cost = 0
         self.limit = limit
         self.slots: list[Any] = [None] * nslots
+        # `mark`: the cost at which `tick` runs next - the limit, or sooner under a deadline
+        self.deadline = deadline_get()
+        self.mark = limit if self.deadline is None else min(limit, CHECK_EVERY)
 
     def over_budget(self) -> CelCostError:
         return CelCostError(f"cost budget exceeded: {self.cost} > {self.limit}")
+
+    def tick(self) -> None:
+        """Called when `cost` passes `mark`: a CelCostError over the limit, EvaluationTimeout
+        past the deadline (deadline.py), else the next mark."""
+        if self.cost > self.limit:
+            raise self.over_budget()
+        if self.deadline is not None:
+            if monotonic() > self.deadline:
+                deadline_passed()
+            self.mark = min(self.limit, self.cost + CHECK_EVERY)
 
 
 def type_value_of(typ: Type) -> TypeValue:
@@ -296,8 +310,8 @@ class Compiler:
 
         def step(fr: Frame, x: Any) -> None:
             fr.cost += 1
-            if fr.cost > fr.limit:
-                raise fr.over_budget()
+            if fr.cost > fr.mark:
+                fr.tick()
             fr.slots[slot] = x
 
         def not_bool(v: Any) -> CelEvalError:
@@ -457,8 +471,8 @@ class Compiler:
                 fr.cost += 1
                 if charged:
                     fr.cost += call_charge(candidates, (x,), size_of)
-                    if fr.cost > fr.limit:
-                        raise fr.over_budget()
+                    if fr.cost > fr.mark:
+                        fr.tick()
                 try:
                     return impl(x)
                 except CelEvalError:
@@ -477,8 +491,8 @@ class Compiler:
                 fr.cost += 1
                 if charged:
                     fr.cost += call_charge(candidates, (x, y), size_of)
-                    if fr.cost > fr.limit:
-                        raise fr.over_budget()
+                    if fr.cost > fr.mark:
+                        fr.tick()
                 try:
                     return impl(x, y)
                 except CelEvalError:
@@ -494,8 +508,8 @@ class Compiler:
             fr.cost += 1
             if charged:
                 fr.cost += call_charge(candidates, args, size_of)
-                if fr.cost > fr.limit:
-                    raise fr.over_budget()
+                if fr.cost > fr.mark:
+                    fr.tick()
             try:
                 return impl(*args)
             except CelEvalError:
@@ -552,8 +566,8 @@ def _charge_result(f: Eval) -> Eval:
     def charged_result(fr: Frame) -> Any:
         value = f(fr)
         fr.cost += traversal(runtime_size(value))
-        if fr.cost > fr.limit:
-            raise fr.over_budget()
+        if fr.cost > fr.mark:
+            fr.tick()
         return value
 
     return charged_result

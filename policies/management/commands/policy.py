@@ -4,6 +4,9 @@
     policy export NAME [--version N|--active] [-o FILE]
     policy test FILE...                    run each document's `tests:`; exit 1 on a failure (CI)
 
+Only the files named here are read (regular files, at most MAX_DOCUMENT_BYTES), and by `test`
+the cluster files their cases name, relative to the document's folder and inside it.
+
 Exit status 2 when a document is invalid (every error printed) or an input cannot be used.
 """
 
@@ -16,7 +19,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from policies import selectors, services
-from policies.engine.document import PolicyInvalid
+from policies.cluster.files import read_regular_file
+from policies.engine.document import MAX_DOCUMENT_BYTES, PolicyInvalid
 from policies.evaluation import policy_compile, test_case_run
 from policies.models import Policy, PolicyVersion
 
@@ -44,10 +48,16 @@ class Command(BaseCommand):
         getattr(self, f"_{options['action']}")(options)
 
     def _read(self, path: str) -> str:
+        """A document named on the command line: a regular file (not /dev/zero, a FIFO) of at
+        most MAX_DOCUMENT_BYTES, UTF-8."""
         try:
-            return Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            self.stderr.write(f"{path}: cannot read: {exc}")
+            data = read_regular_file(path, limit=MAX_DOCUMENT_BYTES)
+            return data.decode("utf-8")
+        except OSError as exc:
+            self.stderr.write(f"{path}: cannot read: {exc.strerror or exc}")
+            sys.exit(2)
+        except UnicodeDecodeError as exc:
+            self.stderr.write(f"{path}: cannot read: not UTF-8 ({exc.reason} at byte {exc.start})")
             sys.exit(2)
 
     def _invalid(self, path: str, exc: PolicyInvalid) -> None:

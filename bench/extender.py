@@ -126,7 +126,7 @@ def _service_latency(policy_text: str) -> dict[str, float]:
 
 def _http_latency(stack, names: list[str]) -> dict[str, float]:
     """Sequential keep-alive client against uvicorn: what kube-scheduler sees, minus Go."""
-    connection = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=10)
+    connection = http.client.HTTPConnection("127.0.0.1", stack.extender_port, timeout=10)
     bodies = [
         orjson.dumps(
             {
@@ -306,7 +306,11 @@ def run() -> dict[str, float]:
                 ),
             )
         redis = RedisServer(workdir / "redis").start()
-        stack = SchedwebStack(workdir / "stack", kubeconfig=plane.kubeconfig, redis=redis)
+        # The extender's listener in plain HTTP on loopback: the numbers stay comparable with
+        # earlier runs (a TLS comparison is a separate case).
+        stack = SchedwebStack(
+            workdir / "stack", kubeconfig=plane.kubeconfig, redis=redis, tls="plain"
+        )
         try:
             stack.start()
             policy = yaml.safe_load(POLICY)

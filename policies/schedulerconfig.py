@@ -40,7 +40,22 @@ class SchedulerSetup:
     bind: bool = False
     preempt: bool = True
     percentage_of_nodes_to_score: int | None = None
+    # Extender tlsConfig (https URLs only), as kube-scheduler sees the files: the CA that signed
+    # the extender's certificate, and kube-scheduler's client certificate and key (mutual TLS).
+    tls_ca_file: str = ""
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def extender_tls_config(setup: SchedulerSetup) -> dict[str, str]:
+    """The extender's tlsConfig (KubeSchedulerConfiguration v1 ExtenderTLSConfig): file paths."""
+    tls = {
+        "caFile": setup.tls_ca_file,
+        "certFile": setup.tls_cert_file,
+        "keyFile": setup.tls_key_file,
+    }
+    return {key: value for key, value in tls.items() if value}
 
 
 def scheduler_configuration(setup: SchedulerSetup) -> dict[str, Any]:
@@ -64,6 +79,8 @@ def scheduler_configuration(setup: SchedulerSetup) -> dict[str, Any]:
         "nodeCacheCapable": setup.node_cache_capable,
         "ignorable": setup.ignorable,
     }
+    if extender["enableHTTPS"] and (tls := extender_tls_config(setup)):
+        extender["tlsConfig"] = tls
     if setup.preempt:
         extender["preemptVerb"] = "preempt"
     if setup.bind:

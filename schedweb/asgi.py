@@ -1,15 +1,20 @@
-"""ASGI entry point (uvicorn schedweb.asgi:application): what `make run` and docker-compose serve.
+"""ASGI entry points, one per listener, each served by its own uvicorn:
 
-It is the extender's one way in. kube-scheduler's calls (POST /extender/<verb>) are answered
-here directly, without Django's request handling: they need no session, CSRF, auth, URL
-resolution or templates, and kube-scheduler waits for every one of them. The body is read here
-and only here against SCHEDWEB_EXTENDER_MAX_BODY_BYTES (413 past it, the rest unread); the
-answers come from policies/extender/entry.py. filter, prioritize and preempt run inline on the
-event loop: they only read process memory and take about a millisecond, and kube-scheduler sends
-one request at a time. bind (a call to the API server) and the first request of a process (the
-runtime's initial load may read the database) run in a thread. Other methods on a verb get 405
-(Allow: POST) and other paths under /extender/ a JSON 404, also from here: no Django route
-serves /extender/. Everything else goes to Django's ASGI handler.
+- `application` (uvicorn schedweb.asgi:application): the pages, the API and the ops endpoints.
+  It does not serve the extender: anything under /extender/ is a JSON 404 here.
+- `extender_application` (python -m schedweb.extender_server, on SCHEDWEB_EXTENDER_PORT with TLS
+  and optionally mutual TLS): kube-scheduler's calls (POST /extender/<verb>), /healthz and
+  /readyz (Django's view: what these processes serve), nothing else. Requests whose Host is not in SCHEDWEB_EXTENDER_ALLOWED_HOSTS get a 400, a POST whose
+  content type is not application/json a 415, both before the body is read.
+
+The extender's calls are answered here directly, without Django's request handling: they need no
+session, CSRF, auth, URL resolution or templates, and kube-scheduler waits for every one of them.
+The body is read here and only here against SCHEDWEB_EXTENDER_MAX_BODY_BYTES (413 past it, the
+rest unread); the answers come from policies/extender/entry.py. filter, prioritize and preempt run
+inline on the event loop: they only read process memory and take about a millisecond, and
+kube-scheduler sends one request at a time. bind (a call to the API server) and the first request
+of a process (the runtime's initial load may read the database) run in a thread. Other methods on a
+verb get 405 (Allow: POST) and other paths a JSON 404: no Django route serves /extender/.
 
 uvicorn with httptools answers a request in about a fifth of gunicorn's per-request time here
 (measured with a Go client: 0.14 ms against 0.65 ms for an empty answer), which kube-scheduler
@@ -21,6 +26,7 @@ import os
 import warnings
 
 from django.core.asgi import get_asgi_application
+from django.http.request import split_domain_port, validate_host
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
 django_application = get_asgi_application()
@@ -54,18 +60,49 @@ async def _read_body(receive, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
+def _host_allowed(scope, allowed_hosts: list[str]) -> bool:
+    """The request's Host header (port ignored) matches SCHEDWEB_EXTENDER_ALLOWED_HOSTS."""
+    for name, value in scope["headers"]:
+        if name == b"host":
+            domain, _port = split_domain_port(value.decode("latin-1"))
+            return bool(domain) and validate_host(domain, allowed_hosts)
+    return False
+
+
+def _is_json(scope) -> bool:
+    """The request's Content-Type is application/json (parameters such as charset allowed)."""
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            return value.split(b";", 1)[0].strip().lower() == b"application/json"
+    return False
+
+
+async def _answer(send, status: int, answer: bytes, extra: list | None = None) -> None:
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(answer)).encode()),
+    ]
+    if extra:
+        headers.extend(extra)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": answer})
+
+
 async def extender(scope, receive, send) -> None:
-    """One request under /extender/: a verb's answer, 405 for other methods, 404 for other paths."""
+    """One request under /extender/: a verb's answer, 405 for other methods, 415 for a body that
+    is not JSON, 404 for other paths."""
     global _ready
     from django.conf import settings
 
     verb = scope["path"][len(entry.PREFIX) :]
-    allow = False
+    extra = []
     if verb not in entry.VERBS:
         status, answer, policy = entry.not_found_answer(scope["path"])
     elif scope["method"] != "POST":
         status, answer, policy = entry.method_not_allowed_answer(verb)
-        allow = True
+        extra.append((b"allow", b"POST"))
+    elif not _is_json(scope):
+        status, answer, policy = 415, _UNSUPPORTED, ""
     else:
         limit = settings.SCHEDWEB_EXTENDER_MAX_BODY_BYTES
         body = await _read_body(receive, limit)
@@ -76,28 +113,56 @@ async def extender(scope, receive, send) -> None:
         else:
             status, answer, policy = await asyncio.to_thread(entry.extender_answer, verb, body)
             _ready = True
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(answer)).encode()),
-    ]
-    if allow:
-        headers.append((b"allow", b"POST"))
     if policy:
-        headers.append((b"x-schedweb-policy", policy.encode()))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": answer})
+        extra.append((b"x-schedweb-policy", policy.encode()))
+    await _answer(send, status, answer, extra)
+
+
+async def _lifespan(receive, send) -> None:
+    """Nothing to start or stop; Django's handler refuses lifespan."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+_UNSUPPORTED = b'{"Error": "Content-Type must be application/json"}'
+_BAD_HOST = b'{"Error": "Host not allowed"}'
+_HEALTHY = b'{"status": "ok"}'
+
+
+async def extender_application(scope, receive, send) -> None:
+    """The extender's listener: /extender/<verb>, /healthz and /readyz, for allowed hosts only."""
+    from django.conf import settings
+
+    if scope["type"] == "lifespan":
+        await _lifespan(receive, send)
+        return
+    if scope["type"] != "http":  # websockets: nothing here
+        return
+    if not _host_allowed(scope, settings.SCHEDWEB_EXTENDER_ALLOWED_HOSTS):
+        await _answer(send, 400, _BAD_HOST)
+    elif scope["path"].startswith(entry.PREFIX):
+        await extender(scope, receive, send)
+    elif scope["path"] == "/healthz":
+        await _answer(send, 200, _HEALTHY)
+    elif scope["path"] == "/readyz":  # this listener's processes: what they serve, what is down
+        await django_application(scope, receive, send)
+    else:
+        status, answer, _policy = entry.not_found_answer(scope["path"])
+        await _answer(send, status, answer)
 
 
 async def application(scope, receive, send) -> None:
-    if scope["type"] == "http" and scope["path"].startswith(entry.PREFIX):
-        await extender(scope, receive, send)
+    """The pages, the API and the ops endpoints; /extender/ is a JSON 404 (its own listener)."""
+    if scope["type"] == "lifespan":
+        await _lifespan(receive, send)
         return
-    if scope["type"] == "lifespan":  # nothing to start or stop; Django's handler refuses lifespan
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+    if scope["type"] == "http" and scope["path"].startswith(entry.PREFIX):
+        status, answer, _policy = entry.not_found_answer(scope["path"])
+        await _answer(send, status, answer)
+        return
     await django_application(scope, receive, send)

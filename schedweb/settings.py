@@ -123,8 +123,54 @@ SCHEDWEB_SNAPSHOT_STALE_SECONDS = env_float("SCHEDWEB_SNAPSHOT_STALE_SECONDS", 3
 # One watch task runs this long, then re-arms itself (bounded memory, visible sync runs).
 SCHEDWEB_WATCH_SECONDS = env_float("SCHEDWEB_WATCH_SECONDS", 540.0)
 
-# Extender: the URL prefix kube-scheduler calls (for generated configuration and /connect/).
-SCHEDWEB_EXTENDER_URL = env_str("SCHEDWEB_EXTENDER_URL", "http://127.0.0.1:8000/extender/")
+# Extender: its own listener (python -m schedweb.extender_server; schedweb.asgi:extender_application),
+# separate from the pages and the API, which do not answer /extender/.
+# - TLS: SCHEDWEB_EXTENDER_TLS_CERT and _TLS_KEY (PEM) give the server certificate.
+# - Mutual TLS: with SCHEDWEB_EXTENDER_CLIENT_CA (PEM), only clients presenting a certificate
+#   issued by that CA complete the handshake (kube-scheduler's extender tlsConfig certFile/keyFile).
+# - Plain HTTP (no certificate) is allowed only when bound to a loopback address
+#   (127.0.0.1, ::1, localhost): for local use and tests, never across a network.
+# - Requests whose Host header is not in SCHEDWEB_EXTENDER_ALLOWED_HOSTS are refused (400).
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
+SCHEDWEB_EXTENDER_HOST = env_str("SCHEDWEB_EXTENDER_HOST", "127.0.0.1")
+SCHEDWEB_EXTENDER_PORT = env_int("SCHEDWEB_EXTENDER_PORT", 8443)
+SCHEDWEB_EXTENDER_TLS_CERT = env_path("SCHEDWEB_EXTENDER_TLS_CERT", None)
+SCHEDWEB_EXTENDER_TLS_KEY = env_path("SCHEDWEB_EXTENDER_TLS_KEY", None)
+SCHEDWEB_EXTENDER_CLIENT_CA = env_path("SCHEDWEB_EXTENDER_CLIENT_CA", None)
+SCHEDWEB_EXTENDER_ALLOWED_HOSTS = env_list(
+    "SCHEDWEB_EXTENDER_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"]
+)
+SCHEDWEB_EXTENDER_WORKERS = env_int("SCHEDWEB_EXTENDER_WORKERS", 2)
+# What generated configuration (schedulerconfig, /connect/) tells kube-scheduler to present:
+# the CA that signed the extender's server certificate, and kube-scheduler's client certificate
+# and key for mutual TLS (paths as kube-scheduler sees them).
+SCHEDWEB_EXTENDER_SCHEDULER_CA = env_str("SCHEDWEB_EXTENDER_SCHEDULER_CA", "")
+SCHEDWEB_EXTENDER_SCHEDULER_CERT = env_str("SCHEDWEB_EXTENDER_SCHEDULER_CERT", "")
+SCHEDWEB_EXTENDER_SCHEDULER_KEY = env_str("SCHEDWEB_EXTENDER_SCHEDULER_KEY", "")
+if bool(SCHEDWEB_EXTENDER_TLS_CERT) != bool(SCHEDWEB_EXTENDER_TLS_KEY):
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "SCHEDWEB_EXTENDER_TLS_CERT and SCHEDWEB_EXTENDER_TLS_KEY go together."
+    )
+if SCHEDWEB_EXTENDER_CLIENT_CA and not SCHEDWEB_EXTENDER_TLS_CERT:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "SCHEDWEB_EXTENDER_CLIENT_CA (mutual TLS) needs SCHEDWEB_EXTENDER_TLS_CERT and _TLS_KEY."
+    )
+if not SCHEDWEB_EXTENDER_TLS_CERT and SCHEDWEB_EXTENDER_HOST not in _LOOPBACK:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        f"SCHEDWEB_EXTENDER_HOST={SCHEDWEB_EXTENDER_HOST!r} without TLS: plain HTTP is for "
+        "loopback only; set SCHEDWEB_EXTENDER_TLS_CERT and SCHEDWEB_EXTENDER_TLS_KEY."
+    )
+# The URL prefix kube-scheduler calls (for generated configuration and /connect/).
+SCHEDWEB_EXTENDER_URL = env_str(
+    "SCHEDWEB_EXTENDER_URL",
+    f"{'https' if SCHEDWEB_EXTENDER_TLS_CERT else 'http'}://127.0.0.1:{SCHEDWEB_EXTENDER_PORT}/extender/",
+)
 
 # Extender: sampled decisions recorded per second per web process (a Celery task stores them).
 # Each costs about a millisecond per 500 nodes to build and more to queue and store: at 20 a
@@ -137,6 +183,17 @@ SCHEDWEB_DECISIONS_KEEP_DAYS = env_int("SCHEDWEB_DECISIONS_KEEP_DAYS", 7)
 # Kubernetes credentials, for pods an active policy targets, to nodes of the snapshot only
 # (policies/extender/service.py); kube-scheduler must then be configured with bindVerb.
 SCHEDWEB_EXTENDER_BIND = env_bool("SCHEDWEB_EXTENDER_BIND", False)
+if (
+    SCHEDWEB_EXTENDER_BIND
+    and not SCHEDWEB_EXTENDER_CLIENT_CA
+    and SCHEDWEB_EXTENDER_HOST not in _LOOPBACK
+):
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "SCHEDWEB_EXTENDER_BIND off a loopback address needs mutual TLS "
+        "(SCHEDWEB_EXTENDER_CLIENT_CA): bind uses schedweb's own Kubernetes credentials."
+    )
 
 # CEL: per-expression cost budget (compile-time estimate and run-time limit).
 SCHEDWEB_CEL_COST_LIMIT = env_int("SCHEDWEB_CEL_COST_LIMIT", 1_000_000)

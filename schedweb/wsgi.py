@@ -1,7 +1,7 @@
 """WSGI entry point, for those who deploy with a WSGI server: plain Django.
 
-WSGI deployments serve the pages and the API; the extender (POST /extender/<verb>) is served by
-the ASGI entry only (schedweb/asgi.py, what make run and docker-compose serve with uvicorn).
+WSGI deployments serve the pages and the API; the extender (POST /extender/<verb>) has its own
+listener only (schedweb.asgi:extender_application, python -m schedweb.extender_server).
 """
 
 import os

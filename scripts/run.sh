@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: local defaults (SQLite, Redis on 127.0.0.1:6379, the demo cluster unless
-# SCHEDWEB_KUBECONFIG is set), a Celery worker with beat, and uvicorn on 127.0.0.1:8000.
+# SCHEDWEB_KUBECONFIG is set), a Celery worker with beat, uvicorn on 127.0.0.1:8000 (pages, API)
+# and the extender's own listener on 127.0.0.1:8443 (HTTPS with mutual TLS; certificates from a
+# local CA made on first start in .run/tls/, see scripts/extender-certs.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 umask 077   # .run/ (secret key, admin password, logs) and the SQLite file: readable by us only
@@ -20,6 +22,18 @@ if [[ -z ${SCHEDWEB_SECRET_KEY:-} ]]; then
   [[ -s .run/secret-key ]] || .venv/bin/python -c 'import secrets; print(secrets.token_urlsafe(50))' >.run/secret-key
   SCHEDWEB_SECRET_KEY=$(<.run/secret-key)
   export SCHEDWEB_SECRET_KEY
+fi
+# The extender's listener: TLS with a server certificate, and only clients with a certificate
+# of the local CA (kube-scheduler's, .run/tls/client.crt) complete the handshake.
+if [[ -z ${SCHEDWEB_EXTENDER_TLS_CERT:-} ]]; then
+  scripts/extender-certs.sh .run/tls
+  tls=$PWD/.run/tls
+  export SCHEDWEB_EXTENDER_TLS_CERT=$tls/server.crt SCHEDWEB_EXTENDER_TLS_KEY=$tls/server.key
+  export SCHEDWEB_EXTENDER_CLIENT_CA=$tls/ca.crt
+  # What schedulerconfig and the Connect page tell kube-scheduler to use.
+  export SCHEDWEB_EXTENDER_SCHEDULER_CA=${SCHEDWEB_EXTENDER_SCHEDULER_CA:-$tls/ca.crt}
+  export SCHEDWEB_EXTENDER_SCHEDULER_CERT=${SCHEDWEB_EXTENDER_SCHEDULER_CERT:-$tls/client.crt}
+  export SCHEDWEB_EXTENDER_SCHEDULER_KEY=${SCHEDWEB_EXTENDER_SCHEDULER_KEY:-$tls/client.key}
 fi
 py=.venv/bin/python
 $py manage.py migrate --noinput -v0
@@ -42,5 +56,9 @@ pids+=($!)
 echo "schedweb: http://127.0.0.1:8000/  (login: see .run/admin-login.txt; worker log: .run/worker.log; Ctrl-C stops everything)"
 .venv/bin/uvicorn schedweb.asgi:application --host 127.0.0.1 --port 8000 \
   --workers "${SCHEDWEB_WEB_WORKERS:-2}" --loop uvloop --http httptools --lifespan on &
+pids+=($!)
+extender_url=$(DJANGO_SETTINGS_MODULE=schedweb.settings $py -c 'import django; django.setup(); from django.conf import settings; print(settings.SCHEDWEB_EXTENDER_URL)' 2>/dev/null || true)
+echo "schedweb extender: ${extender_url}  (kube-scheduler: python manage.py schedulerconfig, or the Connect page)"
+$py -m schedweb.extender_server &
 pids+=($!)
 wait -n "${pids[@]}"

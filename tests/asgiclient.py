@@ -1,5 +1,5 @@
-"""Requests through schedweb.asgi.application, the application uvicorn serves, in process:
-tests reach the extender the way kube-scheduler's calls do."""
+"""Requests through schedweb.asgi's applications, as uvicorn serves them, in process: tests reach
+the extender (extender_application, its own listener) the way kube-scheduler's calls do."""
 
 from __future__ import annotations
 
@@ -32,9 +32,28 @@ def run(coroutine) -> None:
         pool.submit(asyncio.run, coroutine).result()
 
 
-def asgi_request(method: str, path: str, body: bytes = b"", *, chunk: int = 0) -> AsgiResponse:
-    """One HTTP request through schedweb.asgi.application; the body in `chunk`-byte messages."""
+def asgi_request(
+    method: str,
+    path: str,
+    body: bytes = b"",
+    *,
+    chunk: int = 0,
+    app: str = "",
+    host: bytes = b"127.0.0.1",
+    content_type: bytes | None = b"application/json",
+) -> AsgiResponse:
+    """One HTTP request through schedweb.asgi; the body in `chunk`-byte messages. `app` is
+    "extender" (extender_application) or "web" (application); by default the extender's for
+    paths under /extender/, the web's otherwise."""
     from schedweb import asgi
+
+    if not app:
+        app = "extender" if path.startswith("/extender/") else "web"
+    application = asgi.extender_application if app == "extender" else asgi.application
+    headers = [(b"host", host)] if host is not None else []
+    if content_type is not None:
+        headers.append((b"content-type", content_type))
+    headers.append((b"content-length", str(len(body)).encode()))
 
     parts = [body[i : i + chunk] for i in range(0, len(body), chunk)] if chunk else [body]
     messages = [
@@ -62,15 +81,11 @@ def asgi_request(method: str, path: str, body: bytes = b"", *, chunk: int = 0) -
         "raw_path": path.encode(),
         "query_string": b"",
         "root_path": "",
-        "headers": [
-            (b"host", b"127.0.0.1"),
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ],
+        "headers": headers,
         "client": ("127.0.0.1", 50000),
         "server": ("127.0.0.1", 8000),
     }
-    run(asgi.application(scope, receive, send))
+    run(application(scope, receive, send))
     start = next(m for m in sent if m["type"] == "http.response.start")
     payload = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
     headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}

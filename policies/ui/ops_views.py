@@ -585,6 +585,9 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
         "node_cache_capable": data["node_cache_capable"],
         "weight": data["weight"],
         "bind": data["bind"],
+        "tls_ca_file": settings.SCHEDWEB_EXTENDER_SCHEDULER_CA,
+        "tls_cert_file": settings.SCHEDWEB_EXTENDER_SCHEDULER_CERT,
+        "tls_key_file": settings.SCHEDWEB_EXTENDER_SCHEDULER_KEY,
     }
     # Profiles and managedResources extend the cluster's own scheduler (default-scheduler kept,
     # its kubeconfig): it must keep its lease, the only one system:kube-scheduler may update.

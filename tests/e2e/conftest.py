@@ -44,16 +44,20 @@ def redis_server(tmp_path_factory) -> Iterator[RedisServer]:
 
 
 @pytest.fixture(scope="module")
-def stack(plane, redis_server, tmp_path_factory) -> Iterator[SchedwebStack]:
+def stack(request, plane, redis_server, tmp_path_factory) -> Iterator[SchedwebStack]:
+    # The extender over mutual TLS, as `make run`; a module's STACK_ENV adds settings (bind).
     running = SchedwebStack(
-        tmp_path_factory.mktemp("e2e-stack"), kubeconfig=plane.kubeconfig, redis=redis_server
+        tmp_path_factory.mktemp("e2e-stack"),
+        kubeconfig=plane.kubeconfig,
+        redis=redis_server,
+        extra_env=getattr(request.module, "STACK_ENV", None),
     )
     try:
         running.start()
         yield running
     finally:
         running.stop()
-        for log in ("web.log", "worker.log"):
+        for log in ("web.log", "extender.log", "worker.log"):
             path: Path = running.workdir / log
             if path.exists():
                 print(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import ssl
 import subprocess
 import sys
 import time
@@ -79,7 +80,13 @@ class RedisServer:
 
 
 class SchedwebStack:
-    """Web (uvicorn) + worker (Celery with beat) against `kubeconfig`, with its own database."""
+    """Web (uvicorn: pages, API) + the extender's own listener + worker (Celery with beat) against
+    `kubeconfig`, with its own database.
+
+    `tls`: "mtls" (the default, as `make run`: server certificate and client certificates of a
+    local CA required), "tls" (server certificate only) or "plain" (HTTP on loopback). The
+    certificates are made by scripts/extender-certs.sh in workdir/tls.
+    """
 
     def __init__(
         self,
@@ -88,12 +95,17 @@ class SchedwebStack:
         kubeconfig: Path,
         redis: RedisServer,
         web_workers: int = 2,
+        tls: str = "mtls",
         extra_env: dict[str, str] | None = None,
     ) -> None:
         self.workdir = workdir
         self.redis = redis
-        self.port = free_ports(count=1)[0]
+        self.port, self.extender_port = free_ports(count=2)
         self.url = f"http://127.0.0.1:{self.port}"
+        self.tls_dir = workdir / "tls"
+        self.tls = tls
+        scheme = "http" if tls == "plain" else "https"
+        self.extender_url = f"{scheme}://127.0.0.1:{self.extender_port}"
         self.web_workers = web_workers
         self.env = {
             "PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin",
@@ -108,13 +120,41 @@ class SchedwebStack:
             "SCHEDWEB_KUBECONFIG": str(kubeconfig),
             "SCHEDWEB_CLUSTER_SOURCE": "live",
             "SCHEDWEB_CLUSTER_NAME": "e2e",
-            "SCHEDWEB_EXTENDER_URL": f"{self.url}/extender/",
+            "SCHEDWEB_EXTENDER_URL": f"{self.extender_url}/extender/",
+            "SCHEDWEB_EXTENDER_PORT": str(self.extender_port),
+            "SCHEDWEB_EXTENDER_WORKERS": str(web_workers),
             "SCHEDWEB_LOG_LEVEL": "WARNING",
+            **self._tls_env(tls),
             **(extra_env or {}),
         }
         self.web: ManagedProcess | None = None
+        self.extender: ManagedProcess | None = None
         self.worker: ManagedProcess | None = None
         self.token = ""
+
+    def _tls_env(self, tls: str) -> dict[str, str]:
+        if tls == "plain":
+            return {}
+        subprocess.run([str(ROOT / "scripts/extender-certs.sh"), str(self.tls_dir)], check=True)
+        env = {
+            "SCHEDWEB_EXTENDER_TLS_CERT": str(self.tls_dir / "server.crt"),
+            "SCHEDWEB_EXTENDER_TLS_KEY": str(self.tls_dir / "server.key"),
+            "SCHEDWEB_EXTENDER_SCHEDULER_CA": str(self.tls_dir / "ca.crt"),
+        }
+        if tls == "mtls":
+            env["SCHEDWEB_EXTENDER_CLIENT_CA"] = str(self.tls_dir / "ca.crt")
+            env["SCHEDWEB_EXTENDER_SCHEDULER_CERT"] = str(self.tls_dir / "client.crt")
+            env["SCHEDWEB_EXTENDER_SCHEDULER_KEY"] = str(self.tls_dir / "client.key")
+        return env
+
+    def ssl_context(self, *, client_cert: bool = True) -> ssl.SSLContext | None:
+        """A client context trusting the local CA, presenting kube-scheduler's certificate."""
+        if self.tls == "plain":
+            return None
+        context = ssl.create_default_context(cafile=str(self.tls_dir / "ca.crt"))
+        if client_cert:
+            context.load_cert_chain(self.tls_dir / "client.crt", self.tls_dir / "client.key")
+        return context
 
     def manage(self, *args: str) -> str:
         result = subprocess.run(
@@ -139,6 +179,7 @@ class SchedwebStack:
             line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("token: ")
         )
         self.start_worker()
+        self.start_extender(wait_for_snapshot=False)
         self.start_web()
         return self
 
@@ -195,9 +236,31 @@ class SchedwebStack:
             check=lambda: self._ready(wait_for_snapshot), timeout=60, what="/readyz with a snapshot"
         )
 
-    def _ready(self, want_snapshot: bool) -> bool:
+    def start_extender(self, *, wait_for_snapshot: bool = True) -> None:
+        """The extender's listener, as scripts/run.sh starts it."""
+        self.extender = ManagedProcess(
+            name="extender",
+            argv=[VENV_BIN / "python", "-m", "schedweb.extender_server"],
+            log_path=self.workdir / "extender.log",
+            env=self.env,
+            cwd=ROOT,
+        )
+        self.extender.start()
+        self.extender.wait_ready(
+            check=lambda: self._ready(wait_for_snapshot, extender=True),
+            timeout=60,
+            what="the extender's /readyz",
+        )
+
+    def stop_extender(self) -> None:
+        if self.extender is not None:
+            self.extender.stop(grace=5)
+            self.extender = None
+
+    def _ready(self, want_snapshot: bool, *, extender: bool = False) -> bool:
         try:
-            status, body = self.request("GET", "/readyz")
+            ask = self.extender_request if extender else self.request
+            status, body = ask("GET", "/readyz")
         except (urllib.error.URLError, OSError):
             return False
         if not want_snapshot:
@@ -211,6 +274,7 @@ class SchedwebStack:
 
     def stop(self) -> None:
         self.stop_web()
+        self.stop_extender()
         if self.worker is not None:
             self.worker.stop(grace=10)
             self.worker = None
@@ -229,6 +293,24 @@ class SchedwebStack:
             with urllib.request.urlopen(request, timeout=30) as response:
                 raw = response.read()
                 status = response.status
+        except urllib.error.HTTPError as exc:
+            raw, status = exc.read(), exc.code
+        try:
+            return status, json.loads(raw) if raw else None
+        except ValueError:
+            return status, raw.decode(errors="replace")
+
+    def extender_request(
+        self, method: str, path: str, body: Any = None, *, client_cert: bool = True
+    ) -> tuple[int, Any]:
+        """A request to the extender's listener (kube-scheduler's certificate unless told not)."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.extender_url + path, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        context = self.ssl_context(client_cert=client_cert)
+        try:
+            with urllib.request.urlopen(request, timeout=30, context=context) as response:
+                raw, status = response.read(), response.status
         except urllib.error.HTTPError as exc:
             raw, status = exc.read(), exc.code
         try:
@@ -271,12 +353,12 @@ class SchedwebStack:
             raise StackError(f"deactivating {name}: {status} {body}")
 
     def wait_serving(self, name: str, version: int, *, timeout: float = 10.0) -> float:
-        """Seconds until every web worker answers with `name/v<version>` (from /readyz)."""
+        """Seconds until every extender worker answers with `name/v<version>` (its /readyz)."""
         start = time.monotonic()
         label = f"{name}/v{version}"
         seen_ok = 0
         while time.monotonic() - start < timeout:
-            _, body = self.request("GET", "/readyz")
+            _, body = self.extender_request("GET", "/readyz")
             if (
                 isinstance(body, dict)
                 and label in body.get("extender", {}).get("policies", {}).values()
@@ -294,7 +376,7 @@ class SchedwebStack:
         return self.manage(
             "schedulerconfig",
             "--url",
-            f"{self.url}/extender/",
+            f"{self.extender_url}/extender/",
             "--no-leader-elect",
             "--kubeconfig",
             self.env["SCHEDWEB_KUBECONFIG"],

@@ -17,6 +17,8 @@ from tests.harness import resources
 from .conftest import create_pod, make_nodes, wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+# Bind enabled (the bind tests below); only kube-scheduler's client certificate reaches it.
+STACK_ENV = {"SCHEDWEB_EXTENDER_BIND": "1"}
 
 POLICY = """\
 name: resilient
@@ -53,7 +55,7 @@ def test_200_pods_all_land_once_while_the_extender_is_killed_and_redis_stops(
     version = stack.publish(POLICY, "resilience")
     stack.wait_serving("resilient", version)
     config = stack.scheduler_config(
-        "--scheduler-name", "schedweb", "--ignorable", "--timeout", "1s"
+        "--scheduler-name", "schedweb", "--ignorable", "--timeout", "1s", "--no-bind"
     )
     scheduler = plane.start_scheduler(config)
     names = [f"res-pod-{i:03d}" for i in range(200)]
@@ -69,10 +71,10 @@ def test_200_pods_all_land_once_while_the_extender_is_killed_and_redis_stops(
     try:
         creator.start()
         time.sleep(3)
-        os.killpg(stack.web.pid, signal.SIGKILL)  # the extender dies without warning
-        stack.web.stop()  # reap it
+        os.killpg(stack.extender.pid, signal.SIGKILL)  # the extender dies without warning
+        stack.extender.stop()  # reap it
         time.sleep(2)
-        stack.start_web(wait_for_snapshot=False)  # back, serving from what it can load
+        stack.start_extender(wait_for_snapshot=False)  # back, serving from what it can load
         time.sleep(2)
         port = redis_server.port
         redis_server.stop()  # Redis gone: the extender keeps serving from memory
@@ -96,10 +98,13 @@ def test_200_pods_all_land_once_while_the_extender_is_killed_and_redis_stops(
     assert twice == {}, f"pods bound more than once: {twice}"
     # the extender recovers by itself: it answers for the policy again (Redis repaired by beat
     # or loaded from the database at its restart)
-    assert stack.request("GET", "/readyz")[0] == 200
+    assert stack.extender_request("GET", "/readyz")[0] == 200
 
 
 def test_bind_creates_the_binding_and_is_idempotent(plane, stack, nodes):
+    # bind is for pods an active policy targets
+    version = stack.publish(POLICY.replace("free-cpu", "free-cpu-bind"), "bind")
+    stack.wait_serving("resilient", version)
     create_pod(plane.api, "bind-me")
     pod = resources.pod_get(api=plane.api, name="bind-me")
     body = {
@@ -108,12 +113,19 @@ def test_bind_creates_the_binding_and_is_idempotent(plane, stack, nodes):
         "PodUID": pod["metadata"]["uid"],
         "Node": "res-03",
     }
-    for _ in range(2):  # the scheduler may retry a bind whose answer it did not get
-        status, answer = stack.request("POST", "/extender/bind", body)
-        assert (status, answer) == (200, {"Error": ""})
+
+    def bound() -> bool:  # once the snapshot holds the new pod
+        return stack.extender_request("POST", "/extender/bind", body) == (200, {"Error": ""})
+
+    wait_until(bound, timeout=15, interval=0.2, what="the extender's bind of bind-me")
+    # the scheduler may retry a bind whose answer it did not get
+    status, answer = stack.extender_request("POST", "/extender/bind", body)
+    assert (status, answer) == (200, {"Error": ""})
     assert resources.pod_get(api=plane.api, name="bind-me")["spec"]["nodeName"] == "res-03"
-    status, answer = stack.request("POST", "/extender/bind", {**body, "Node": "res-04"})
-    assert status == 200 and "res-03" in answer["Error"]
+    status, answer = stack.extender_request("POST", "/extender/bind", {**body, "Node": "res-04"})
+    # refusals all read the same (no names or identities to an anonymous caller)
+    assert (status, answer) == (200, {"Error": "schedweb refused this binding"})
+    assert resources.pod_get(api=plane.api, name="bind-me")["spec"]["nodeName"] == "res-03"
 
 
 def test_a_scheduler_with_the_bind_verb_binds_through_the_extender(plane, stack, nodes):

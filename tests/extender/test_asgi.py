@@ -1,4 +1,5 @@
-"""The ASGI entry is the extender's one way in: it answers everything under /extender/ itself
+"""The extender has its own ASGI application (its own listener): it answers everything under
+/extender/ itself, and /healthz; the web application (pages and API) answers /extender/ with a 404
 and hands every other request to Django; neither Django's URLs nor the WSGI entry serve it."""
 
 from __future__ import annotations
@@ -98,6 +99,55 @@ def test_no_request_under_extender_reaches_django(monkeypatch):
 def test_other_requests_go_to_django():
     response = asgi_request("GET", "/healthz")
     assert (response.status_code, response.json()) == (200, {"status": "ok"})
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("verb", VERBS)
+def test_the_web_listener_does_not_answer_the_extender(monkeypatch, publish, verb):
+    async def django_application(scope, receive, send):
+        raise AssertionError(f"{scope['method']} {scope['path']} reached Django")
+
+    monkeypatch.setattr(asgi, "django_application", django_application)
+    publish(example("seed-003-name-length"))
+    response = asgi_request("POST", f"/extender/{verb}", GO_BODY, app="web")
+    assert response.status_code == 404 and response.json()["error"] == "not_found"
+    assert "x-schedweb-policy" not in response.headers
+
+
+@pytest.mark.django_db
+def test_the_extender_listener_answers_healthz_readyz_and_nothing_else():
+    response = asgi_request("GET", "/healthz", app="extender")
+    assert (response.status_code, response.json()) == (200, {"status": "ok"})
+    assert "extender" in asgi_request("GET", "/readyz", app="extender").json()
+    for path in ("/", "/api/v1/policies/", "/admin/", "/metrics"):
+        assert asgi_request("GET", path, app="extender").status_code == 404
+
+
+@pytest.mark.django_db
+def test_the_extender_refuses_hosts_not_allowed(settings):
+    settings.SCHEDWEB_EXTENDER_ALLOWED_HOSTS = ["127.0.0.1", "extender.example"]
+    for host in (b"127.0.0.1", b"127.0.0.1:8443", b"extender.example:443"):
+        assert extender_post_host(host).status_code == 200
+    for host in (b"evil.example", b"evil.example:8443", b"", None):
+        response = extender_post_host(host)
+        assert response.status_code == 400 and response.json() == {"Error": "Host not allowed"}
+    assert asgi_request("GET", "/healthz", host=b"evil.example").status_code == 400
+
+
+def extender_post_host(host):
+    return asgi_request("POST", "/extender/filter", GO_BODY, host=host)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("verb", VERBS)
+def test_the_extender_requires_a_json_content_type(verb):
+    for content_type in (b"text/plain", b"application/x-www-form-urlencoded", b"", None):
+        response = asgi_request("POST", f"/extender/{verb}", GO_BODY, content_type=content_type)
+        assert response.status_code == 415, content_type
+        assert response.json() == {"Error": "Content-Type must be application/json"}
+    for content_type in (b"application/json; charset=utf-8", b"Application/JSON"):
+        response = asgi_request("POST", f"/extender/{verb}", GO_BODY, content_type=content_type)
+        assert response.status_code != 415
 
 
 @pytest.mark.parametrize("verb", VERBS)

@@ -81,3 +81,37 @@ def test_replacing_the_main_schedulers_config_keeps_its_lease_a_second_scheduler
     [second] = generate("--url", "http://10.0.0.5:8000/extender/", "--second-scheduler")
     assert second["leaderElection"]["resourceName"] == "schedweb-scheduler"
     assert [p["schedulerName"] for p in second["profiles"]] == ["schedweb"]
+
+
+@pytest.mark.django_db
+def test_an_https_url_enables_https_with_the_tls_files():
+    [config] = generate(
+        "--url",
+        "https://10.0.0.5:8443/extender/",
+        "--scheduler-name",
+        "schedweb",
+        "--ca-file",
+        "/etc/schedweb/ca.crt",
+        "--cert-file",
+        "/etc/schedweb/client.crt",
+        "--key-file",
+        "/etc/schedweb/client.key",
+    )
+    [extender] = config["extenders"]
+    assert extender["enableHTTPS"] is True
+    assert extender["tlsConfig"] == {
+        "caFile": "/etc/schedweb/ca.crt",
+        "certFile": "/etc/schedweb/client.crt",
+        "keyFile": "/etc/schedweb/client.key",
+    }
+
+
+@pytest.mark.django_db
+def test_tls_files_default_to_the_settings_and_plain_http_has_no_tls_config(settings):
+    settings.SCHEDWEB_EXTENDER_SCHEDULER_CA = "/run/tls/ca.crt"
+    # the command's defaults are read when its parser is built
+    [config] = generate("--url", "https://127.0.0.1:8443/extender/", "--scheduler-name", "s")
+    assert config["extenders"][0]["tlsConfig"] == {"caFile": "/run/tls/ca.crt"}
+    [plain] = generate("--url", "http://127.0.0.1:8443/extender/", "--scheduler-name", "s")
+    assert plain["extenders"][0]["enableHTTPS"] is False
+    assert "tlsConfig" not in plain["extenders"][0]

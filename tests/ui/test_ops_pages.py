@@ -529,6 +529,22 @@ def test_an_unknown_decision_is_a_404():
 # --- connect --------------------------------------------------------------------------------------
 
 
+def test_the_connect_page_emits_tls_config_for_an_https_extender(published, settings):
+    settings.SCHEDWEB_EXTENDER_URL = "https://10.0.0.7:8443/extender/"
+    settings.SCHEDWEB_EXTENDER_SCHEDULER_CA = "/etc/schedweb/ca.crt"
+    settings.SCHEDWEB_EXTENDER_SCHEDULER_CERT = "/etc/schedweb/client.crt"
+    settings.SCHEDWEB_EXTENDER_SCHEDULER_KEY = "/etc/schedweb/client.key"
+    out = client_for("viewer").get("/connect/").context["out"]
+    extender = yaml.safe_load(out["profile"])["extenders"][0]
+    assert extender["urlPrefix"] == "https://10.0.0.7:8443/extender/"
+    assert extender["enableHTTPS"] is True
+    assert extender["tlsConfig"] == {
+        "caFile": "/etc/schedweb/ca.crt",
+        "certFile": "/etc/schedweb/client.crt",
+        "keyFile": "/etc/schedweb/client.key",
+    }
+
+
 def test_the_connect_page_fills_in_this_installation(published):
     response = client_for("viewer").get("/connect/")
     assert response.status_code == 200

@@ -65,7 +65,14 @@ def test_database_urls_cover_sqlite_and_postgres():
 
 def test_docker_compose_defines_the_services_on_loopback_only():
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-    assert set(compose["services"]) == {"web", "worker", "beat", "redis", "postgres"}
+    assert set(compose["services"]) == {"web", "extender", "worker", "beat", "redis", "postgres"}
     for service in compose["services"].values():
         for port in service.get("ports", []):
             assert port.startswith("127.0.0.1:"), port
+    # the extender: its own port, TLS with a client CA (off loopback in its container)
+    extender = compose["services"]["extender"]
+    assert extender["command"] == "python -m schedweb.extender_server"
+    env = extender["environment"]
+    assert env["SCHEDWEB_EXTENDER_HOST"] == "0.0.0.0"
+    assert {"SCHEDWEB_EXTENDER_TLS_CERT", "SCHEDWEB_EXTENDER_CLIENT_CA"} <= set(env)
+    assert "extender_server" not in compose["services"]["web"]["command"]

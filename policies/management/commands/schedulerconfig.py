@@ -104,6 +104,23 @@ class Command(BaseCommand):
             action="store_true",
             help="nodeCacheCapable: false (send full Node objects; slower)",
         )
+        parser.add_argument(
+            "--ca-file",
+            default=settings.SCHEDWEB_EXTENDER_SCHEDULER_CA,
+            help="tlsConfig.caFile: the CA of the extender's server certificate "
+            "(default: SCHEDWEB_EXTENDER_SCHEDULER_CA)",
+        )
+        parser.add_argument(
+            "--cert-file",
+            default=settings.SCHEDWEB_EXTENDER_SCHEDULER_CERT,
+            help="tlsConfig.certFile: kube-scheduler's client certificate for mutual TLS "
+            "(default: SCHEDWEB_EXTENDER_SCHEDULER_CERT)",
+        )
+        parser.add_argument(
+            "--key-file",
+            default=settings.SCHEDWEB_EXTENDER_SCHEDULER_KEY,
+            help="tlsConfig.keyFile: its key (default: SCHEDWEB_EXTENDER_SCHEDULER_KEY)",
+        )
         parser.add_argument("--timeout", default="2s", help="httpTimeout")
         parser.add_argument(
             "--weight",
@@ -166,6 +183,9 @@ class Command(BaseCommand):
             bind=options["bind"],
             preempt=not options["no_preempt"],
             percentage_of_nodes_to_score=100 if options["all_nodes"] else None,
+            tls_ca_file=options["ca_file"],
+            tls_cert_file=options["cert_file"],
+            tls_key_file=options["key_file"],
         )
         if options["manifests"]:
             self.stdout.write(dump_yaml(second_scheduler_manifests(setup)), ending="")

@@ -1,0 +1,49 @@
+"""The extender's own listener: `python -m schedweb.extender_server` serves
+schedweb.asgi:extender_application with uvicorn on SCHEDWEB_EXTENDER_HOST:SCHEDWEB_EXTENDER_PORT.
+
+With SCHEDWEB_EXTENDER_TLS_CERT/_TLS_KEY it speaks TLS; with SCHEDWEB_EXTENDER_CLIENT_CA too, the
+handshake requires a client certificate issued by that CA (mutual TLS): a client without one never
+gets to send a request. Without a certificate it speaks plain HTTP, which the settings allow on a
+loopback address only (schedweb/settings.py refuses anything else at start).
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+
+
+def uvicorn_options() -> dict:
+    """uvicorn.run keyword arguments from the settings."""
+    from django.conf import settings
+
+    options: dict = {
+        "host": settings.SCHEDWEB_EXTENDER_HOST,
+        "port": settings.SCHEDWEB_EXTENDER_PORT,
+        "workers": settings.SCHEDWEB_EXTENDER_WORKERS,
+        "loop": "uvloop",
+        "http": "httptools",
+        "lifespan": "on",
+        "timeout_keep_alive": 30,
+        "access_log": False,  # two requests per pod: noise, and time on the hot path
+    }
+    if settings.SCHEDWEB_EXTENDER_TLS_CERT:
+        options["ssl_certfile"] = str(settings.SCHEDWEB_EXTENDER_TLS_CERT)
+        options["ssl_keyfile"] = str(settings.SCHEDWEB_EXTENDER_TLS_KEY)
+    if settings.SCHEDWEB_EXTENDER_CLIENT_CA:
+        options["ssl_ca_certs"] = str(settings.SCHEDWEB_EXTENDER_CLIENT_CA)
+        options["ssl_cert_reqs"] = ssl.CERT_REQUIRED
+    return options
+
+
+def main() -> None:
+    import django
+    import uvicorn
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
+    django.setup()
+    uvicorn.run("schedweb.asgi:extender_application", **uvicorn_options())
+
+
+if __name__ == "__main__":
+    main()

@@ -123,8 +123,14 @@ def test_bind_creates_the_binding_and_is_idempotent(plane, stack, nodes):
     assert (status, answer) == (200, {"Error": ""})
     assert resources.pod_get(api=plane.api, name="bind-me")["spec"]["nodeName"] == "res-03"
     status, answer = stack.extender_request("POST", "/extender/bind", {**body, "Node": "res-04"})
-    # refusals all read the same (no names or identities to an anonymous caller)
-    assert (status, answer) == (200, {"Error": "schedweb refused this binding"})
+    # Refused, in words that name nothing (no pods, nodes or identities to the caller): by the
+    # extender when its snapshot already shows the binding, else by the API server (409), which
+    # the extender reports without its text. Which one depends on the watch's timing.
+    assert status == 200
+    assert answer["Error"] in (
+        "schedweb refused this binding",
+        "schedweb could not bind the pod; see schedweb's log",
+    )
     assert resources.pod_get(api=plane.api, name="bind-me")["spec"]["nodeName"] == "res-03"
 
 

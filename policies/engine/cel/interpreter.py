@@ -527,37 +527,32 @@ class Compiler:
 
     def _counted_equality(self, operands: list[Eval], *, negate: bool) -> Eval:
         a, b = operands
-
-        def counted_equality(fr: Frame) -> bool:
-            x = a(fr)
-            y = b(fr)
-            fr.cost += 1
-            try:
-                equal, walked = rt.equals_within(x, y, max(0, fr.limit - fr.cost))
-            except CelCostError:
-                fr.cost = fr.limit + 1
-                raise fr.over_budget() from None
-            fr.cost += walked
-            return equal is not negate
-
-        return counted_equality
+        return _counted_walk(a, b, rt.equals_within, flip=negate)
 
     def _counted_membership(self, operands: list[Eval]) -> Eval:
         a, b = operands
+        return _counted_walk(a, b, lambda x, c, limit: rt.contains_within(c, x, limit))
 
-        def counted_membership(fr: Frame) -> bool:
-            x = a(fr)
-            c = b(fr)
-            fr.cost += 1
-            try:
-                found, walked = rt.contains_within(c, x, max(0, fr.limit - fr.cost))
-            except CelCostError:
-                fr.cost = fr.limit + 1
-                raise fr.over_budget() from None
-            fr.cost += walked
-            return found
 
-        return counted_membership
+def _counted_walk(
+    a: Eval, b: Eval, walk: Callable[[Any, Any, int], tuple[bool, int]], *, flip: bool = False
+) -> Eval:
+    """A comparison that walks values (`==`, `!=`, `in`), charged 1 plus every element it
+    walked; `walk(x, y, limit)` -> (result, walked) raises CelCostError past `limit`."""
+
+    def counted(fr: Frame) -> bool:
+        x = a(fr)
+        y = b(fr)
+        fr.cost += 1
+        try:
+            result, walked = walk(x, y, max(0, fr.limit - fr.cost))
+        except CelCostError:
+            fr.cost = fr.limit + 1
+            raise fr.over_budget() from None
+        fr.cost += walked
+        return result is not flip
+
+    return counted
 
 
 def _charge_result(f: Eval) -> Eval:

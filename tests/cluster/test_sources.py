@@ -67,7 +67,12 @@ def test_live_reads_the_watchers_snapshot_from_redis(
     store = SnapshotStore(cluster_name, client=live_redis)
     run_watcher(client=LiveClient(kubeconfig=control_plane.kubeconfig), store=store)
     synced_reader(store)
-    loaded = wait_until(lambda: (c := cluster_load("live")).state.node(node) and c, what="the node")
+    # The first list writes the snapshot a moment before the watcher reports "ok" (until then
+    # the snapshot reads as stale: "the watcher is listing the cluster"), so wait for both.
+    loaded = wait_until(
+        lambda: (c := cluster_load("live")).state.node(node) and not c.stale and c,
+        what="the node in a snapshot the watcher reports current",
+    )
     assert loaded.source == "live" and loaded.label.startswith(f"live {cluster_name} v")
     assert loaded.stale is False and loaded.version >= 1
 

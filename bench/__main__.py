@@ -8,7 +8,7 @@ import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
 
-SUITES = ["engine", "snapshot", "extender", "differential"]
+SUITES = ["engine", "snapshot", "extender", "differential", "playground"]
 
 
 def main(argv: list[str]) -> int:

@@ -1,7 +1,7 @@
 /* schedweb policy pages: the playground's live preview wiring, saving, and small page helpers.
  *
  * Live preview (templates/policies/playground.html): #policy-form posts on every pause in typing
- * (cel-editor:change, data-debounce 150 ms), on Ctrl/Cmd+Enter and when the pod, cluster or
+ * (cel-editor:change, data-debounce 100 ms), on Ctrl/Cmd+Enter and when the pod, cluster or
  * compare inputs change. hx-sync="this:replace" aborts a request still in flight when a newer
  * one starts; on top of that every request carries a sequence number that the server echoes in
  * X-Preview-Seq, and an answer older than the latest request is dropped here, so only the latest

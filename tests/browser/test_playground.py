@@ -28,6 +28,7 @@ from policies.extender.runtime import reset_runtime
 from policies.models import Policy
 from policies.tasks.previews import preview_all_pending
 from tests.asgiclient import extender_post
+from tests.browser.latency import keystroke_latencies, playground_ready
 from tests.conftest import PASSWORD, make_user
 from tests.redisdb import redis_database
 
@@ -61,11 +62,7 @@ def example(name: str) -> str:
     return (EXAMPLES / f"{name}.yaml").read_text()
 
 
-def ready(page) -> None:
-    """The playground's scripts are initialised and its first result is on the page."""
-    page.wait_for_function("window.CelEditor && window.playground && window.htmx")
-    page.wait_for_function("!!CelEditor.get('#policy-editor')")
-    page.wait_for_selector("#preview-result[data-state]")
+ready = playground_ready
 
 
 def editor_text(page) -> str:
@@ -273,30 +270,10 @@ def _measure_latency(live_server, page) -> float:
     services.policy_create(actor=user, document=example("bin-packing"))
     sign_in(page, live_server, "lat", then="/policies/bin-packing/")
     ready(page)
-    page.evaluate(
-        """() => {
-          const ta = document.querySelector('#policy-editor');
-          ta.addEventListener('input', () => { window.__lastInput = performance.now(); });
-          window.__swapped = {};
-          new MutationObserver(() => {
-            const r = document.querySelector('#preview-result');
-            if (r && !(r.dataset.revision in window.__swapped)) window.__swapped[r.dataset.revision] = performance.now();
-          }).observe(document.querySelector('#panel-preview'), {childList: true, subtree: true});
-        }"""
-    )
-    samples = []
-    for digit in "3456789345":  # the first CPU weight, edited ten times
-        select_text(page, "weight: ", occurrence=1)
-        page.keyboard.press("End")
-        page.keyboard.press("Backspace")
-        page.keyboard.type(digit)
-        rev = revision(page)
-        page.wait_for_function(f"window.__swapped['{rev}'] !== undefined")
-        samples.append(page.evaluate(f"window.__swapped['{rev}'] - window.__lastInput"))
-        page.wait_for_timeout(100)
+    samples = keystroke_latencies(page, edits=10)
     median = statistics.median(samples)
     print(
-        f"\npreview latency after the last keystroke (debounce 150 ms included): median "
+        f"\npreview latency after the last keystroke (debounce included): median "
         f"{median:.0f} ms, min {min(samples):.0f}, max {max(samples):.0f} over {len(samples)} edits"
     )
     return median

@@ -589,9 +589,10 @@ def test_add(request: HttpRequest, name: str) -> HttpResponse:
         return _add_answer(request, policy, error=str(exc))
     try:
         with request_guard():
-            evaluation = preview_run(document=document, pod=pod, cluster=cluster).evaluation
+            previewed = preview_run(document=document, pod=pod, cluster=cluster)
     except EvaluationTooSlow as exc:
         return _add_answer(request, policy, error=str(exc))
+    evaluation = previewed.evaluation
     expect = test_expectation(evaluation=evaluation)
     winners = evaluation.winners()
     case_name = _test_name(
@@ -614,7 +615,10 @@ def test_add(request: HttpRequest, name: str) -> HttpResponse:
         details = exc.details if isinstance(exc.details, list) else []
         more = "; ".join(d.get("message", "") for d in details if isinstance(d, dict))
         return _add_answer(request, policy, error=exc.message + (f": {more}" if more else ""))
-    return _add_answer(request, policy, case=case, expect=expect)
+    # A test case checks the policy alone (every node, as `policy test` runs it); the answer
+    # also names kube-scheduler's pick, which the table stars, so the two are not confused.
+    pick = previewed.cycle.pick if previewed.cycle is not None else []
+    return _add_answer(request, policy, case=case, expect=expect, pick=pick)
 
 
 def _add_answer(
@@ -624,8 +628,15 @@ def _add_answer(
     error: str = "",
     case: PolicyTestCase | None = None,
     expect: dict[str, Any] | None = None,
+    pick: list[str] | None = None,
 ) -> HttpResponse:
-    context = {"policy": policy, "error": error, "case": case, "expect": expect or {}}
+    context = {
+        "policy": policy,
+        "error": error,
+        "case": case,
+        "expect": expect or {},
+        "pick": pick or [],
+    }
     if case is not None:
         context.update(_tests_context(request, policy, policy.draft, "the saved draft"))
     response = render(request, "policies/_test_added.html", context, status=422 if error else 200)

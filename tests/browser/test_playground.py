@@ -369,10 +369,13 @@ def test_a_test_case_is_added_from_the_preview_in_one_click(stack, live_server, 
     sign_in(page, live_server, "tess", then="/policies/seed-003-name-length/?pod=default/abc")
     ready(page)
     winner = page.inner_text("#summary-winner").strip()
+    pick = page.inner_text("#summary-pick").split()[0]
     page.click("#add-test-button")
     page.wait_for_selector("#added-test-name")
     name = page.inner_text("#added-test-name")
     assert name == f"abc-on-{winner}"
+    # the answer tells the policy's best node (what the test checks) from kube-scheduler's pick
+    assert pick in page.inner_text("#added-test-pick")
     assert page.inner_text("#tests-count") == "1"
     page.click("#tab-tests")
     row = page.locator(f"#tests-table tr[data-test='{name}']")

@@ -197,6 +197,7 @@ Positions = dict[str, Position]
 class ParsedDocument:
     data: Any
     positions: Positions = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)  # the source text's lines, when parsed from text
 
 
 def parse_text(text: str) -> ParsedDocument:
@@ -232,7 +233,7 @@ def parse_text(text: str) -> ParsedDocument:
     positions: Positions = {}
     if node is not None:
         _collect_positions(node, "", positions)
-    return ParsedDocument(data=data, positions=positions)
+    return ParsedDocument(data=data, positions=positions, lines=text.split("\n"))
 
 
 class _BoundedLoader(yaml.SafeLoader):

@@ -42,6 +42,7 @@ from .document import (
 )
 from .helpers import ClusterFunctions
 from .inputs import ClusterView, NodeView, PodView
+from .positions import document_position
 from .results import Evaluation, RuleError
 
 DEFAULT_COST_LIMIT = 1_000_000
@@ -181,6 +182,7 @@ class CompiledPolicy:
         # Off only in the benchmark, to measure what the runtime cost tracker costs.
         self.track_cost = track_cost
         self._positions = parsed.positions
+        self._parsed = parsed
         self._errors: list[FieldError] = list(structural_errors)
         self.variables: dict[str, CompiledRule] = {}
         self._compile_variables()
@@ -260,6 +262,13 @@ class CompiledPolicy:
         column: int | None = None,
     ) -> None:
         doc_line, doc_column = locate(self._positions, path, line, column)
+        if line is not None and column is not None and self._parsed.lines:
+            # inside a multi-line scalar: the exact place, as the editor's markers show it
+            exact = document_position(
+                lines=self._parsed.lines, parsed=self._parsed, path=path, line=line, column=column
+            )
+            if exact is not None:
+                doc_line, doc_column = exact
         self._errors.append(
             FieldError(
                 path,

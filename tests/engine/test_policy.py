@@ -46,6 +46,28 @@ def test_an_unknown_field_is_reported_with_a_suggestion_and_its_place():
     assert (error.doc_line, error.doc_column) == (5, 22)
 
 
+@pytest.mark.parametrize(
+    ("block", "where"),
+    [
+        # folded: the two lines join with a space; `nme` is on the document's line 7
+        (">-\n      node.podCount >= 0 &&\n      node.nme == 'b'", (7, 12)),
+        # folded, a more-indented line keeps its breaks
+        (">-\n      node.podCount >= 0 &&\n        true &&\n      node.nme == 'b'", (8, 12)),
+        # literal: every line break kept
+        ("|\n      node.podCount >= 0 &&\n         node.nme == 'b'", (7, 15)),
+        # a plain scalar over two lines
+        ("node.podCount >= 0 &&\n      node.nme == 'b'", (6, 12)),
+    ],
+)
+def test_an_error_inside_a_multi_line_expression_points_at_its_document_place(block, where):
+    text = "name: t\nschedulerNames: [schedweb]\nfilters:\n  - name: f\n    expression: " + block
+    [error] = validate_policy(text + "\n")
+    assert "nme" in error.message
+    assert (error.doc_line, error.doc_column) == where
+    line, column = where
+    assert text.split("\n")[line - 1][column - 1 :].startswith("nme")
+
+
 def test_a_syntax_error_has_line_and_column():
     [error] = errors("scores:\n  - name: s\n    expression: 'node.podCount +'\n")
     assert error.kind == "syntax"

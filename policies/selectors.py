@@ -98,6 +98,27 @@ def audit_list(*, policy_name: str = "", action: str = "", actor: str = ""):
     return queryset
 
 
+def scheduler_name_conflict(*, policy, names: list[str]) -> dict[str, Any] | None:
+    """The active policy (other than `policy`) already serving one of `names`, as
+    {"policy", "version", "schedulerNames"} (the overlap), or None: one active policy per
+    schedulerName, checked at review and again under the publishing lock."""
+    others = (
+        PolicyActivation.objects.filter(active=True)
+        .exclude(policy=policy)
+        .select_related("policy", "version")
+        .order_by("policy__name")
+    )
+    for activation in others:
+        overlap = sorted(set(names) & set(activation.version.scheduler_names))
+        if overlap:
+            return {
+                "policy": activation.policy.name,
+                "version": activation.version.number,
+                "schedulerNames": overlap,
+            }
+    return None
+
+
 def scheduler_names_active() -> list[str]:
     """Every schedulerName served by an active policy version."""
 

@@ -18,6 +18,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
+from policies import selectors
 from policies.cluster.manifest import parse_manifest, pod_view_from_object
 from policies.engine.document import FieldError, PolicyInvalid
 from policies.engine.testcases import expect_problems
@@ -213,19 +214,14 @@ class PublishResult:
 
 def _check_scheduler_names(*, policy: Policy, names: list[str]) -> None:
     """One active policy per schedulerName: a pod is never judged by two policies at once."""
-    others = (
-        PolicyActivation.objects.filter(active=True)
-        .exclude(policy=policy)
-        .select_related("policy", "version")
-    )
-    for activation in others:
-        overlap = sorted(set(names) & set(activation.version.scheduler_names))
-        if overlap:
-            raise Conflict(
-                f"schedulerName {overlap[0]!r} is already served by policy {activation.policy.name} "
-                f"(version {activation.version.number}); deactivate that policy or target another schedulerName",
-                details={"schedulerNames": overlap, "policy": activation.policy.name},
-            )
+    conflict = selectors.scheduler_name_conflict(policy=policy, names=names)
+    if conflict:
+        raise Conflict(
+            f"schedulerName {conflict['schedulerNames'][0]!r} is already served by policy "
+            f"{conflict['policy']} (version {conflict['version']}); deactivate that policy or "
+            "target another schedulerName",
+            details={"schedulerNames": conflict["schedulerNames"], "policy": conflict["policy"]},
+        )
 
 
 def _activate(*, actor, policy: Policy, version: PolicyVersion, reason: str) -> PolicyActivation:

@@ -28,6 +28,7 @@ from policies.engine.compare import rule_changes
 from policies.engine.document import PolicyInvalid
 from policies.errors import (
     ClusterUnavailable,
+    Conflict,
     EvaluationTooSlow,
     InputError,
     PreconditionFailed,
@@ -702,10 +703,13 @@ def _versions_error(
     return render(request, "policies/versions.html", context, status=status)
 
 
-@page_access(roles={"POST": "publisher"})
+@page_access(roles={"GET": "viewer", "POST": "publisher"})
 def publish(request: HttpRequest, name: str) -> HttpResponse:
     """Two steps: `check` runs the test cases on the saved draft and shows what would be
-    published; `confirm` publishes it (if the draft is still the revision that was checked)."""
+    published; `confirm` publishes it (if the draft is still the revision that was checked).
+    A GET (a reload of a refused confirm's page) goes to the versions page."""
+    if request.method == "GET":
+        return redirect("policy-versions", name=name)
     policy = _policy(name)
     form = PublishForm(request.POST)
     step = request.POST.get("step", "check")
@@ -714,6 +718,8 @@ def publish(request: HttpRequest, name: str) -> HttpResponse:
         template = "policies/_publish_check.html" if is_htmx(request) else "policies/versions.html"
         return render(request, template, context, status=422)
     message = form.cleaned_data["message"]
+    # a refused confirm renders the versions page again with the message the user typed
+    keep = {"form": PublishForm(initial={"message": message})}
     if step == "confirm":
         checked = number_or_none(request.POST.get("revision", ""))
         stale = (
@@ -721,7 +727,7 @@ def publish(request: HttpRequest, name: str) -> HttpResponse:
             f"now {policy.draft_revision}); review it again before publishing."
         )
         if checked is None:
-            return _versions_error(request, policy, stale, 409)
+            return _versions_error(request, policy, stale, 409, **keep)
         try:
             # The service compares the revision again under the publishing lock.
             result = services.policy_publish(
@@ -729,7 +735,7 @@ def publish(request: HttpRequest, name: str) -> HttpResponse:
             )
         except PreconditionFailed:
             policy.refresh_from_db()
-            return _versions_error(request, policy, stale, 409)
+            return _versions_error(request, policy, stale, 409, **keep)
         except TestsFailed as exc:
             return _versions_error(
                 request,
@@ -737,12 +743,29 @@ def publish(request: HttpRequest, name: str) -> HttpResponse:
                 exc.message[:1].upper() + exc.message[1:] + ".",
                 422,
                 failures=[r for r in exc.details if not r["passed"]],
+                **keep,
             )
         except PolicyInvalid as exc:
-            return _versions_error(request, policy, f"The saved draft does not compile: {exc}", 422)
+            return _versions_error(
+                request, policy, f"The saved draft does not compile: {exc}", 422, **keep
+            )
+        except Conflict as exc:
+            conflict = exc.details if isinstance(exc.details, dict) else None
+            return _versions_error(
+                request,
+                policy,
+                exc.message[:1].upper() + exc.message[1:] + ".",
+                409,
+                conflict=conflict,
+                **keep,
+            )
         except ServiceError as exc:
             return _versions_error(
-                request, policy, exc.message[:1].upper() + exc.message[1:] + ".", http_status(exc)
+                request,
+                policy,
+                exc.message[:1].upper() + exc.message[1:] + ".",
+                http_status(exc),
+                **keep,
             )
         count = len(result.test_results)
         tests = f"{count} test case{'s' if count != 1 else ''} passed" if count else "no test cases"
@@ -756,7 +779,12 @@ def publish(request: HttpRequest, name: str) -> HttpResponse:
     context = _versions_context(request, policy)
     results, compile_error = _run_tests(policy, policy.draft)
     active = context["active"]
+    conflict = None
+    if not compile_error:
+        names = list(policy_compile(policy.draft).spec.scheduler_names)
+        conflict = selectors.scheduler_name_conflict(policy=policy, names=names)
     context.update(
+        conflict=conflict,
         form=form,
         checked=True,
         message=message,

@@ -721,6 +721,51 @@ def test_confirming_publishes_v1_and_says_so(clients, seed003):
     assert b"Published seed-003-name-length v1" in response.content
 
 
+def _holder_of_the_name(users) -> Policy:
+    """bin-packing, published, serves the schedulerName `schedweb` that seed-003 targets too."""
+    holder = services.policy_create(actor=users["editor"], document=example("bin-packing"))
+    services.policy_publish(
+        actor=users["publisher"], policy=holder, message="v1", revision=holder.draft_revision
+    )
+    return holder
+
+
+def test_the_review_shows_a_scheduler_name_conflict_with_a_link_and_no_publish_button(
+    clients, users, seed003
+):
+    _holder_of_the_name(users)
+    check = clients["publisher"].post(
+        "/policies/seed-003-name-length/publish", {"message": "m", "step": "check"}, **HTMX
+    )
+    html = check.content.decode()
+    assert 'id="publish-conflict"' in html
+    assert "schedulerName schedweb is already served by policy bin-packing (v1)" in html
+    assert 'id="conflict-link" href="/policies/bin-packing/versions/"' in html
+    assert "publish-confirm-button" not in html
+
+
+def test_a_conflict_found_at_confirm_keeps_the_message_and_links_the_holder(
+    clients, users, seed003
+):
+    # reviewed while the name was free; another policy took it before the confirm
+    _holder_of_the_name(users)
+    confirm = clients["publisher"].post(
+        "/policies/seed-003-name-length/publish",
+        {"message": "my careful words", "step": "confirm", "revision": str(seed003.draft_revision)},
+    )
+    html = confirm.content.decode()
+    assert confirm.status_code == 409
+    assert 'id="conflict-link" href="/policies/bin-packing/versions/"' in html
+    assert re.search(r'<textarea name="message"[^>]*>\s*my careful words</textarea>', html)  # kept
+    assert not PolicyVersion.objects.filter(policy=seed003).exists()
+    # a reload of that page's URL lands on the versions page, not on an empty 405
+    reload = clients["publisher"].get("/policies/seed-003-name-length/publish")
+    assert (reload.status_code, reload["Location"]) == (
+        302,
+        "/policies/seed-003-name-length/versions/",
+    )
+
+
 def test_a_publish_without_a_message_is_refused(clients, seed003):
     response = clients["publisher"].post(
         "/policies/seed-003-name-length/publish", {"message": "  ", "step": "check"}, **HTMX

@@ -147,6 +147,39 @@ def test_evaluate_prints_every_error_of_an_invalid_policy_and_exits_2(tmp_path):
     assert "line 5: filters[0].expression (line 1, column 6): undefined field 'alocatable'" in err
 
 
+def test_evaluate_json_with_an_invalid_policy_prints_its_errors_as_json_in_document_order(
+    tmp_path,
+):
+    policy = tmp_path / "bad.yaml"
+    policy.write_text(
+        "name: bad\nschedulerNames: [s]\nfilters:\n  - name: a\n    expression: node.alocatable.cpu > 0\nscores:\n  - name: b\n    expression: '\"x\"'\n    weight: -1\n"
+    )
+    code, out, _ = run(
+        "evaluate", "--policy", str(policy), "--pod", str(EXAMPLES / "pods" / "abc.yaml"), "--json"
+    )
+    assert code == 2
+    payload = json.loads(out)
+    assert payload["valid"] is False
+    assert [(e["path"], e["docLine"]) for e in payload["errors"]] == [
+        ("filters[0].expression", 5),
+        ("scores[0].expression", 8),
+        ("scores[0].weight", 9),
+    ]
+
+
+def test_evaluate_json_with_an_unreadable_pod_prints_the_error_as_json(tmp_path):
+    code, out, _ = run(
+        "evaluate",
+        "--policy",
+        str(EXAMPLES / "least-allocated.yaml"),
+        "--pod",
+        str(tmp_path / "missing.yaml"),
+        "--json",
+    )
+    assert code == 2
+    assert "cannot read the pod file" in json.loads(out)["error"]
+
+
 @pytest.mark.parametrize(
     ("pod_text", "message"),
     [

@@ -54,15 +54,24 @@ class Command(BaseCommand):
                 else None
             )
         except PolicyInvalid as exc:
+            # in document order, so the first error printed is the first one in the file
+            errors = sorted(exc.errors, key=lambda e: (e.doc_line or 0, e.doc_column or 0))
+            if options["json"]:
+                payload = {"valid": False, "errors": [e.to_dict() for e in errors]}
+                self.stdout.write(json.dumps(payload, indent=2))
+                sys.exit(2)
             self.stderr.write(
-                f"{options['policy']}: the policy is invalid ({len(exc.errors)} error{'s' if len(exc.errors) != 1 else ''}):"
+                f"{options['policy']}: the policy is invalid ({len(errors)} error{'s' if len(errors) != 1 else ''}):"
             )
-            for error in exc.errors:
+            for error in errors:
                 where = f"line {error.doc_line}: " if error.doc_line else ""
                 self.stderr.write(f"  {where}{error}")
             sys.exit(2)
         except (InputError, ClusterUnavailable) as exc:
-            self.stderr.write(f"error: {exc}")
+            if options["json"]:
+                self.stdout.write(json.dumps({"valid": None, "error": str(exc)}, indent=2))
+            else:
+                self.stderr.write(f"error: {exc}")
             sys.exit(2)
 
         preview = preview_run(document=policy_text, pod=pod, cluster=cluster, profile=profile)

@@ -98,6 +98,28 @@ def audit_list(*, policy_name: str = "", action: str = "", actor: str = ""):
     return queryset
 
 
+def policy_export_text(*, policy, text: str) -> str:
+    """`text` (the draft or a version of `policy`) with the test cases recorded in schedweb
+    added to its `tests:` (those whose name the document does not already use), so a Git
+    workflow's `policy test` runs them and an import elsewhere keeps them. A recorded case's
+    empty cluster (the current snapshot) is written as `snapshot`."""
+    from policies.engine.tests_section import with_tests
+
+    data = yaml.safe_load(text) or {}
+    taken = {t.get("name") for t in data.get("tests") or [] if isinstance(t, dict)}
+    cases = [
+        {
+            "name": case.name,
+            "pod": yaml.safe_load(case.pod),
+            "cluster": case.cluster or "snapshot",
+            "expect": case.expect,
+        }
+        for case in policy.test_cases.order_by("name")
+        if case.name not in taken
+    ]
+    return with_tests(text, cases)
+
+
 def scheduler_name_conflict(*, policy, names: list[str]) -> dict[str, Any] | None:
     """The active policy (other than `policy`) already serving one of `names`, as
     {"policy", "version", "schedulerNames"} (the overlap), or None: one active policy per

@@ -218,6 +218,46 @@ def test_policy_import_creates_then_updates_and_export_round_trips(tmp_path):
 
 
 @pytest.mark.django_db
+def test_export_carries_the_recorded_test_cases_and_an_import_elsewhere_runs_them(tmp_path):
+    from policies import services
+    from policies.evaluation import policy_compile, test_cases_run
+    from policies.models import Policy
+
+    source = EXAMPLES / "seed-003-name-length.yaml"
+    run("policy", "import", str(source))
+    policy = Policy.objects.get(name="seed-003-name-length")
+    pod = "metadata: {name: abc, namespace: default}\nspec: {schedulerName: schedweb}\n"
+    for name, winner in (("abc-on-cp-1", "cp-1"), ("abc-anywhere", None)):
+        expect = {"winner": winner} if winner else {"applies": True}
+        services.test_case_create(
+            actor=None, policy=policy, name=name, pod=pod, cluster="demo", expect=expect
+        )
+    target = tmp_path / "exported.yaml"
+    assert run("policy", "export", policy.name, "-o", str(target))[0] == 0
+    exported = target.read_text()
+    assert exported.startswith(source.read_text().rstrip("\n"))  # comments and layout kept
+    code, out, _ = run("policy", "test", str(target))
+    assert code == 0 and out.splitlines()[-1] == "2 of 2 test cases passed"
+
+    policy.delete()  # "elsewhere": a database without the recorded cases
+    run("policy", "import", str(target))
+    imported = Policy.objects.get(name="seed-003-name-length")
+    results = test_cases_run(compiled=policy_compile(imported.draft), stored=[])
+    assert sorted((r["name"], r["passed"]) for r in results) == [
+        ("abc-anywhere", True),
+        ("abc-on-cp-1", True),
+    ]
+
+
+def test_policy_test_without_any_test_case_fails_unless_allowed(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text((EXAMPLES / "least-allocated.yaml").read_text())
+    code, _, err = run("policy", "test", str(path))
+    assert code == 1 and "no test cases found" in err
+    assert run("policy", "test", str(path), "--allow-empty")[0] == 0
+
+
+@pytest.mark.django_db
 def test_policy_import_of_an_invalid_file_exits_2_and_stores_nothing(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nschedulerNames: [s]\nscores: [{name: a, expression: nod.name}]\n")

@@ -1,8 +1,9 @@
 """`python manage.py policy import FILE... | export NAME | test FILE...` for git-based workflows.
 
     policy import policies/*.yaml          create or replace drafts from files
-    policy export NAME [--version N|--active] [-o FILE]
-    policy test FILE...                    run each document's `tests:`; exit 1 on a failure (CI)
+    policy export NAME [--version N|--active] [-o FILE]   the document with its recorded test cases
+    policy test FILE... [--allow-empty]    run each document's `tests:`; exit 1 on a failure or
+                                           when there is no test case at all (CI)
 
 Only the files named here are read (regular files, at most MAX_DOCUMENT_BYTES), and by `test`
 the cluster files their cases name, relative to the document's folder and inside it.
@@ -21,6 +22,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from policies import selectors, services
 from policies.cluster.files import read_regular_file
 from policies.engine.document import MAX_DOCUMENT_BYTES, PolicyInvalid
+from policies.engine.tests_section import TestsSectionError
 from policies.evaluation import policy_compile, test_case_run
 from policies.models import Policy, PolicyVersion
 
@@ -35,7 +37,9 @@ class Command(BaseCommand):
         imp.add_argument(
             "--user", default="", help="username recorded in the audit log (default: system)"
         )
-        exp = sub.add_parser("export", help="print a policy's document")
+        exp = sub.add_parser(
+            "export", help="print a policy's document, with the test cases recorded in schedweb"
+        )
         exp.add_argument("name")
         which = exp.add_mutually_exclusive_group()
         which.add_argument("--version", type=int, help="a published version (default: the draft)")
@@ -43,6 +47,11 @@ class Command(BaseCommand):
         exp.add_argument("-o", "--output", help="write to this file instead of stdout")
         test = sub.add_parser("test", help="run the documents' test cases; exit 1 if any fails")
         test.add_argument("files", nargs="+")
+        test.add_argument(
+            "--allow-empty",
+            action="store_true",
+            help="exit 0 when the documents have no test case (default: exit 1)",
+        )
 
     def handle(self, *args, **options) -> None:
         getattr(self, f"_{options['action']}")(options)
@@ -101,6 +110,10 @@ class Command(BaseCommand):
             text = version.document
         else:
             text = policy.draft
+        try:
+            text = selectors.policy_export_text(policy=policy, text=text)
+        except TestsSectionError as exc:
+            raise CommandError(f"{policy.name}: {exc}") from None
         if options["output"]:
             Path(options["output"]).write_text(text, encoding="utf-8")
         else:
@@ -133,4 +146,8 @@ class Command(BaseCommand):
         if invalid:
             sys.exit(2)
         if failures:
+            sys.exit(1)
+        if not total and not options["allow_empty"]:
+            # a CI job that checks nothing must not look green
+            self.stderr.write("no test cases found (pass --allow-empty if that is intended)")
             sys.exit(1)

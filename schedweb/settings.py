@@ -240,6 +240,8 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "filters": {"no_422": {"()": "schedweb.logfilters.ValidationAnswersAreNotWarnings"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {"django.request": {"filters": ["no_422"]}},
     "root": {"handlers": ["console"], "level": env_str("SCHEDWEB_LOG_LEVEL", "INFO")},
 }

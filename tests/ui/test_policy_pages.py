@@ -1124,3 +1124,23 @@ def test_the_playground_advises_the_extender_weight_for_this_pod_and_the_example
     # on the demo cluster bin-packing is outvoted at the weight schedulerconfig prints (1)
     assert max(pod_weight, examples_weight) > 1
     assert "pg-advice--outvoted" in advice and "is too low" in advice
+
+
+def test_an_invalid_keystroke_logs_no_server_warning_but_other_refusals_still_do(
+    clients, seed003, caplog
+):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="django.request")
+    response = clients["editor"].post(
+        "/policies/seed-003-name-length/preview",
+        {"document": "name: [", "pod": "default/abc", "revision": "1", "seq": "1"},
+        **HTMX,
+    )
+    assert response.status_code == 422
+    assert [r for r in caplog.records if r.name == "django.request"] == []
+    stale = clients["editor"].post(
+        "/policies/seed-003-name-length/draft", {"document": seed003.draft, "if_match": "0"}, **HTMX
+    )
+    assert stale.status_code == 412
+    assert [r.status_code for r in caplog.records if r.name == "django.request"] == [412]

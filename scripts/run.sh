@@ -11,8 +11,11 @@ chmod 700 .run
 scripts/bootstrap.sh run
 [[ -f .env ]] && set -a && source .env && set +a
 redis_url=${SCHEDWEB_REDIS_URL:-redis://127.0.0.1:6379/0}
+started_redis=""   # the port of a Redis this run started (and stops on exit), if any
 if [[ $redis_url =~ ^redis://(127\.0\.0\.1|localhost):([0-9]+) ]]; then
-  scripts/services.sh redis "${BASH_REMATCH[2]}"
+  redis_port=${BASH_REMATCH[2]}
+  (exec 3<>"/dev/tcp/127.0.0.1/$redis_port") 2>/dev/null || started_redis=$redis_port
+  scripts/services.sh redis "$redis_port"
 fi
 export SCHEDWEB_REDIS_URL=$redis_url
 # DEBUG pages show settings and URL lists: off unless asked for (SCHEDWEB_DEBUG=1 in .env).
@@ -46,15 +49,19 @@ chmod 600 .run/secret-key .run/admin-login.txt 2>/dev/null || true
 [[ -f db.sqlite3 ]] && chmod 600 db.sqlite3
 
 pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
+cleanup() {
+  kill "${pids[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+  [[ -z $started_redis ]] || scripts/services.sh stop-redis "$started_redis"
+}
 trap cleanup EXIT INT TERM
 # Without gossip and mingle (unused here, as in the tests): they logged ERROR tracebacks on a
 # Redis restart.
 .venv/bin/celery -A schedweb worker -B --loglevel=INFO --concurrency=2 --without-gossip --without-mingle \
   --schedule .run/celerybeat-schedule >.run/worker.log 2>&1 &
 pids+=($!)
-echo "schedweb: http://127.0.0.1:8000/  (login: see .run/admin-login.txt; worker log: .run/worker.log; Ctrl-C stops everything)"
-.venv/bin/uvicorn schedweb.asgi:application --host 127.0.0.1 --port 8000 \
+echo "schedweb: http://127.0.0.1:${SCHEDWEB_WEB_PORT:-8000}/  (login: see .run/admin-login.txt; worker log: .run/worker.log; Ctrl-C stops everything)"
+.venv/bin/uvicorn schedweb.asgi:application --host 127.0.0.1 --port "${SCHEDWEB_WEB_PORT:-8000}" \
   --workers "${SCHEDWEB_WEB_WORKERS:-2}" --loop uvloop --http httptools --lifespan on &
 pids+=($!)
 extender_url=$(DJANGO_SETTINGS_MODULE=schedweb.settings $py -c 'import django; django.setup(); from django.conf import settings; print(settings.SCHEDWEB_EXTENDER_URL)' 2>/dev/null || true)

@@ -2,6 +2,7 @@
 # Starts local services on 127.0.0.1 when they are not already answering.
 #   scripts/services.sh redis PORT      # redis-server, data under .run/redis-PORT
 #   scripts/services.sh postgres PORT   # a private PostgreSQL cluster under .run/pg-PORT
+#   scripts/services.sh stop-redis PORT # stops the redis-server started here on PORT
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .run
@@ -34,5 +35,12 @@ postgres)
   "${run_as[@]}" "$bindir/pg_ctl" -D "$data" -l "$data/server.log" -w -t 30 \
     -o "-h 127.0.0.1 -p $port -k /tmp -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >/dev/null
   ;;
-*) echo "usage: $0 redis|postgres PORT"; exit 2 ;;
+stop-redis)
+  pidfile=".run/redis-$2/redis.pid"
+  [[ -f $pidfile ]] || exit 0
+  kill "$(<"$pidfile")" 2>/dev/null || true
+  for _ in $(seq 50); do port_open "$2" || exit 0; sleep 0.1; done
+  echo "services: redis on 127.0.0.1:$2 did not stop"; exit 1
+  ;;
+*) echo "usage: $0 redis|postgres|stop-redis PORT"; exit 2 ;;
 esac

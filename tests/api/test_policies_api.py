@@ -38,6 +38,16 @@ def test_it_answers_401_for_an_unknown_or_revoked_token(clients, users):
     assert response.status_code == 401 and "revoked" in response.json()["detail"]
 
 
+@pytest.mark.parametrize("keyword", ["Bearer", "Token", "bearer"])
+def test_a_token_works_with_either_keyword_the_readme_names(users, keyword):
+    from policies import services
+
+    _, raw = services.api_token_create(actor=users["viewer"], user=users["viewer"], name="kw")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"{keyword} {raw}")
+    assert client.get("/api/v1/policies").status_code == 200
+
+
 def test_it_answers_403_for_the_wrong_role_and_names_the_role_needed(clients):
     response = clients["viewer"].post("/api/v1/policies", {"document": document()}, format="json")
     assert response.status_code == 403

@@ -76,3 +76,13 @@ def test_docker_compose_defines_the_services_on_loopback_only():
     assert env["SCHEDWEB_EXTENDER_HOST"] == "0.0.0.0"
     assert {"SCHEDWEB_EXTENDER_TLS_CERT", "SCHEDWEB_EXTENDER_CLIENT_CA"} <= set(env)
     assert "extender_server" not in compose["services"]["web"]["command"]
+
+
+def test_every_setting_read_from_the_environment_is_in_env_example():
+    import re
+
+    read = set(
+        re.findall(r'env_\w+\(\s*"(SCHEDWEB_\w+)"', (ROOT / "schedweb/settings.py").read_text())
+    )
+    documented = set(re.findall(r"^# (SCHEDWEB_\w+)=", (ROOT / ".env.example").read_text(), re.M))
+    assert read and read <= documented, f"missing from .env.example: {sorted(read - documented)}"

@@ -342,9 +342,10 @@ def test_a_viewer_previews_but_cannot_edit_and_a_forced_post_is_refused(stack, l
     ready(page)
     for control in ("#save-button", "#add-test-button", "#publish-link"):
         assert page.locator(control).count() == 0
-    # previews work for viewers
+    # previews work for viewers, and the page says their edits cannot be saved
     replace_text(page, "size(pod.name) < 5", "size(pod.name) < 9")
     wait_for_preview(page)
+    assert page.inner_text("#dirty-flag") == "read-only: edits preview only"
     page.goto(f"{live_server.url}/policies/seed-003-name-length/versions/")
     assert page.locator("#publish-form").count() == 0
     assert page.locator("[data-rollback]").count() == 0

@@ -3,6 +3,7 @@
 /                                            dashboard (and /dashboard/health, its polled card)
 /login/ /logout/                             sign-in and sign-out
 /decisions/[<id>/]                           sampled extender decisions and one's breakdown
+/account/tokens/                             the user's API tokens: create, list, revoke
 /connect/                                    kube-scheduler configuration for this installation
 /connect/scheduler-profile                    POST: the configuration previews model (admin)
 /cluster/                                    nodes and pods as the engine sees them
@@ -21,7 +22,7 @@ from django.urls import path
 
 from policies.numbers import id_converter_register
 
-from . import cluster_page, gallery, ops_views
+from . import cluster_page, gallery, ops_views, token_page
 from . import policy_views as views
 
 id_converter_register()
@@ -33,6 +34,7 @@ urlpatterns = [
     path("logout/", ops_views.SignOutView.as_view(), name="logout"),
     path("decisions/", ops_views.decision_list, name="decisions"),
     path("decisions/<id:decision_id>/", ops_views.decision_detail, name="decision"),
+    path("account/tokens/", token_page.tokens_page, name="account-tokens"),
     path("connect/", ops_views.connect, name="connect"),
     path(
         "connect/scheduler-profile",

@@ -5,11 +5,21 @@
  *   schedweb.toast(msg, opts)   toasts; also from the server via `HX-Trigger: {"toast": {...}}`
  *   time[data-relative]         "3 s ago", kept current; data-stale-after="30" marks it stale
  *   [data-tabs], [data-split], [data-theme-toggle], details.menu
+ *   form[data-confirm]          asks before submitting (the text is the question)
  * Everything is (re)initialised on content that htmx swaps in (htmx:load), and a table's sort and
  * filter survive a swap of the table (the live preview re-renders it on every keystroke).
  */
 (function () {
   "use strict";
+
+  // Runs in the capture phase, before htmx's own submit handler on htmx-driven forms.
+  document.addEventListener("submit", (e) => {
+    const form = e.target.closest("form[data-confirm]");
+    if (form && !window.confirm(form.dataset.confirm)) {
+      e.preventDefault();
+      e.stopImmediatePropagation();
+    }
+  }, true);
 
   const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
   const NUMBER = /^[-+\u2212]?(\d+(\.\d*)?|\.\d+)(e[-+]?\d+)?%?$/i;

@@ -9,7 +9,7 @@
  * marked outdated.
  * Also: Ctrl/Cmd+S saves; unsaved-changes flag and leave warning; a stale save (412) offers to
  * load the other draft while keeping the user's text aside; the picker's choice goes in the URL;
- * forms with data-confirm ask first; <dialog> openers; 403/409/412 answers shown in words.
+ * <dialog> openers; 403/409/412 answers shown in words.
  */
 (function () {
   "use strict";
@@ -19,15 +19,6 @@
   // ------------------------------------------------------------------------------------------
   // Small page helpers (every policy page)
   // ------------------------------------------------------------------------------------------
-  // Runs in the capture phase, before htmx's own submit handler on htmx-driven forms.
-  document.addEventListener("submit", (e) => {
-    const form = e.target.closest("form[data-confirm]");
-    if (form && !window.confirm(form.dataset.confirm)) {
-      e.preventDefault();
-      e.stopImmediatePropagation();
-    }
-  }, true);
-
   document.addEventListener("click", (e) => {
     const opener = e.target.closest("[data-dialog-open]");
     if (opener) {

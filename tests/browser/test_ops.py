@@ -295,3 +295,41 @@ def test_the_dashboard_says_what_is_down_in_dark_mode_too(live_server, page, scr
     assert "No active policies" in page.locator("#active-policies").inner_text()
     screenshot(page, "dashboard-degraded-dark")
     assert page.console_errors == []
+
+
+def test_a_user_makes_an_api_token_from_the_account_menu_and_revokes_it(
+    live_server, page, screenshot
+):
+    import json
+    import urllib.error
+    import urllib.request
+
+    make_user("tina", "viewer")
+    sign_in(page, live_server.url, "tina")
+    page.click("#user-menu summary")
+    page.click("#menu-tokens")
+    page.fill("#token-name", "nightly-job")
+    page.click("#token-create")
+    raw = page.inner_text("#new-token-value").strip()
+    screenshot(page, "api-tokens")
+
+    def me() -> int:
+        request = urllib.request.Request(
+            f"{live_server.url}/api/v1/me", headers={"Authorization": f"Bearer {raw}"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                assert json.loads(response.read())["username"] == "tina"
+                return response.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    assert me() == 200
+    page.once("dialog", lambda dialog: dialog.dismiss())  # "Revoke ...?" - no: nothing changes
+    page.click("#tokens-table button[name=revoke]")
+    assert page.locator("#tokens-table .badge--pass").count() == 1
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#tokens-table button[name=revoke]")
+    page.wait_for_selector("#tokens-table .badge--neutral")
+    assert me() == 401
+    assert page.console_errors == []

@@ -6,6 +6,7 @@
  *   time[data-relative]         "3 s ago", kept current; data-stale-after="30" marks it stale
  *   [data-tabs], [data-split], [data-theme-toggle], details.menu
  *   form[data-confirm]          asks before submitting (the text is the question)
+ *   [data-nav-toggle]           opens and closes the main navigation on narrow screens
  * Everything is (re)initialised on content that htmx swaps in (htmx:load), and a table's sort and
  * filter survive a swap of the table (the live preview re-renders it on every keystroke).
  */
@@ -20,6 +21,25 @@
       e.stopImmediatePropagation();
     }
   }, true);
+
+  // The main navigation's menu button (shown on narrow screens only, by CSS).
+  function setNav(open) {
+    const toggle = document.querySelector("[data-nav-toggle]");
+    if (!toggle) return;
+    toggle.closest(".topbar")?.classList.toggle("nav-open", open);
+    toggle.setAttribute("aria-expanded", String(open));
+  }
+  document.addEventListener("click", (e) => {
+    const toggle = e.target.closest("[data-nav-toggle]");
+    if (toggle) return setNav(toggle.getAttribute("aria-expanded") !== "true");
+    if (!e.target.closest("#main-nav")) setNav(false);
+  });
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && document.querySelector(".topbar.nav-open")) {
+      setNav(false);
+      document.querySelector("[data-nav-toggle]")?.focus();
+    }
+  });
 
   const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
   const NUMBER = /^[-+\u2212]?(\d+(\.\d*)?|\.\d+)(e[-+]?\d+)?%?$/i;

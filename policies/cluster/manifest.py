@@ -35,13 +35,63 @@ def parse_manifest(text: str, *, what: str = "pod") -> dict[str, Any]:
     return data
 
 
+# Workloads whose pod template stands for the pods they create: where the template is.
+TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
+    "Deployment": ("spec", "template"),
+    "StatefulSet": ("spec", "template"),
+    "DaemonSet": ("spec", "template"),
+    "ReplicaSet": ("spec", "template"),
+    "ReplicationController": ("spec", "template"),
+    "Job": ("spec", "template"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template"),
+}
+
+
+def pod_from_workload(obj: dict[str, Any]) -> dict[str, Any]:
+    """The Pod a workload's template describes: its labels, annotations and spec, in the
+    workload's namespace, named `<workload>-<kind>-template`. The pod has no owner reference
+    (the ReplicaSet or Job that would own it may not exist yet)."""
+    kind = obj["kind"]
+    template: Any = obj
+    for key in TEMPLATE_PATHS[kind]:
+        template = template.get(key) if type(template) is dict else None
+    where = ".".join(TEMPLATE_PATHS[kind])
+    if type(template) is not dict:
+        raise InputError(f"{kind}: {where}: expected the pod template (an object)")
+    meta = obj.get("metadata") if type(obj.get("metadata")) is dict else {}
+    template_meta = template.get("metadata") or {}
+    if type(template_meta) is not dict:
+        raise InputError(
+            f"{kind}: {where}.metadata: expected an object, got {_kind(template_meta)}"
+        )
+    name = str(meta.get("name") or "workload")[:200]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{name}-{kind.lower()}-template",
+            "namespace": meta.get("namespace") or "default",
+            "labels": template_meta.get("labels") or {},
+            "annotations": template_meta.get("annotations") or {},
+        },
+        "spec": template.get("spec"),
+    }
+
+
 def pod_view_from_object(obj: dict[str, Any]) -> PodView:
-    """A Pod object (dict) -> the engine's pod view; missing namespace means default."""
+    """A Pod object (dict), or a workload with a pod template (Deployment, StatefulSet,
+    DaemonSet, ReplicaSet, ReplicationController, Job, CronJob) -> the engine's pod view;
+    missing namespace means default."""
     if type(obj) is not dict:
         raise InputError(f"the pod must be a mapping (a Kubernetes object), got {_kind(obj)}")
     kind = obj.get("kind", "Pod")
-    if kind != "Pod":
-        raise InputError(f"expected a Pod, got kind {kind!r}")
+    if type(kind) is str and kind in TEMPLATE_PATHS:
+        obj = pod_from_workload(obj)
+    elif kind != "Pod":
+        raise InputError(
+            f"expected a Pod or a workload with a pod template ({', '.join(TEMPLATE_PATHS)}), "
+            f"got kind {kind!r}"
+        )
     metadata = obj.get("metadata") or {}
     if type(metadata) is not dict:
         raise InputError(f"pod: metadata: expected an object, got {_kind(metadata)}")

@@ -81,3 +81,25 @@ def pods_filtered(*, loaded: LoadedCluster, params: Any) -> list[PodView]:
             continue
         out.append(pod)
     return out
+
+
+MAX_SEARCH_TERMS = 8
+
+
+def pods_search(*, loaded: LoadedCluster, query: str, limit: int = 20) -> list[PodView]:
+    """The playground's pod search: every whitespace-separated term must match - `key=value`
+    (or `key=`) a label, anything else a part of `namespace/name`. Pending pods first, then by
+    namespace and name; at most `limit`. InputError for an over-long query."""
+    if len(query) > 2 * _MAX_FILTER or "\x00" in query:
+        raise InputError(f"search: at most {2 * _MAX_FILTER} characters, no NUL")
+    terms = query.split()[:MAX_SEARCH_TERMS]
+    labels = _labels([t for t in terms if "=" in t])
+    parts = [t.lower() for t in terms if "=" not in t]
+    found = [
+        pod
+        for pod in loaded.state.pods()
+        if _has_labels(pod["labels"], labels)
+        and all(p in f"{pod['namespace']}/{pod['name']}".lower() for p in parts)
+    ]
+    found.sort(key=lambda p: (bool(p["nodeName"]), p["namespace"], p["name"]))
+    return found[:limit]

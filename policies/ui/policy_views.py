@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from policies import preview_jobs, selectors, services
 from policies.api.errors import http_status
+from policies.cluster.filters import pods_search
 from policies.cluster.manifest import parse_manifest
 from policies.cluster.sources import CLUSTER_KEYS, cluster_for
 from policies.engine.compare import rule_changes
@@ -228,6 +229,26 @@ def _compare_source(policy: Policy) -> tuple[str | None, str]:
     return (active.document, f"v{active.number}") if active else (None, "")
 
 
+POD_SEARCH_LIMIT = 20
+
+
+@page_access(roles={"GET": "viewer"})
+def pod_search(request: HttpRequest, name: str) -> HttpResponse:
+    """The pods of the snapshot matching ?q= (namespace/name parts and label=value terms), as
+    buttons the playground turns into the chosen pod (fragment)."""
+    _policy(name)
+    query = request.GET.get("q", "").strip()
+    cluster_key = request.GET.get("cluster", "")
+    context: dict[str, Any] = {"query": query, "pods": [], "limit": POD_SEARCH_LIMIT}
+    if query:
+        try:
+            cluster = cluster_for(key=cluster_key if cluster_key in CLUSTER_KEYS else "")
+            context["pods"] = pods_search(loaded=cluster, query=query, limit=POD_SEARCH_LIMIT)
+        except (InputError, ClusterUnavailable) as exc:
+            context["error"] = str(exc)
+    return render(request, "policies/_pod_matches.html", context)
+
+
 @page_access(roles={"GET": "viewer"})
 def playground(request: HttpRequest, name: str) -> HttpResponse:
     """The editor on the draft (or ?version=N), with a first preview rendered in the page."""
@@ -285,6 +306,12 @@ def playground(request: HttpRequest, name: str) -> HttpResponse:
         "options": options,
         "choice": choice,
         "choice_known": choice.value in known or choice.kind == "pasted",
+        "choice_in_cluster": cluster is not None
+        and choice.kind == "snapshot"
+        and any(
+            p["namespace"] == choice.namespace and p["name"] == choice.name
+            for p in cluster.state.pods()
+        ),
         "pasted": pasted,
         "pod_error": pod_error,
         "cluster_key": cluster_key,

@@ -10,6 +10,7 @@
 /policies/                                   list (GET), create (POST)
 /policies/<name>/                            playground
 /policies/<name>/preview                     live preview fragment (POST)
+/policies/<name>/pods?q=                     pod search for the playground's picker (fragment)
 /policies/<name>/draft                       save the draft with If-Match (POST)
 /policies/<name>/preview-all[/<job>]         background preview of all pending pods
 /policies/<name>/tests/[add|run|delete]      test cases
@@ -45,6 +46,7 @@ urlpatterns = [
     path("policies/", views.policy_list, name="policy-list"),
     path("policies/<slug:name>/", views.playground, name="policy-playground"),
     path("policies/<slug:name>/preview", views.preview, name="policy-preview"),
+    path("policies/<slug:name>/pods", views.pod_search, name="policy-pod-search"),
     path("policies/<slug:name>/draft", views.draft_save, name="policy-draft-save"),
     path("policies/<slug:name>/preview-all", views.preview_all_start, name="policy-preview-all"),
     path(

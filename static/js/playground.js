@@ -227,6 +227,30 @@
     if (e.target.id === "policy-editor") updateDirty();
   });
 
+  // Pod search: a found pod becomes the picker's choice (in a "Found" group) and is previewed.
+  document.addEventListener("click", (e) => {
+    const match = e.target.closest(".pg-pod-match");
+    if (!match) return;
+    const select = $("#pod-select");
+    if (!select) return;
+    let option = [...select.options].find((o) => o.value === match.dataset.pod);
+    if (!option) {
+      let group = select.querySelector("optgroup[data-found]");
+      if (!group) {
+        group = document.createElement("optgroup");
+        group.label = "Found";
+        group.dataset.found = "";
+        select.prepend(group);
+      }
+      option = new Option(match.dataset.pod, match.dataset.pod);
+      group.appendChild(option);
+    }
+    select.value = match.dataset.pod;
+    select.dispatchEvent(new Event("change", { bubbles: true }));
+    $("#pod-matches").replaceChildren();
+    $("#pod-search").value = "";
+  });
+
   window.addEventListener("beforeunload", (e) => {
     if (isDirty() && $("#save-button")) {
       e.preventDefault();

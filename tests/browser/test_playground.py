@@ -364,6 +364,26 @@ def test_a_viewer_previews_but_cannot_edit_and_a_forced_post_is_refused(stack, l
     assert Policy.objects.get(pk=policy.pk).draft_revision == policy.draft_revision
 
 
+def test_a_pod_found_by_search_is_previewed_and_kept_in_the_url(stack, live_server, page):
+    user = make_user("sam", "viewer")
+    services.policy_create(actor=make_user("ed", "editor"), document=example("bin-packing"))
+    sign_in(page, live_server, user.username, then="/policies/bin-packing/")
+    ready(page)
+    page.fill("#pod-search", "kube-system/ k8s-app=kube-proxy")
+    first = page.locator("#pod-matches .pg-pod-match").first
+    first.wait_for()
+    chosen = first.get_attribute("data-pod")
+    assert chosen.startswith("kube-system/kube-proxy-")
+    first.click()
+    page.wait_for_function(
+        f"document.querySelector('#preview-result')?.textContent.includes('{chosen}')"
+    )
+    assert page.input_value("#pod-select") == chosen
+    assert f"pod={chosen.replace('/', '%2F')}" in page.url
+    assert page.locator("#pod-matches .pg-pod-match").count() == 0
+    assert meaningful_errors(page) == []
+
+
 def test_a_test_case_is_added_from_the_preview_in_one_click(stack, live_server, page):
     user = make_user("tess", "editor")
     services.policy_create(actor=user, document=example("seed-003-name-length"))

@@ -78,3 +78,34 @@ def test_a_workload_is_judged_by_its_pod_template(kind):
 def test_a_workload_without_a_usable_template_is_refused_in_words(text, message):
     with pytest.raises(InputError, match=message.replace("[", r"\[").replace("]", r"\]")):
         pod_view_from_text(text)
+
+
+# --- the playground's pod search ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo():
+    from policies.cluster.sources import cluster_load
+
+    return cluster_load("demo")
+
+
+def test_search_matches_name_parts_and_labels_all_terms_pending_first(demo):
+    from policies.cluster.filters import pods_search
+
+    found = pods_search(loaded=demo, query="web/ app=api tier=backend")
+    assert found and all(p["namespace"] == "web" and p["labels"]["app"] == "api" for p in found)
+    every = pods_search(loaded=demo, query="a", limit=500)
+    bound = [bool(p["nodeName"]) for p in every]
+    assert bound == sorted(bound)  # pending pods come first
+    assert len(pods_search(loaded=demo, query="a", limit=3)) == 3
+    assert pods_search(loaded=demo, query="no-such-pod-anywhere") == []
+    assert [p["name"] for p in pods_search(loaded=demo, query="DEFAULT/ABCDEFG")] == ["abcdefg"]
+
+
+@pytest.mark.parametrize("query", ["x" * 600, "a\x00b", "=web"])
+def test_a_malformed_search_is_an_input_error(demo, query):
+    from policies.cluster.filters import pods_search
+
+    with pytest.raises(InputError):
+        pods_search(loaded=demo, query=query)

@@ -1144,3 +1144,30 @@ def test_an_invalid_keystroke_logs_no_server_warning_but_other_refusals_still_do
     )
     assert stale.status_code == 412
     assert [r.status_code for r in caplog.records if r.name == "django.request"] == [412]
+
+
+# --- pod search ---------------------------------------------------------------------------------
+
+
+def test_the_pod_search_lists_matching_pods_as_buttons(clients, seed003, demo_cluster):
+    html = (
+        clients["viewer"]
+        .get("/policies/seed-003-name-length/pods", {"q": "web/ app=frontend"})
+        .content.decode()
+    )
+    found = re.findall(r'data-pod="([^"]+)"', html)
+    assert found and all(p.startswith("web/frontend-") for p in found)
+    none = clients["viewer"].get("/policies/seed-003-name-length/pods", {"q": "zzz-nothing"})
+    assert b"No pod matches" in none.content
+    bad = clients["viewer"].get("/policies/seed-003-name-length/pods", {"q": "x" * 600})
+    assert bad.status_code == 200 and b"at most 506 characters" in bad.content
+
+
+def test_a_searched_pod_opens_by_its_name_not_as_missing(clients, seed003, demo_cluster):
+    html = (
+        clients["viewer"]
+        .get("/policies/seed-003-name-length/", {"pod": "kube-system/kube-proxy-h2m6h"})
+        .content.decode()
+    )
+    assert "kube-system/kube-proxy-h2m6h</option>" in html
+    assert "not in the snapshot" not in html

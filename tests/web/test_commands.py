@@ -184,7 +184,10 @@ def test_evaluate_json_with_an_unreadable_pod_prints_the_error_as_json(tmp_path)
     ("pod_text", "message"),
     [
         ("- not\n- a pod\n", "must be a mapping"),
-        ("kind: Service\nmetadata: {name: s}\n", "expected a Pod or a workload with a pod template"),
+        (
+            "kind: Service\nmetadata: {name: s}\n",
+            "expected a Pod or a workload with a pod template",
+        ),
         (
             "metadata: {name: p}\nspec:\n  containers: [{name: c, resources: {requests: {cpu: 10x}}}]\n",
             'invalid quantity "10x"',

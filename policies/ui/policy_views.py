@@ -23,6 +23,7 @@ from django.utils import timezone
 from policies import preview_jobs, selectors, services
 from policies.api.errors import http_status
 from policies.cluster.filters import pods_search
+from policies.cluster.loaded import pod_from_cluster
 from policies.cluster.manifest import parse_manifest
 from policies.cluster.sources import CLUSTER_KEYS, cluster_for
 from policies.engine.compare import rule_changes
@@ -139,8 +140,29 @@ def policy_list(request: HttpRequest) -> HttpResponse:
         else:
             status = 422
     search = request.GET.get("q", "").strip()[:100]
+    rows = _policy_rows(search=search)
+    # ?pod=ns/name (the cluster page's "Preview…"): each policy opens on that pod, the policies
+    # that target its scheduler first
+    preview_pod = request.GET.get("pod", "")[:510] if "/" in request.GET.get("pod", "") else ""
+    scheduler = ""
+    if preview_pod:
+        namespace, _, pod_name = preview_pod.partition("/")
+        try:
+            found = pod_from_cluster(
+                cluster=cluster_for(key=""), namespace=namespace, name=pod_name
+            )
+            scheduler = found["schedulerName"]
+        except (InputError, ClusterUnavailable):
+            scheduler = ""
+        if scheduler:
+            rows.sort(key=lambda r: scheduler not in r["scheduler_names"])
     context = {
-        "rows": _policy_rows(search=search),
+        "preview_pod": preview_pod,
+        "preview_pod_scheduler": scheduler,
+        "preview_pod_targeted": any(scheduler in r["scheduler_names"] for r in rows)
+        if scheduler
+        else False,
+        "rows": rows,
         "search": search,
         "form": form,
         "examples": example_policies(),

@@ -1171,3 +1171,19 @@ def test_a_searched_pod_opens_by_its_name_not_as_missing(clients, seed003, demo_
     )
     assert "kube-system/kube-proxy-h2m6h</option>" in html
     assert "not in the snapshot" not in html
+
+
+def test_the_cluster_pages_preview_link_opens_policies_on_that_pod_targeting_ones_first(
+    clients, users, seed003, demo_cluster
+):
+    cluster_html = clients["viewer"].get("/cluster/").content.decode()
+    assert 'href="/policies/?pod=default%2Fabcdefg"' in cluster_html
+    other = example("bin-packing").replace("schedulerNames: [schedweb]", "schedulerNames: [other]")
+    services.policy_create(actor=users["editor"], document=other)
+    html = clients["viewer"].get("/policies/", {"pod": "default/abcdefg"}).content.decode()
+    assert 'id="preview-pod-banner"' in html and 'its scheduler <span class="mono">schedweb' in html
+    links = re.findall(r'class="mono pg-policy-link" href="([^"]+)"', html)
+    assert links == [
+        "/policies/seed-003-name-length/?pod=default%2Fabcdefg",
+        "/policies/bin-packing/?pod=default%2Fabcdefg",
+    ]

@@ -53,6 +53,31 @@ def http_status(exc: ServiceError) -> int:
     return 400
 
 
+# Every `error` an API answer can carry (the schema's enum; tests/api check the code base for more).
+ERROR_CODES = (
+    "authentication_failed",
+    "cluster_unavailable",
+    "conflict",
+    "error",
+    "invalid",
+    "invalid_input",
+    "invalid_policy",
+    "method_not_allowed",
+    "not_acceptable",
+    "not_authenticated",
+    "not_found",
+    "parse_error",
+    "permission_denied",
+    "precondition_failed",
+    "precondition_required",
+    "tests_failed",
+    "throttled",
+    "too_large",
+    "too_slow",
+    "unsupported_media_type",
+)
+
+
 def error_body(
     code: str, detail: str, *, errors: list | None = None, results: list | None = None
 ) -> dict[str, Any]:

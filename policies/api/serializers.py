@@ -10,6 +10,8 @@ from rest_framework import serializers
 
 from policies.numbers import number_or_none
 
+from .errors import ERROR_CODES
+
 
 class StrictSerializer(serializers.Serializer):
     """A serializer that refuses fields it does not define, naming them."""
@@ -146,12 +148,39 @@ class TokenCreateSerializer(StrictSerializer):
 # --- response shapes (documentation; views build plain dicts) ----------------------------------
 
 
+class FieldErrorSerializer(serializers.Serializer):
+    """One problem of the input: where (a field path; for CEL, the line and column inside the
+    expression and in the document) and what."""
+
+    path = serializers.CharField(allow_blank=True)
+    message = serializers.CharField()
+    kind = serializers.CharField(required=False)
+    rule = serializers.CharField(required=False, allow_null=True)
+    line = serializers.IntegerField(required=False, allow_null=True)
+    column = serializers.IntegerField(required=False, allow_null=True)
+    docLine = serializers.IntegerField(required=False, allow_null=True)
+    docColumn = serializers.IntegerField(required=False, allow_null=True)
+
+
+class TestResultSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    passed = serializers.BooleanField()
+    failures = serializers.ListField(child=serializers.CharField())
+
+
+class ConflictSerializer(serializers.Serializer):
+    """What a schedulerName conflict is with: the active policy that holds the names."""
+
+    policy = serializers.CharField()
+    schedulerNames = serializers.ListField(child=serializers.CharField())
+
+
 class ErrorSerializer(serializers.Serializer):
-    error = serializers.CharField()
+    error = serializers.ChoiceField(choices=ERROR_CODES)
     detail = serializers.CharField()
-    errors = serializers.ListField(child=serializers.DictField(), required=False)
-    results = serializers.ListField(child=serializers.DictField(), required=False)
-    conflict = serializers.DictField(required=False)
+    errors = FieldErrorSerializer(many=True, required=False)
+    results = TestResultSerializer(many=True, required=False)
+    conflict = ConflictSerializer(required=False)
 
 
 class VersionSummarySerializer(serializers.Serializer):
@@ -183,7 +212,7 @@ class PolicySerializer(serializers.Serializer):
 
 class ValidationResultSerializer(serializers.Serializer):
     valid = serializers.BooleanField()
-    errors = serializers.ListField(child=serializers.DictField())
+    errors = FieldErrorSerializer(many=True)
 
 
 @extend_schema_field(OpenApiTypes.OBJECT)
@@ -247,12 +276,6 @@ class TestCaseSerializer(serializers.Serializer):
     cluster = serializers.CharField(allow_blank=True)
     expect = serializers.DictField()
     createdAt = serializers.DateTimeField()
-
-
-class TestResultSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    passed = serializers.BooleanField()
-    failures = serializers.ListField(child=serializers.CharField())
 
 
 class PublishResultSerializer(serializers.Serializer):

@@ -501,3 +501,27 @@ def test_a_validation_past_the_time_limit_answers_503_too_slow(api, settings):
     assert response.json()["error"] == "too_slow"
     settings.SCHEDWEB_PREVIEW_SECONDS = 10
     assert api.post("/api/v1/validate", {"document": slow}, format="json").json()["valid"]
+
+
+def test_every_error_code_the_api_can_answer_is_in_the_schemas_enum():
+    import re
+    from pathlib import Path
+
+    from policies.api.errors import ERROR_CODES
+
+    root = Path(__file__).resolve().parents[2] / "policies"
+    sources = "\n".join(p.read_text() for p in root.rglob("*.py"))
+    emitted = set(re.findall(r'error_body\(\s*"([a-z_]+)"', sources))
+    emitted |= set(re.findall(r'^\s+code = "([a-z_]+)"', (root / "errors.py").read_text(), re.M))
+    emitted |= set(re.findall(r'"(invalid_policy)"', sources))
+    assert emitted and emitted <= set(ERROR_CODES), sorted(emitted - set(ERROR_CODES))
+
+
+def test_the_schema_types_error_bodies(api):
+    schema = api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    error = schema["components"]["schemas"]["Error"]["properties"]
+    assert "enum" in str(schema["components"]["schemas"]) and error["errors"]["items"] == {
+        "$ref": "#/components/schemas/FieldError"
+    }
+    field = schema["components"]["schemas"]["FieldError"]["properties"]
+    assert {"path", "message", "line", "column", "docLine", "docColumn"} <= set(field)

@@ -48,9 +48,11 @@ chmod 600 .run/secret-key .run/admin-login.txt 2>/dev/null || true
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
-# Without gossip and mingle (unused here, as in the tests): they logged ERROR tracebacks on a
-# Redis restart.
-.venv/bin/celery -A schedweb worker -B --loglevel=INFO --concurrency=2 --without-gossip --without-mingle \
+# Without gossip, mingle and event heartbeats: no schedweb code or monitor uses worker-to-worker
+# events (no `celery inspect`, no Flower), and gossip logged ERROR tracebacks on a Redis restart.
+# Keep these flags on every worker command line (docker-compose.yml, tests/e2e/stack.py).
+.venv/bin/celery -A schedweb worker -B --loglevel=INFO --concurrency=2 \
+  --without-gossip --without-mingle --without-heartbeat \
   --schedule .run/celerybeat-schedule >.run/worker.log 2>&1 &
 pids+=($!)
 echo "schedweb: http://127.0.0.1:8000/  (login: see .run/admin-login.txt; worker log: .run/worker.log; Ctrl-C stops everything)"

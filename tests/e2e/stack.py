@@ -198,6 +198,7 @@ class SchedwebStack:
                 str(self.workdir / "beat-schedule"),
                 "--without-gossip",
                 "--without-mingle",
+                "--without-heartbeat",
             ],
             log_path=self.workdir / "worker.log",
             env=self.env,

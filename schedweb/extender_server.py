@@ -21,8 +21,10 @@ def uvicorn_options() -> dict:
         "host": settings.SCHEDWEB_EXTENDER_HOST,
         "port": settings.SCHEDWEB_EXTENDER_PORT,
         "workers": settings.SCHEDWEB_EXTENDER_WORKERS,
-        "loop": "uvloop",
-        "http": "httptools",
+        # uvloop and httptools, with deadlines for clients that stall in the TLS handshake, the
+        # headers or the body (schedweb/http_timeouts.py).
+        "loop": "schedweb.http_timeouts:new_event_loop",
+        "http": "schedweb.http_timeouts:TimedHttpToolsProtocol",
         "lifespan": "on",
         "timeout_keep_alive": 30,
         "access_log": False,  # two requests per pod: noise, and time on the hot path

@@ -221,7 +221,7 @@ class SchedwebStack:
                 "--loop",
                 "uvloop",
                 "--http",
-                "httptools",
+                "schedweb.http_timeouts:TimedHttpToolsProtocol",
                 "--lifespan",
                 "on",
                 "--no-access-log",

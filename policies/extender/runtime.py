@@ -274,7 +274,8 @@ def snapshot_provider():
 
 def binder():
     """Creates pods/binding through the Kubernetes API: only when SCHEDWEB_EXTENDER_BIND is on
-    (and the source is live). The client is created here, at start, not on the first bind."""
+    (and the source is live). The client is created and configured here, with the runtime,
+    which the extender listener builds at its start (schedweb/asgi.py), not on the first bind."""
     if not settings.SCHEDWEB_EXTENDER_BIND or settings.SCHEDWEB_CLUSTER_SOURCE != "live":
         return None
     from policies.cluster.live import bind_pod, binder_client

@@ -13,7 +13,7 @@ from django.urls import Resolver404, resolve
 from policies.extender.entry import VERBS
 from policies.extender.runtime import runtime
 from schedweb import asgi
-from tests.asgiclient import asgi_request, extender_post, run
+from tests.asgiclient import asgi_lifespan_startup, asgi_request, extender_post, run
 
 from .conftest import args_body, example, go_pod
 
@@ -193,3 +193,45 @@ def test_the_lifespan_protocol_is_acknowledged():
 
     run(asgi.application({"type": "lifespan"}, receive, send))
     assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:9", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+
+def test_the_extender_listener_builds_its_runtime_and_bind_client_at_startup(
+    settings, extender_redis, tmp_path, monkeypatch
+):
+    from policies.cluster import live
+    from policies.extender import runtime as runtime_module
+
+    (tmp_path / "kubeconfig").write_text(KUBECONFIG)
+    settings.SCHEDWEB_CLUSTER_SOURCE = "live"
+    settings.SCHEDWEB_KUBECONFIG = tmp_path / "kubeconfig"
+    settings.SCHEDWEB_EXTENDER_BIND = True
+    monkeypatch.setattr(live, "_binder", None)
+    monkeypatch.setattr(asgi, "_ready", asgi._ready)  # restored for the tests after this one
+    runtime_module.reset_runtime()
+    sent = asgi_lifespan_startup(app="extender")
+    assert [m["type"] for m in sent] == [
+        "lifespan.startup.complete",
+        "lifespan.shutdown.complete",
+    ]
+    # before any request: the runtime, its binder and a configured Kubernetes client
+    assert runtime_module._runtime is not None
+    assert runtime_module._runtime.extender._binder is live.bind_pod
+    assert live._binder is not None and live._binder._api is not None
+    assert live._binder.server == "https://127.0.0.1:9"
+
+
+def test_the_web_listener_starts_no_extender_runtime(extender_redis):
+    from policies.extender import runtime as runtime_module
+
+    runtime_module.reset_runtime()
+    asgi_lifespan_startup(app="web")
+    assert runtime_module._runtime is None

@@ -3,8 +3,9 @@
 - `application` (uvicorn schedweb.asgi:application): the pages, the API and the ops endpoints.
   It does not serve the extender: anything under /extender/ is a JSON 404 here.
 - `extender_application` (python -m schedweb.extender_server, on SCHEDWEB_EXTENDER_PORT with TLS
-  and optionally mutual TLS): kube-scheduler's calls (POST /extender/<verb>), /healthz and
-  /readyz (Django's view: what these processes serve), nothing else. Requests whose Host is not in SCHEDWEB_EXTENDER_ALLOWED_HOSTS get a 400, a POST whose
+  and optionally mutual TLS): kube-scheduler's calls (POST /extender/<verb>), /healthz,
+  /readyz (Django's view: what these processes serve) and /metrics (Prometheus: the counters of
+  these processes, which are the ones that count), nothing else. Requests whose Host is not in SCHEDWEB_EXTENDER_ALLOWED_HOSTS get a 400, a POST whose
   content type is not application/json a 415, both before the body is read.
 
 The extender's calls are answered here directly, without Django's request handling: they need no
@@ -81,9 +82,16 @@ def _is_json(scope) -> bool:
     return False
 
 
-async def _answer(send, status: int, answer: bytes, extra: list | None = None) -> None:
+async def _answer(
+    send,
+    status: int,
+    answer: bytes,
+    extra: list | None = None,
+    *,
+    content_type: bytes = b"application/json",
+) -> None:
     headers = [
-        (b"content-type", b"application/json"),
+        (b"content-type", content_type),
         (b"content-length", str(len(answer)).encode()),
     ]
     if extra:
@@ -151,6 +159,7 @@ def _extender_start() -> None:
 _UNSUPPORTED = b'{"Error": "Content-Type must be application/json"}'
 _BAD_HOST = b'{"Error": "Host not allowed"}'
 _HEALTHY = b'{"status": "ok"}'
+_GET_ONLY = b'{"Error": "GET only"}'
 
 
 async def extender_application(scope, receive, send) -> None:
@@ -170,6 +179,12 @@ async def extender_application(scope, receive, send) -> None:
         await _answer(send, 200, _HEALTHY)
     elif scope["path"] == "/readyz":  # this listener's processes: what they serve, what is down
         await django_application(scope, receive, send)
+    elif scope["path"] == "/metrics":  # the counters of this listener's processes (Prometheus)
+        if scope["method"] not in ("GET", "HEAD"):
+            await _answer(send, 405, _GET_ONLY, [(b"allow", b"GET, HEAD")])
+            return
+        text = await asyncio.to_thread(entry.metrics_text)  # reads the workers' files
+        await _answer(send, 200, text, content_type=entry.METRICS_CONTENT_TYPE)
     else:
         status, answer, _policy = entry.not_found_answer(scope["path"])
         await _answer(send, status, answer)

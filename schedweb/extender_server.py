@@ -10,7 +10,9 @@ loopback address only (schedweb/settings.py refuses anything else at start).
 from __future__ import annotations
 
 import os
+import shutil
 import ssl
+import tempfile
 
 
 def uvicorn_options() -> dict:
@@ -38,13 +40,34 @@ def uvicorn_options() -> dict:
     return options
 
 
+def metrics_dir_for_workers() -> str | None:
+    """Empties SCHEDWEB_METRICS_DIR, or makes a private temporary one and passes it to the
+    workers through the environment (before Django reads its settings): each worker writes its
+    counters there and /metrics adds them up (policies/extender/metrics.py). Returns the
+    temporary directory to remove at exit, if one was made."""
+    from policies.extender.metrics import metrics_dir_prepare
+
+    made = None
+    directory = os.environ.get("SCHEDWEB_METRICS_DIR", "")
+    if not directory:
+        directory = made = tempfile.mkdtemp(prefix="schedweb-extender-metrics-")
+        os.environ["SCHEDWEB_METRICS_DIR"] = directory
+    metrics_dir_prepare(os.path.expanduser(directory))
+    return made
+
+
 def main() -> None:
     import django
     import uvicorn
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
-    django.setup()
-    uvicorn.run("schedweb.asgi:extender_application", **uvicorn_options())
+    made = metrics_dir_for_workers()
+    try:
+        django.setup()
+        uvicorn.run("schedweb.asgi:extender_application", **uvicorn_options())
+    finally:
+        if made:
+            shutil.rmtree(made, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -166,6 +166,12 @@ if not SCHEDWEB_EXTENDER_TLS_CERT and SCHEDWEB_EXTENDER_HOST not in _LOOPBACK:
         f"SCHEDWEB_EXTENDER_HOST={SCHEDWEB_EXTENDER_HOST!r} without TLS: plain HTTP is for "
         "loopback only; set SCHEDWEB_EXTENDER_TLS_CERT and SCHEDWEB_EXTENDER_TLS_KEY."
     )
+# The extender listener's per-process metrics files (policies/extender/metrics.py): one directory
+# per listener, emptied at its start by `python -m schedweb.extender_server`, which makes a private
+# temporary one when this is unset. Unset in a process not started that way: /metrics then shows
+# that process alone.
+SCHEDWEB_METRICS_DIR = env_path("SCHEDWEB_METRICS_DIR", None)
+
 # Stalled connections, on both listeners (schedweb/http_timeouts.py): a client must send a
 # request's whole header block within SCHEDWEB_HEADER_TIMEOUT_SECONDS of connecting (or of the
 # first byte of a further request on a kept-alive connection; for the extender's TLS this also

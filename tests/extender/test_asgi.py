@@ -115,12 +115,23 @@ def test_the_web_listener_does_not_answer_the_extender(monkeypatch, publish, ver
 
 
 @pytest.mark.django_db
-def test_the_extender_listener_answers_healthz_readyz_and_nothing_else():
+def test_the_extender_listener_answers_healthz_readyz_metrics_and_nothing_else():
     response = asgi_request("GET", "/healthz", app="extender")
     assert (response.status_code, response.json()) == (200, {"status": "ok"})
     assert "extender" in asgi_request("GET", "/readyz", app="extender").json()
-    for path in ("/", "/api/v1/policies/", "/admin/", "/metrics"):
+    metrics = asgi_request("GET", "/metrics", app="extender")
+    assert (
+        metrics.status_code == 200 and b"# TYPE schedweb_extender_requests_total" in metrics.content
+    )
+    assert asgi_request("POST", "/metrics", app="extender").status_code == 405
+    for path in ("/", "/api/v1/policies/", "/admin/"):
         assert asgi_request("GET", path, app="extender").status_code == 404
+
+
+@pytest.mark.django_db
+def test_the_web_listener_has_no_metrics_of_its_own(client):
+    # its processes count nothing: /metrics is the extender listener's
+    assert client.get("/metrics").status_code == 404
 
 
 @pytest.mark.django_db

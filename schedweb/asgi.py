@@ -47,6 +47,11 @@ _INLINE = frozenset({"filter", "prioritize", "preempt"})
 _ready = False
 
 
+class _ClientGone(Exception):
+    """The client disconnected before its body was complete (or stalled in it and was cut off
+    by schedweb/http_timeouts.py): nothing to answer, nothing to count."""
+
+
 async def _read_body(receive, limit: int) -> bytes | None:
     """The request body, or None once it grows past `limit` (the rest is not read)."""
     chunks: list[bytes] = []
@@ -55,7 +60,7 @@ async def _read_body(receive, limit: int) -> bytes | None:
     while more:
         message = await receive()
         if message["type"] == "http.disconnect":
-            return b""
+            raise _ClientGone
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
@@ -117,7 +122,10 @@ async def extender(scope, receive, send) -> None:
         status, answer, policy = 415, _UNSUPPORTED, ""
     else:
         limit = settings.SCHEDWEB_EXTENDER_MAX_BODY_BYTES
-        body = await _read_body(receive, limit)
+        try:
+            body = await _read_body(receive, limit)
+        except _ClientGone:
+            return
         if body is None:
             status, answer, policy = entry.too_large_answer(limit)
         elif verb in _INLINE and _ready:

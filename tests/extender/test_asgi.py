@@ -246,3 +246,30 @@ def test_the_web_listener_starts_no_extender_runtime(extender_redis):
     runtime_module.reset_runtime()
     asgi_lifespan_startup(app="web")
     assert runtime_module._runtime is None
+
+
+def test_a_client_gone_mid_body_gets_no_answer_and_is_not_counted(publish):
+    publish(example("seed-003-name-length"))
+    metrics = runtime().metrics
+    before = metrics.totals()
+    messages = [
+        {"type": "http.request", "body": GO_BODY[:10], "more_body": True},
+        {"type": "http.disconnect"},  # what uvicorn says when the body timeout cut it off
+    ]
+    sent = []
+
+    async def receive():
+        return messages.pop(0)
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/extender/filter",
+        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")],
+    }
+    run(asgi.extender_application(scope, receive, send))
+    assert sent == []
+    assert metrics.totals() == before  # not a bad request: there was no request

@@ -9,4 +9,4 @@ RUN SCHEDWEB_SECRET_KEY=build-only python manage.py collectstatic --noinput -v0
 RUN useradd --system --uid 10001 schedweb && chown -R schedweb /app
 USER schedweb
 EXPOSE 8000
-CMD ["uvicorn", "schedweb.asgi:application", "--host", "0.0.0.0", "--port", "8000", "--workers", "2", "--loop", "uvloop", "--http", "httptools"]
+CMD ["uvicorn", "schedweb.asgi:application", "--host", "0.0.0.0", "--port", "8000", "--workers", "2", "--loop", "uvloop", "--http", "schedweb.http_timeouts:TimedHttpToolsProtocol"]

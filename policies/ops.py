@@ -1,8 +1,9 @@
-"""Operational endpoints: /healthz (alive), /readyz (can serve), /metrics (Prometheus)."""
+"""Operational endpoints: /healthz (alive), /readyz (can serve). /metrics (Prometheus) is the
+extender listener's (policies/extender/entry.py): its processes are the ones that count."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, JsonResponse
 
 from policies.health import database_check, redis_check
 
@@ -39,33 +40,4 @@ def readyz(request: HttpRequest) -> JsonResponse:
     degraded = any(value != "ok" for value in checks.values())
     return JsonResponse(
         {"status": "degraded" if degraded else "ok", "checks": checks, "extender": health}
-    )
-
-
-def metrics(request: HttpRequest) -> HttpResponse:
-    """Cluster-wide extender metrics (from Redis) plus this process's gauges."""
-    from policies.extender.metrics import render_prometheus, totals_read
-    from policies.extender.runtime import runtime
-
-    state = runtime()
-    gauges = {
-        "schedweb_extender_policies_active": float(
-            len({s.label for s in state.registry.by_scheduler.values()})
-        ),
-        "schedweb_extender_redis_up": 1.0 if state.redis_ok else 0.0,
-    }
-    snapshot = state.snapshots.current()
-    if snapshot is not None:
-        gauges["schedweb_snapshot_version"] = float(snapshot.version)
-        gauges["schedweb_snapshot_stale"] = 1.0 if snapshot.stale else 0.0
-        if snapshot.age_seconds is not None:
-            gauges["schedweb_snapshot_age_seconds"] = float(snapshot.age_seconds)
-    try:
-        totals = totals_read(state.redis)
-    except Exception:
-        totals = {}
-        gauges["schedweb_metrics_redis_unavailable"] = 1.0
-    return HttpResponse(
-        render_prometheus(totals, gauges=gauges),
-        content_type="text/plain; version=0.0.4; charset=utf-8",
     )

@@ -10,7 +10,9 @@ loopback address only (schedweb/settings.py refuses anything else at start).
 from __future__ import annotations
 
 import os
+import shutil
 import ssl
+import tempfile
 
 
 def uvicorn_options() -> dict:
@@ -21,8 +23,10 @@ def uvicorn_options() -> dict:
         "host": settings.SCHEDWEB_EXTENDER_HOST,
         "port": settings.SCHEDWEB_EXTENDER_PORT,
         "workers": settings.SCHEDWEB_EXTENDER_WORKERS,
-        "loop": "uvloop",
-        "http": "httptools",
+        # uvloop and httptools, with deadlines for clients that stall in the TLS handshake, the
+        # headers or the body (schedweb/http_timeouts.py).
+        "loop": "schedweb.http_timeouts:new_event_loop",
+        "http": "schedweb.http_timeouts:TimedHttpToolsProtocol",
         "lifespan": "on",
         "timeout_keep_alive": 30,
         "access_log": False,  # two requests per pod: noise, and time on the hot path
@@ -36,13 +40,34 @@ def uvicorn_options() -> dict:
     return options
 
 
+def metrics_dir_for_workers() -> str | None:
+    """Empties SCHEDWEB_METRICS_DIR, or makes a private temporary one and passes it to the
+    workers through the environment (before Django reads its settings): each worker writes its
+    counters there and /metrics adds them up (policies/extender/metrics.py). Returns the
+    temporary directory to remove at exit, if one was made."""
+    from policies.extender.metrics import metrics_dir_prepare
+
+    made = None
+    directory = os.environ.get("SCHEDWEB_METRICS_DIR", "")
+    if not directory:
+        directory = made = tempfile.mkdtemp(prefix="schedweb-extender-metrics-")
+        os.environ["SCHEDWEB_METRICS_DIR"] = directory
+    metrics_dir_prepare(os.path.expanduser(directory))
+    return made
+
+
 def main() -> None:
     import django
     import uvicorn
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
-    django.setup()
-    uvicorn.run("schedweb.asgi:extender_application", **uvicorn_options())
+    made = metrics_dir_for_workers()
+    try:
+        django.setup()
+        uvicorn.run("schedweb.asgi:extender_application", **uvicorn_options())
+    finally:
+        if made:
+            shutil.rmtree(made, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -166,6 +166,24 @@ if not SCHEDWEB_EXTENDER_TLS_CERT and SCHEDWEB_EXTENDER_HOST not in _LOOPBACK:
         f"SCHEDWEB_EXTENDER_HOST={SCHEDWEB_EXTENDER_HOST!r} without TLS: plain HTTP is for "
         "loopback only; set SCHEDWEB_EXTENDER_TLS_CERT and SCHEDWEB_EXTENDER_TLS_KEY."
     )
+# The extender listener's per-process metrics files (policies/extender/metrics.py): one directory
+# per listener, emptied at its start by `python -m schedweb.extender_server`, which makes a private
+# temporary one when this is unset. Unset in a process not started that way: /metrics then shows
+# that process alone.
+SCHEDWEB_METRICS_DIR = env_path("SCHEDWEB_METRICS_DIR", None)
+
+# Stalled connections, on both listeners (schedweb/http_timeouts.py): a client must send a
+# request's whole header block within SCHEDWEB_HEADER_TIMEOUT_SECONDS of connecting (or of the
+# first byte of a further request on a kept-alive connection; for the extender's TLS this also
+# bounds the handshake), and some of its body at least every SCHEDWEB_BODY_TIMEOUT_SECONDS, or the
+# connection is closed. Idle kept-alive connections close after uvicorn's timeout_keep_alive.
+SCHEDWEB_HEADER_TIMEOUT_SECONDS = env_float("SCHEDWEB_HEADER_TIMEOUT_SECONDS", 10.0)
+SCHEDWEB_BODY_TIMEOUT_SECONDS = env_float("SCHEDWEB_BODY_TIMEOUT_SECONDS", 30.0)
+for _name in ("SCHEDWEB_HEADER_TIMEOUT_SECONDS", "SCHEDWEB_BODY_TIMEOUT_SECONDS"):
+    if not globals()[_name] > 0:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(f"{_name} must be a positive number of seconds.")
 # The URL prefix kube-scheduler calls (for generated configuration and /connect/).
 SCHEDWEB_EXTENDER_URL = env_str(
     "SCHEDWEB_EXTENDER_URL",

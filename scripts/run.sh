@@ -55,14 +55,17 @@ cleanup() {
   [[ -z $started_redis ]] || scripts/services.sh stop-redis "$started_redis"
 }
 trap cleanup EXIT INT TERM
-# Without gossip and mingle (unused here, as in the tests): they logged ERROR tracebacks on a
-# Redis restart.
-.venv/bin/celery -A schedweb worker -B --loglevel=INFO --concurrency=2 --without-gossip --without-mingle \
+# Without gossip, mingle and event heartbeats: no schedweb code or monitor uses worker-to-worker
+# events (no `celery inspect`, no Flower), and gossip logged ERROR tracebacks on a Redis restart.
+# Keep these flags on every worker command line (docker-compose.yml, tests/e2e/stack.py).
+.venv/bin/celery -A schedweb worker -B --loglevel=INFO --concurrency=2 \
+  --without-gossip --without-mingle --without-heartbeat \
   --schedule .run/celerybeat-schedule >.run/worker.log 2>&1 &
 pids+=($!)
 echo "schedweb: http://127.0.0.1:${SCHEDWEB_WEB_PORT:-8000}/  (login: see .run/admin-login.txt; worker log: .run/worker.log; Ctrl-C stops everything)"
+# httptools with deadlines for clients that stall in their headers or body (schedweb/http_timeouts.py).
 .venv/bin/uvicorn schedweb.asgi:application --host 127.0.0.1 --port "${SCHEDWEB_WEB_PORT:-8000}" \
-  --workers "${SCHEDWEB_WEB_WORKERS:-2}" --loop uvloop --http httptools --lifespan on &
+  --workers "${SCHEDWEB_WEB_WORKERS:-2}" --loop uvloop --http schedweb.http_timeouts:TimedHttpToolsProtocol --lifespan on &
 pids+=($!)
 extender_url=$(DJANGO_SETTINGS_MODULE=schedweb.settings $py -c 'import django; django.setup(); from django.conf import settings; print(settings.SCHEDWEB_EXTENDER_URL)' 2>/dev/null || true)
 echo "schedweb extender: ${extender_url}  (kube-scheduler: python manage.py schedulerconfig, or the Connect page)"

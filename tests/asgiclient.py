@@ -95,3 +95,22 @@ def asgi_request(
 def extender_post(verb: str, body: bytes) -> AsgiResponse:
     """POST /extender/<verb> as kube-scheduler sends it."""
     return asgi_request("POST", f"/extender/{verb}", body)
+
+
+def asgi_lifespan_startup(*, app: str) -> list[dict]:
+    """Sends lifespan.startup to schedweb.asgi's `app` ("extender" or "web"), as uvicorn does
+    before taking connections; the messages the application sent back."""
+    from schedweb import asgi
+
+    application = asgi.extender_application if app == "extender" else asgi.application
+    sent: list[dict] = []
+    messages = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+
+    async def receive() -> dict:
+        return messages.pop(0)
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    run(application({"type": "lifespan", "asgi": {"version": "3.0"}}, receive, send))
+    return sent

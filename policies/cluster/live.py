@@ -493,11 +493,17 @@ _binder_lock = threading.Lock()
 
 
 def binder_client() -> LiveClient:
-    """The process's client for binds, created once (at the extender runtime's start)."""
+    """The process's client for binds, created and configured once, at the extender listener's
+    start (its ASGI lifespan): importing the kubernetes package and loading the configuration
+    cost 0.25-1 s, which the first bind of each process used to pay."""
     global _binder
     with _binder_lock:
         if _binder is None:
             _binder = LiveClient.from_settings()
+            if not _binder.server:  # loads the configuration now; a bind retries it
+                log.warning(
+                    "bind: cannot load the Kubernetes configuration (%s)", _binder.describe()
+                )
         return _binder
 
 

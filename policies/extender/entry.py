@@ -14,6 +14,7 @@ X-Schedweb-Policy header.
 from __future__ import annotations
 
 from . import protocol
+from .metrics import render_prometheus
 from .runtime import runtime
 
 PREFIX = "/extender/"
@@ -40,3 +41,25 @@ def not_found_answer(path: str) -> tuple[int, bytes, str]:
     """404 for a path under /extender/ that is not a verb (a trailing slash included: never a
     redirect, which Go's client would turn into a GET without a body)."""
     return 404, protocol.error_body(f"no such extender verb: {path}", code="not_found"), ""
+
+
+METRICS_CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
+
+
+def metrics_text() -> bytes:
+    """GET /metrics on the extender listener: its processes' counters (policies/extender/metrics.py,
+    from memory and the workers' files, never Redis) and the answering process's gauges."""
+    state = runtime()
+    gauges = {
+        "schedweb_extender_policies_active": float(
+            len({s.label for s in state.registry.by_scheduler.values()})
+        ),
+        "schedweb_extender_redis_up": 1.0 if state.redis_ok else 0.0,
+    }
+    snapshot = state.snapshots.current()
+    if snapshot is not None:
+        gauges["schedweb_snapshot_version"] = float(snapshot.version)
+        gauges["schedweb_snapshot_stale"] = 1.0 if snapshot.stale else 0.0
+        if snapshot.age_seconds is not None:
+            gauges["schedweb_snapshot_age_seconds"] = float(snapshot.age_seconds)
+    return render_prometheus(state.metrics.listener_totals(), gauges=gauges).encode()

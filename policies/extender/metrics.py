@@ -1,30 +1,59 @@
-"""Extender metrics: counted in process memory on the hot path, flushed to Redis in the background.
+"""Extender metrics: counted in process memory on the hot path, exposed from process memory.
 
-The app server runs several worker processes; each counts its own requests without locks or I/O in
-the request, and a background thread adds the deltas to Redis once a second. `/metrics` renders
-the cluster-wide totals from Redis (Prometheus text format), and per-minute buckets feed the
-dashboard's "requests per second, p99, errors in the last minutes".
+Prometheus convention: a target exposes the counters of the processes behind it, from their own
+memory, so they survive a Redis flush or restart (before issue 14 they lived in Redis and reset
+with it). The extender listener runs several uvicorn workers behind one port, and a scrape reaches
+one of them at random, so a per-process exposition with a `pid` label would show a different
+process at each scrape. Instead each worker writes its cumulative totals, about once a second
+from its background thread, to a small file of its own in a per-listener directory
+(SCHEDWEB_METRICS_DIR, emptied by `python -m schedweb.extender_server` at start), and whichever
+worker answers `/metrics` adds the other workers' files to its own up-to-date totals: the sum
+over the listener's processes, like prometheus_client's multiprocess mode, without putting its
+mmap writes and label lookups on the hot path or another dependency in requirements.txt. A
+worker that exits leaves its file, so its counts stay in the sum (counters never go down); a
+restarted listener starts from zero, which Prometheus reads as a counter reset.
+
+The per-minute buckets behind the dashboard's "requests per second, p99, errors in the last
+minutes" are still added to Redis by the same thread (they are cluster-wide and short-lived).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import math
+import os
 import threading
 import time
 from collections import defaultdict
+from pathlib import Path
 
 # Upper bounds in seconds; the extender's budget is a few ms (p99 target 10 ms).
 BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.05, 0.1, 0.25, 1.0)
-TOTALS_KEY = "schedweb:metrics:extender"
 MINUTE_KEY = "schedweb:metrics:extender:minute:{minute}"
 MINUTE_TTL = 3 * 3600
+FILE_PREFIX = "extender-"  # one file per process in SCHEDWEB_METRICS_DIR: extender-<pid>.json
 
 
 class Metrics:
-    """Counters and latency histograms per verb; `observe` is the only hot-path call."""
+    """Counters and latency histograms per verb; `observe` is the only hot-path call.
 
-    def __init__(self) -> None:
+    `observe` adds to a small pending dict under an uncontended lock; `collect` (the background
+    thread, or a scrape) moves the pending deltas into the process's cumulative totals and into
+    what the next Redis flush sends.
+    """
+
+    def __init__(self, *, directory: str | os.PathLike[str] | None = None) -> None:
         self._lock = threading.Lock()
         self._pending: dict[str, float] = defaultdict(float)
+        self._unsent: dict[str, float] = defaultdict(float)  # for Redis's minute buckets
+        self._totals: dict[str, float] = defaultdict(float)
+        self._written: dict[str, float] = {}
+        self.directory = Path(directory) if directory else None
+        self.pid = os.getpid()
+        if self.directory is not None:
+            # A process that reuses a dead worker's pid continues its counts, never lowers them.
+            self._totals.update(_read_file(self._path()))
 
     def observe(
         self,
@@ -51,76 +80,156 @@ class Metrics:
             else:
                 pending[f"passthrough|{verb}"] += 1
 
-    def take(self) -> dict[str, float]:
-        """The deltas since the last call (for the flusher)."""
+    def collect(self) -> None:
+        """Moves the pending deltas into the totals and into the next Redis flush."""
         with self._lock:
             pending, self._pending = self._pending, defaultdict(float)
-        return dict(pending)
+            for key, value in pending.items():
+                self._totals[key] += value
+                self._unsent[key] += value
+
+    def totals(self) -> dict[str, float]:
+        """This process's cumulative counts since it started (or since its file's values)."""
+        self.collect()
+        with self._lock:
+            return dict(self._totals)
+
+    def write(self) -> None:
+        """Writes this process's totals to its file in the metrics directory (atomically: a
+        reader sees the old or the new file, never half), when they changed."""
+        if self.directory is None:
+            return
+        totals = self.totals()
+        if totals == self._written:
+            return
+        path = self._path()
+        partial = path.with_name(f".{path.name}.tmp")
+        partial.write_bytes(json.dumps(totals).encode())
+        os.replace(partial, path)
+        self._written = totals
+
+    def listener_totals(self) -> dict[str, float]:
+        """The sum over the listener's processes: the other workers' files plus this process's
+        own totals from memory (fresher than its file)."""
+        merged: dict[str, float] = defaultdict(float)
+        own = self._path() if self.directory is not None else None
+        if self.directory is not None:
+            for path in sorted(self.directory.glob(f"{FILE_PREFIX}*.json")):
+                if path != own:
+                    for key, value in _read_file(path).items():
+                        merged[key] += value
+        for key, value in self.totals().items():
+            merged[key] += value
+        return dict(merged)
 
     def flush(self, client) -> None:
-        """Adds the pending deltas to the Redis totals and to this minute's bucket."""
-        deltas = self.take()
+        """Adds the deltas not yet sent to this minute's bucket in Redis (the dashboard); when
+        Redis is down they wait for the next flush. The totals do not depend on it."""
+        self.collect()
+        with self._lock:
+            deltas, self._unsent = self._unsent, defaultdict(float)
         if not deltas:
             return
         minute_key = MINUTE_KEY.format(minute=int(time.time() // 60))
         try:
             pipe = client.pipeline(transaction=False)
             for key, value in deltas.items():
-                pipe.hincrbyfloat(TOTALS_KEY, key, value)
                 pipe.hincrbyfloat(minute_key, key, value)
             pipe.expire(minute_key, MINUTE_TTL)
             pipe.execute()
         except Exception:
-            # Redis is down: keep the deltas for the next flush rather than lose them.
             with self._lock:
                 for key, value in deltas.items():
-                    self._pending[key] += value
+                    self._unsent[key] += value
             raise
+
+    def _path(self) -> Path:
+        assert self.directory is not None
+        return self.directory / f"{FILE_PREFIX}{self.pid}.json"
+
+
+def _read_file(path: Path) -> dict[str, float]:
+    """One process's totals; nothing when the file is missing or unreadable."""
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads(path.read_bytes())
+        if isinstance(data, dict):
+            return {
+                str(k): float(v)
+                for k, v in data.items()
+                if isinstance(v, (int, float)) and math.isfinite(v)
+            }
+    return {}
+
+
+def metrics_dir_prepare(directory: str | os.PathLike[str]) -> Path:
+    """Creates the listener's metrics directory (mode 0700) and removes the files an earlier
+    run left: called once by the listener's parent process, before its workers start."""
+    path = Path(directory)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for leftover in path.glob(f"{FILE_PREFIX}*.json"):
+        leftover.unlink(missing_ok=True)
+    for leftover in path.glob(f".{FILE_PREFIX}*.tmp"):
+        leftover.unlink(missing_ok=True)
+    return path
 
 
 def _parse(raw: dict) -> dict[str, float]:
     return {(k.decode() if isinstance(k, bytes) else k): float(v) for k, v in raw.items()}
 
 
+def _number(value: float) -> str:
+    """A sample value as Prometheus reads it: integers exactly (`%g` turned 1234567 into
+    1.23457e+06), others with full precision."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == int(value) and abs(value) < 2**53:
+        return str(int(value))
+    return repr(float(value))
+
+
+def _label(value: str) -> str:
+    """A label value escaped as the text format requires (backslash, quote, newline)."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
 def render_prometheus(totals: dict[str, float], *, gauges: dict[str, float]) -> str:
-    """Prometheus text exposition of the flushed totals plus this process's gauges."""
+    """Prometheus text exposition (format 0.0.4) of the listener's totals plus gauges."""
     lines: list[str] = []
     series: dict[str, list[str]] = defaultdict(list)
+
+    def sample(kind: str, name: str, labels: dict[str, str], value: float) -> None:
+        text = ",".join(f'{key}="{_label(str(label))}"' for key, label in labels.items())
+        series[kind].append(f"{name}{{{text}}} {_number(value)}")
+
     for key, value in sorted(totals.items()):
         kind, *labels = key.split("|")
-        if kind == "requests":
+        if kind == "requests" and len(labels) == 2:
             verb, code = labels
-            series["requests"].append(
-                f'schedweb_extender_requests_total{{verb="{verb}",code="{code}"}} {value:g}'
-            )
-        elif kind == "errors":
+            sample(kind, "schedweb_extender_requests_total", {"verb": verb, "code": code}, value)
+        elif kind == "errors" and len(labels) == 2:
             verb, error = labels
-            series["errors"].append(
-                f'schedweb_extender_errors_total{{verb="{verb}",kind="{error}"}} {value:g}'
-            )
-        elif kind == "decisions":
+            sample(kind, "schedweb_extender_errors_total", {"verb": verb, "kind": error}, value)
+        elif kind == "decisions" and len(labels) == 3:
             policy, version, verb = labels
-            series["decisions"].append(
-                f'schedweb_extender_decisions_total{{policy="{policy}",version="{version}",verb="{verb}"}} {value:g}'
+            sample(
+                kind,
+                "schedweb_extender_decisions_total",
+                {"policy": policy, "version": version, "verb": verb},
+                value,
             )
-        elif kind == "passthrough":
-            series["passthrough"].append(
-                f'schedweb_extender_passthrough_total{{verb="{labels[0]}"}} {value:g}'
-            )
+        elif kind == "passthrough" and len(labels) == 1:
+            sample(kind, "schedweb_extender_passthrough_total", {"verb": labels[0]}, value)
     verbs = sorted({k.split("|")[1] for k in totals if k.startswith("latency_count|")})
+    name = "schedweb_extender_request_duration_seconds"
     for verb in verbs:
         cumulative = 0.0
         for bound in (*BUCKETS, "+Inf"):
             cumulative += totals.get(f"latency_bucket|{verb}|{bound}", 0.0)
-            series["latency"].append(
-                f'schedweb_extender_request_duration_seconds_bucket{{verb="{verb}",le="{bound}"}} {cumulative:g}'
-            )
-        series["latency"].append(
-            f'schedweb_extender_request_duration_seconds_sum{{verb="{verb}"}} {totals.get(f"latency_sum|{verb}", 0.0):.6f}'
-        )
-        series["latency"].append(
-            f'schedweb_extender_request_duration_seconds_count{{verb="{verb}"}} {totals.get(f"latency_count|{verb}", 0.0):g}'
-        )
+            sample("latency", f"{name}_bucket", {"verb": verb, "le": str(bound)}, cumulative)
+        sample("latency", f"{name}_sum", {"verb": verb}, totals.get(f"latency_sum|{verb}", 0.0))
+        sample("latency", f"{name}_count", {"verb": verb}, cumulative)
     headers = {
         "requests": (
             "schedweb_extender_requests_total",
@@ -148,10 +257,10 @@ def render_prometheus(totals: dict[str, float], *, gauges: dict[str, float]) -> 
             "Server-side latency per verb.",
         ),
     }
-    for key, (name, kind, text) in headers.items():
-        lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}", *series.get(key, [])]
-    for name, value in sorted(gauges.items()):
-        lines += [f"# TYPE {name} gauge", f"{name} {value:g}"]
+    for key, (metric, kind, text) in headers.items():
+        lines += [f"# HELP {metric} {text}", f"# TYPE {metric} {kind}", *series.get(key, [])]
+    for gauge, value in sorted(gauges.items()):
+        lines += [f"# TYPE {gauge} gauge", f"{gauge} {_number(value)}"]
     return "\n".join(lines) + "\n"
 
 
@@ -194,7 +303,3 @@ def recent_summary(client, *, minutes: int = 5) -> dict[str, float | None]:
         "errors": errors,
         "requests": requests,
     }
-
-
-def totals_read(client) -> dict[str, float]:
-    return _parse(client.hgetall(TOTALS_KEY))

@@ -2,8 +2,8 @@
 
 Each web process holds the active policy versions (compiled) and the cluster snapshot in memory.
 A daemon thread polls Redis every 100 ms: one GET of the published-policies counter (reloads
-only when it moved) and the snapshot reader's refresh; it also flushes metrics and sampled
-decisions. Requests only read references swapped in by that thread, so a slow or dead Redis
+only when it moved) and the snapshot reader's refresh; it also writes this process's metrics file,
+flushes the dashboard's per-minute metrics and sampled decisions. Requests only read references swapped in by that thread, so a slow or dead Redis
 never delays an answer: the extender keeps serving the last versions it holds.
 """
 
@@ -136,7 +136,7 @@ class ExtenderRuntime:
 
         self.pid = os.getpid()
         self.redis = redis_client()
-        self.metrics = Metrics()
+        self.metrics = Metrics(directory=settings.SCHEDWEB_METRICS_DIR)
         self.decisions = DecisionBuffer(per_second=settings.SCHEDWEB_DECISIONS_PER_SECOND)
         self.rejections: deque[dict[str, Any]] = deque(maxlen=10_000)
         self.registry = PolicyRegistry()
@@ -204,6 +204,10 @@ class ExtenderRuntime:
             now = time.monotonic()
             if now - last_metrics >= METRICS_FLUSH_SECONDS:
                 last_metrics = now
+                try:
+                    self.metrics.write()  # /metrics: the listener's sum reads it
+                except OSError as exc:
+                    self.last_error = f"metrics file: {exc}"
                 with contextlib.suppress(Exception):  # the deltas are kept for the next flush
                     self.metrics.flush(self.redis)
             if now - last_decisions >= DECISIONS_FLUSH_SECONDS:
@@ -274,7 +278,8 @@ def snapshot_provider():
 
 def binder():
     """Creates pods/binding through the Kubernetes API: only when SCHEDWEB_EXTENDER_BIND is on
-    (and the source is live). The client is created here, at start, not on the first bind."""
+    (and the source is live). The client is created and configured here, with the runtime,
+    which the extender listener builds at its start (schedweb/asgi.py), not on the first bind."""
     if not settings.SCHEDWEB_EXTENDER_BIND or settings.SCHEDWEB_CLUSTER_SOURCE != "live":
         return None
     from policies.cluster.live import bind_pod, binder_client

@@ -13,7 +13,7 @@ from django.urls import Resolver404, resolve
 from policies.extender.entry import VERBS
 from policies.extender.runtime import runtime
 from schedweb import asgi
-from tests.asgiclient import asgi_request, extender_post, run
+from tests.asgiclient import asgi_lifespan_startup, asgi_request, extender_post, run
 
 from .conftest import args_body, example, go_pod
 
@@ -115,12 +115,23 @@ def test_the_web_listener_does_not_answer_the_extender(monkeypatch, publish, ver
 
 
 @pytest.mark.django_db
-def test_the_extender_listener_answers_healthz_readyz_and_nothing_else():
+def test_the_extender_listener_answers_healthz_readyz_metrics_and_nothing_else():
     response = asgi_request("GET", "/healthz", app="extender")
     assert (response.status_code, response.json()) == (200, {"status": "ok"})
     assert "extender" in asgi_request("GET", "/readyz", app="extender").json()
-    for path in ("/", "/api/v1/policies/", "/admin/", "/metrics"):
+    metrics = asgi_request("GET", "/metrics", app="extender")
+    assert (
+        metrics.status_code == 200 and b"# TYPE schedweb_extender_requests_total" in metrics.content
+    )
+    assert asgi_request("POST", "/metrics", app="extender").status_code == 405
+    for path in ("/", "/api/v1/policies/", "/admin/"):
         assert asgi_request("GET", path, app="extender").status_code == 404
+
+
+@pytest.mark.django_db
+def test_the_web_listener_has_no_metrics_of_its_own(client):
+    # its processes count nothing: /metrics is the extender listener's
+    assert client.get("/metrics").status_code == 404
 
 
 @pytest.mark.django_db
@@ -193,3 +204,72 @@ def test_the_lifespan_protocol_is_acknowledged():
 
     run(asgi.application({"type": "lifespan"}, receive, send))
     assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:9", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+
+def test_the_extender_listener_builds_its_runtime_and_bind_client_at_startup(
+    settings, extender_redis, tmp_path, monkeypatch
+):
+    from policies.cluster import live
+    from policies.extender import runtime as runtime_module
+
+    (tmp_path / "kubeconfig").write_text(KUBECONFIG)
+    settings.SCHEDWEB_CLUSTER_SOURCE = "live"
+    settings.SCHEDWEB_KUBECONFIG = tmp_path / "kubeconfig"
+    settings.SCHEDWEB_EXTENDER_BIND = True
+    monkeypatch.setattr(live, "_binder", None)
+    monkeypatch.setattr(asgi, "_ready", asgi._ready)  # restored for the tests after this one
+    runtime_module.reset_runtime()
+    sent = asgi_lifespan_startup(app="extender")
+    assert [m["type"] for m in sent] == [
+        "lifespan.startup.complete",
+        "lifespan.shutdown.complete",
+    ]
+    # before any request: the runtime, its binder and a configured Kubernetes client
+    assert runtime_module._runtime is not None
+    assert runtime_module._runtime.extender._binder is live.bind_pod
+    assert live._binder is not None and live._binder._api is not None
+    assert live._binder.server == "https://127.0.0.1:9"
+
+
+def test_the_web_listener_starts_no_extender_runtime(extender_redis):
+    from policies.extender import runtime as runtime_module
+
+    runtime_module.reset_runtime()
+    asgi_lifespan_startup(app="web")
+    assert runtime_module._runtime is None
+
+
+def test_a_client_gone_mid_body_gets_no_answer_and_is_not_counted(publish):
+    publish(example("seed-003-name-length"))
+    metrics = runtime().metrics
+    before = metrics.totals()
+    messages = [
+        {"type": "http.request", "body": GO_BODY[:10], "more_body": True},
+        {"type": "http.disconnect"},  # what uvicorn says when the body timeout cut it off
+    ]
+    sent = []
+
+    async def receive():
+        return messages.pop(0)
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/extender/filter",
+        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")],
+    }
+    run(asgi.extender_application(scope, receive, send))
+    assert sent == []
+    assert metrics.totals() == before  # not a bad request: there was no request

@@ -368,14 +368,20 @@ def test_fuzzed_bodies_never_produce_a_500(publish):
             orjson.loads(response.content)
 
 
-def test_metrics_count_requests_latency_and_decisions(client, publish):
+def metrics_text() -> str:
+    response = asgi_request("GET", "/metrics", app="extender")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+    return response.content.decode()
+
+
+def test_metrics_count_requests_latency_and_decisions(publish, extender_redis):
     publish(example("seed-003-name-length"))
     extender_post("filter", args_body(go_pod("abc"), ["cp-1", "a-small-1"]))
     extender_post("prioritize", args_body(go_pod("abc"), ["cp-1", "a-small-1"]))
     extender_post("filter", b"nope")
-    state = runtime()
-    state.metrics.flush(state.redis)
-    text = client.get("/metrics").content.decode()
+    extender_redis.flushdb()  # the counts live in the process, not in Redis
+    text = metrics_text()
     assert 'schedweb_extender_requests_total{verb="filter",code="200"} 1' in text
     assert 'schedweb_extender_requests_total{verb="filter",code="400"} 1' in text
     assert 'schedweb_extender_errors_total{verb="filter",kind="bad_request"} 1' in text
@@ -385,3 +391,18 @@ def test_metrics_count_requests_latency_and_decisions(client, publish):
     )
     assert 'schedweb_extender_request_duration_seconds_count{verb="prioritize"} 1' in text
     assert "schedweb_extender_policies_active 1" in text
+
+
+def test_bind_is_counted_under_its_policy_not_as_pass_through(publish, monkeypatch):
+    publish(example("seed-003-name-length"))
+    monkeypatch.setattr(runtime().extender, "_binder", lambda args: "")
+    pod = _pending_pod(scheduler="schedweb")
+    body = {"PodName": pod["name"], "PodNamespace": pod["namespace"], "PodUID": pod["uid"]}
+    before = metrics_text()
+    assert extender_post("bind", orjson.dumps({**body, "Node": "cp-1"})).json() == {"Error": ""}
+    after = metrics_text()
+    counted = (
+        'schedweb_extender_decisions_total{policy="seed-003-name-length",version="1",verb="bind"}'
+    )
+    assert f"{counted} 1" in after and counted not in before
+    assert 'schedweb_extender_passthrough_total{verb="bind"}' not in after

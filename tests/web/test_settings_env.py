@@ -86,3 +86,35 @@ def test_every_setting_read_from_the_environment_is_in_env_example():
     )
     documented = set(re.findall(r"^# (SCHEDWEB_\w+)=", (ROOT / ".env.example").read_text(), re.M))
     assert read and read <= documented, f"missing from .env.example: {sorted(read - documented)}"
+
+
+WORKER_FLAGS = ("--without-gossip", "--without-mingle", "--without-heartbeat")
+
+
+def _worker_command_lines() -> dict[str, str]:
+    """Every Celery worker command line the project ships or tests with, by where it is."""
+    run_sh = (ROOT / "scripts" / "run.sh").read_text().replace("\\\n", " ")
+    lines = {
+        f"scripts/run.sh: {line.strip()[:40]}": line
+        for line in run_sh.splitlines()
+        if "celery" in line and " worker" in line and not line.lstrip().startswith("#")
+    }
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    for name, service in compose["services"].items():
+        command = service.get("command", "")
+        if isinstance(command, str) and "celery" in command and " worker" in command:
+            lines[f"docker-compose.yml: {name}"] = command
+    stack = (ROOT / "tests" / "e2e" / "stack.py").read_text()
+    start = stack.index("def start_worker")
+    lines["tests/e2e/stack.py: start_worker"] = stack[start : stack.index("def ", start + 1)]
+    return lines
+
+
+def test_every_worker_runs_without_gossip_mingle_and_event_heartbeats():
+    # Nothing in schedweb consumes worker events (no inspect, no Flower); gossip logged ERROR
+    # tracebacks on every Redis restart (issue 14).
+    lines = _worker_command_lines()
+    assert len(lines) == 3, sorted(lines)  # run.sh, compose's worker, the e2e stack
+    for where, line in lines.items():
+        missing = [flag for flag in WORKER_FLAGS if flag not in line]
+        assert not missing, f"{where} starts a worker with {missing} missing"

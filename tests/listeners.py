@@ -1,0 +1,120 @@
+"""The two listeners as real servers on 127.0.0.1, started as scripts/run.sh starts them (the
+extender with `python -m schedweb.extender_server`, the pages and API with uvicorn and schedweb's
+protocol), for tests that need sockets: stalled clients, several worker processes."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import socket
+import ssl
+import sys
+from pathlib import Path
+
+from tests.harness.processes import ManagedProcess, free_ports
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_BIN = Path(sys.executable).parent
+
+
+def listener_env(workdir: Path, *, redis_url: str, **extra: str) -> dict[str, str]:
+    """The environment of a listener: its own SQLite file and Redis, DEBUG off, plain HTTP."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("SCHEDWEB_", "DJANGO_"))
+    }
+    env.update(
+        {
+            "SCHEDWEB_SECRET_KEY": "listener-tests",
+            "SCHEDWEB_DEBUG": "0",
+            "SCHEDWEB_REDIS_URL": redis_url,
+            "SCHEDWEB_DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
+            "SCHEDWEB_CLUSTER_SOURCE": "demo",
+        }
+    )
+    env.update(extra)
+    return env
+
+
+def _answers_healthz(port: int, ca_file: str | None = None) -> bool:
+    if ca_file:
+        context = ssl.create_default_context(cafile=ca_file)
+        connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=2, context=context)
+    else:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    try:
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status == 200
+    finally:
+        connection.close()
+
+
+def start_extender(
+    workdir: Path, *, redis_url: str, ca_file: str | None = None, **extra: str
+) -> tuple[ManagedProcess, int]:
+    """`python -m schedweb.extender_server` on a free port (plain HTTP on loopback, or TLS when
+    `extra` names a certificate: `ca_file` then checks it)."""
+    port = free_ports(count=1)[0]
+    env = listener_env(workdir, redis_url=redis_url, SCHEDWEB_EXTENDER_PORT=str(port), **extra)
+    process = ManagedProcess(
+        name="extender",
+        argv=[VENV_BIN / "python", "-m", "schedweb.extender_server"],
+        log_path=workdir / "extender.log",
+        env=env,
+        cwd=ROOT,
+    )
+    process.start()
+    process.wait_ready(check=lambda: _answers_healthz(port, ca_file), timeout=60, what="/healthz")
+    return process, port
+
+
+def start_web(workdir: Path, *, redis_url: str, **extra: str) -> tuple[ManagedProcess, int]:
+    """uvicorn schedweb.asgi:application on a free port, with the flags of scripts/run.sh."""
+    port = free_ports(count=1)[0]
+    process = ManagedProcess(
+        name="uvicorn",
+        argv=[
+            VENV_BIN / "uvicorn",
+            "schedweb.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--loop",
+            "uvloop",
+            "--http",
+            "schedweb.http_timeouts:TimedHttpToolsProtocol",
+            "--lifespan",
+            "on",
+            "--no-access-log",
+        ],
+        log_path=workdir / "web.log",
+        env=listener_env(workdir, redis_url=redis_url, **extra),
+        cwd=ROOT,
+    )
+    process.start()
+    process.wait_ready(check=lambda: _answers_healthz(port), timeout=60, what="/healthz")
+    return process, port
+
+
+def connect(port: int, data: bytes = b"", *, timeout: float = 30.0) -> socket.socket:
+    """A raw client socket that has sent `data`."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    if data:
+        sock.sendall(data)
+    return sock
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (socket.timeout if it does
+    not within the socket's timeout)."""
+    received = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            return received
+        if not chunk:
+            return received
+        received += chunk

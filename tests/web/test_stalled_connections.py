@@ -1,0 +1,185 @@
+"""Both listeners, as real servers on 127.0.0.1, close connections whose client stalls before or
+in its headers or in its body (schedweb/http_timeouts.py), and do not cut a slow request that
+keeps coming; stalled connections do not keep a normal request from being answered.
+
+The timeouts are 2 s here (SCHEDWEB_HEADER_TIMEOUT_SECONDS, SCHEDWEB_BODY_TIMEOUT_SECONDS); a
+test waits for the server to close the socket, with a socket timeout well past them as the
+failure, never for a fixed time.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import subprocess
+import time
+
+import orjson
+import pytest
+
+from tests.e2e.stack import RedisServer
+from tests.listeners import ROOT, connect, read_until_closed, start_extender, start_web
+
+TIMEOUT = 2.0
+LATE = 20.0  # a socket still open this long after connecting was never closed by the server
+TIMEOUTS = {
+    "SCHEDWEB_HEADER_TIMEOUT_SECONDS": str(TIMEOUT),
+    "SCHEDWEB_BODY_TIMEOUT_SECONDS": str(TIMEOUT),
+}
+BODY = orjson.dumps(
+    {
+        "Pod": {"metadata": {"name": "p", "namespace": "default", "uid": "u"}, "spec": {}},
+        "NodeNames": ["cp-1"],
+    }
+)
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    """{"extender": port, "web": port}, each with 2 s header and body timeouts."""
+    workdir = tmp_path_factory.mktemp("stalls")
+    redis = RedisServer(workdir / "redis").start()
+    started = []
+    try:
+        extender, extender_port = start_extender(
+            workdir, redis_url=redis.url, SCHEDWEB_EXTENDER_WORKERS="1", **TIMEOUTS
+        )
+        started.append(extender)
+        web, web_port = start_web(workdir, redis_url=redis.url, **TIMEOUTS)
+        started.append(web)
+        yield {"extender": extender_port, "web": web_port}
+    finally:
+        for process in started:
+            process.stop(grace=5)
+        redis.stop()
+
+
+def request_head(path: str, *, length: int, content_type: str = "application/json") -> bytes:
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\n"
+        f"Content-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+PATHS = {"extender": "/extender/filter", "web": "/healthz"}
+# What a complete POST gets: the extender's filter answer; Django reads the whole body before
+# its middleware runs, and CSRF then refuses an anonymous POST: an answer, not a cut connection.
+ANSWERS = {"extender": b"HTTP/1.1 200 ", "web": b"HTTP/1.1 403 "}
+
+
+def closed_after(sock: socket.socket, started: float) -> tuple[float, bytes]:
+    """Seconds from `started` until the server closed `sock`, and what it sent before."""
+    received = read_until_closed(sock)
+    return time.monotonic() - started, received
+
+
+@pytest.mark.parametrize("listener", ["extender", "web"])
+@pytest.mark.parametrize(
+    ("stall", "sent"),
+    [
+        ("before sending anything", b""),
+        (
+            "halfway through the headers",
+            b"POST /extender/filter HTTP/1.1\r\nHost: 127.0.0.1\r\nCont",
+        ),
+        ("after the request line", b"GET /healthz HTTP/1.1\r\n"),
+    ],
+)
+def test_a_client_that_stalls_before_its_headers_end_gets_408_and_is_disconnected(
+    servers, listener, stall, sent
+):
+    started = time.monotonic()
+    with connect(servers[listener], sent, timeout=LATE) as sock:
+        seconds, received = closed_after(sock, started)
+    assert received.startswith(b"HTTP/1.1 408 "), (stall, received[:80])
+    assert TIMEOUT * 0.9 <= seconds < LATE, (stall, seconds)
+
+
+@pytest.mark.parametrize("listener", ["extender", "web"])
+def test_a_client_that_stalls_in_its_body_is_disconnected_without_an_answer(servers, listener):
+    head = request_head(PATHS[listener], length=len(BODY))
+    started = time.monotonic()
+    with connect(servers[listener], head + BODY[:10], timeout=LATE) as sock:
+        seconds, received = closed_after(sock, started)
+    assert received == b"", received[:80]  # the request was never complete: nothing to answer
+    assert TIMEOUT * 0.9 <= seconds < LATE, seconds
+
+
+@pytest.mark.parametrize("listener", ["extender", "web"])
+def test_a_slow_body_that_keeps_coming_is_answered(servers, listener):
+    # 8 pieces 0.5 s apart: 3.5 s for the body, longer than the 2 s timeout, never 2 s idle.
+    pieces = [BODY[i : i + len(BODY) // 8 + 1] for i in range(0, len(BODY), len(BODY) // 8 + 1)]
+    with connect(servers[listener], request_head(PATHS[listener], length=len(BODY))) as sock:
+        started = time.monotonic()
+        for piece in pieces:
+            time.sleep(0.5)  # the pace of a slow client, not a wait for the server
+            sock.sendall(piece)
+        assert time.monotonic() - started > TIMEOUT
+        sock.settimeout(LATE)
+        answer = sock.recv(65536)
+    assert answer.startswith(ANSWERS[listener]), answer[:200]
+
+
+def test_a_kept_alive_connection_gets_the_header_deadline_again_for_its_next_request(servers):
+    port = servers["extender"]
+    with connect(port, request_head("/extender/filter", length=len(BODY)) + BODY) as sock:
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+        sock.sendall(b"POST /extender/filter HTTP/1.1\r\nHost: 12")  # then nothing
+        started = time.monotonic()
+        sock.settimeout(LATE)
+        seconds, received = closed_after(sock, started)
+    assert received.startswith(b"HTTP/1.1 408 ") and seconds < LATE
+
+
+@pytest.mark.parametrize("listener", ["extender", "web"])
+def test_many_stalled_connections_do_not_keep_a_normal_request_from_an_answer(servers, listener):
+    port = servers[listener]
+    head = request_head(PATHS[listener], length=len(BODY))
+    stalled = []
+    try:
+        for i in range(150):
+            sent = (b"", head[:20], head + BODY[:5])[i % 3]
+            stalled.append(connect(port, sent, timeout=LATE))
+        started = time.monotonic()
+        with connect(port, head + BODY, timeout=LATE) as sock:
+            answer = sock.recv(65536)
+        answered_in = time.monotonic() - started
+        assert answer.startswith(ANSWERS[listener]), answer[:200]
+        assert answered_in < TIMEOUT, answered_in  # before any stalled one was closed
+        for sock in stalled:  # and every stalled one is closed in its turn
+            read_until_closed(sock)
+    finally:
+        for sock in stalled:
+            sock.close()
+
+
+def test_a_client_that_stalls_in_the_tls_handshake_is_disconnected(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("stalls-tls")
+    tls = workdir / "tls"
+    subprocess.run([ROOT / "scripts" / "extender-certs.sh", tls], check=True, capture_output=True)
+    redis = RedisServer(workdir / "redis").start()
+    extender = None
+    try:
+        extender, port = start_extender(
+            workdir,
+            redis_url=redis.url,
+            SCHEDWEB_EXTENDER_WORKERS="1",
+            SCHEDWEB_EXTENDER_TLS_CERT=str(tls / "server.crt"),
+            SCHEDWEB_EXTENDER_TLS_KEY=str(tls / "server.key"),
+            ca_file=str(tls / "ca.crt"),
+            **TIMEOUTS,
+        )
+        started = time.monotonic()
+        with connect(port, b"\x16\x03\x01", timeout=LATE) as sock:  # a ClientHello's first bytes
+            seconds, _ = closed_after(sock, started)
+        assert TIMEOUT * 0.9 <= seconds < LATE, seconds  # asyncio's default would be 60 s
+        # and a real client still gets through
+        context = ssl.create_default_context(cafile=str(tls / "ca.crt"))
+        raw = socket.create_connection(("127.0.0.1", port), timeout=LATE)
+        with context.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+    finally:
+        if extender is not None:
+            extender.stop(grace=5)
+        redis.stop()

@@ -229,3 +229,30 @@ class SchedulerProfile(models.Model):
 
     def __str__(self) -> str:
         return "scheduler profile" + (" (pasted)" if self.text else " (default)")
+
+
+class SharedPreview(models.Model):
+    """A playground state someone shared as a link (/s/<token>/): the editor's text, the pod,
+    the cluster source and the snapshot it was previewed on. Any signed-in viewer can open it
+    until it expires (SCHEDWEB_SHARE_DAYS); it never changes the policy's draft."""
+
+    token = models.CharField(max_length=32, unique=True)
+    policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="shares")
+    document = models.TextField()
+    pod = models.CharField(
+        max_length=600, help_text="The pod picker's value (ns/name, example:…, pasted)."
+    )
+    pasted = models.TextField(blank=True, help_text="A pasted manifest, when pod is 'pasted'.")
+    pod_manifest = models.TextField(
+        blank=True, help_text="A snapshot pod's manifest at share time, used once the pod is gone."
+    )
+    cluster = models.CharField(max_length=16, blank=True)
+    snapshot = models.CharField(max_length=64, blank=True, help_text="source:version shared on.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"share {self.token[:6]}… of {self.policy.name}"

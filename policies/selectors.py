@@ -22,6 +22,7 @@ from policies.models import (
     PolicyActivation,
     PolicyVersion,
     SchedulerProfile,
+    SharedPreview,
 )
 
 # --- policies, versions, audit ----------------------------------------------------------------
@@ -118,6 +119,20 @@ def policy_export_text(*, policy, text: str) -> str:
         if case.name not in taken
     ]
     return with_tests(text, cases)
+
+
+def share_get(*, token: str) -> SharedPreview:
+    """An unexpired share link; NotFound (one sentence for unknown and expired alike)."""
+    from django.utils import timezone
+
+    share = (
+        SharedPreview.objects.select_related("policy", "created_by")
+        .filter(token=token[:32], expires_at__gt=timezone.now())
+        .first()
+    )
+    if share is None:
+        raise NotFound("this share link does not exist or has expired")
+    return share
 
 
 def scheduler_name_conflict(*, policy, names: list[str]) -> dict[str, Any] | None:

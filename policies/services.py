@@ -12,6 +12,7 @@ import hashlib
 import logging
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -19,8 +20,8 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from policies import selectors
-from policies.cluster.manifest import parse_manifest, pod_view_from_object
-from policies.engine.document import FieldError, PolicyInvalid
+from policies.cluster.manifest import MAX_POD_BYTES, parse_manifest, pod_view_from_object
+from policies.engine.document import MAX_DOCUMENT_BYTES, FieldError, PolicyInvalid
 from policies.engine.testcases import expect_problems
 from policies.errors import (
     Conflict,
@@ -40,6 +41,7 @@ from policies.models import (
     PolicyTestCase,
     PolicyVersion,
     SchedulerProfile,
+    SharedPreview,
 )
 from policies.numbers import number_or_none
 from policies.publishing import active_policies_after_commit
@@ -549,6 +551,65 @@ def decisions_store(*, batch: list[dict[str, Any]]) -> int:
                     chosen_node=node[:253], chosen_at=datetime.fromtimestamp(at, tz=UTC)
                 )
     return len(rows)
+
+
+# --- share links -----------------------------------------------------------------------------
+
+MAX_SHARES_PER_USER = 500  # unexpired links one user may hold: a share stores a document
+
+
+def share_create(
+    *,
+    actor,
+    policy: Policy,
+    document: str,
+    pod: str,
+    pasted: str,
+    pod_manifest: str,
+    cluster: str,
+    snapshot: str,
+    days: int,
+) -> SharedPreview:
+    """A share link of a playground state; every field bounded (the document like a policy
+    document, the pod texts like a pasted pod), and at most MAX_SHARES_PER_USER open links."""
+    problems = []
+    if len(document.encode("utf-8", "surrogatepass")) > MAX_DOCUMENT_BYTES:
+        problems.append(FieldError("document", f"larger than {MAX_DOCUMENT_BYTES} bytes"))
+    for field_name, text in (("pod_yaml", pasted), ("pod_manifest", pod_manifest)):
+        if len(text.encode("utf-8", "surrogatepass")) > MAX_POD_BYTES:
+            problems.append(FieldError(field_name, f"larger than {MAX_POD_BYTES} bytes"))
+    if len(pod) > 600:
+        problems.append(FieldError("pod", "at most 600 characters"))
+    if problems:
+        raise InputError("the share link cannot be made", details=[p.to_dict() for p in problems])
+    now = timezone.now()
+    open_links = SharedPreview.objects.filter(created_by=actor, expires_at__gt=now).count()
+    if open_links >= MAX_SHARES_PER_USER:
+        raise Conflict(
+            f"you have {open_links} open share links, the most one user may hold; "
+            "older ones expire by themselves"
+        )
+    with transaction.atomic():
+        share = SharedPreview.objects.create(
+            token=secrets.token_urlsafe(16),
+            policy=policy,
+            document=document,
+            pod=pod,
+            pasted=pasted,
+            pod_manifest=pod_manifest,
+            cluster=cluster,
+            snapshot=snapshot[:64],
+            created_by=actor,
+            expires_at=now + timedelta(days=days),
+        )
+        _audit(actor=actor, action="share.create", policy_name=policy.name, token=share.token[:6])
+    return share
+
+
+def shares_prune() -> int:
+    """Deletes expired share links (beat, hourly)."""
+    deleted, _ = SharedPreview.objects.filter(expires_at__lte=timezone.now()).delete()
+    return deleted
 
 
 def decisions_prune(*, older_than_days: int) -> int:

@@ -32,6 +32,7 @@ app.conf.beat_schedule = {
     },
     "resolve-decision-nodes": {"task": "schedweb.decisions_resolve_chosen", "schedule": 30.0},
     "prune-decisions": {"task": "schedweb.decisions_prune", "schedule": 3600.0},
+    "prune-shares": {"task": "schedweb.shares_prune", "schedule": 3600.0},
 }
 
 

@@ -196,6 +196,8 @@ SCHEDWEB_EXTENDER_URL = env_str(
 SCHEDWEB_DECISIONS_PER_SECOND = env_float("SCHEDWEB_DECISIONS_PER_SECOND", 2.0)
 # Decision records older than this are deleted (beat, hourly).
 SCHEDWEB_DECISIONS_KEEP_DAYS = env_int("SCHEDWEB_DECISIONS_KEEP_DAYS", 7)
+# Share links of the playground (/s/<token>/) open for this long, then are deleted (hourly).
+SCHEDWEB_SHARE_DAYS = env_int("SCHEDWEB_SHARE_DAYS", 30)
 
 # Extender bind: off unless asked. On, the extender creates pods/binding with schedweb's own
 # Kubernetes credentials, for pods an active policy targets, to nodes of the snapshot only

@@ -33,12 +33,19 @@ from policies.errors import (
     Conflict,
     EvaluationTooSlow,
     InputError,
+    NotFound,
     PreconditionFailed,
     ServiceError,
     TestsFailed,
 )
 from policies.evaluation import policy_compile, preview_run, request_guard, test_cases_run
-from policies.models import Policy, PolicyActivation, PolicyTestCase, PolicyVersion
+from policies.models import (
+    Policy,
+    PolicyActivation,
+    PolicyTestCase,
+    PolicyVersion,
+    SharedPreview,
+)
 from policies.numbers import number_or_none
 from policies.roles import has_role
 
@@ -271,6 +278,39 @@ def pod_search(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "policies/_pod_matches.html", context)
 
 
+def _share_for(request: HttpRequest, policy: Policy) -> SharedPreview | None:
+    """The unexpired share link of this policy named by ?share=, or None; 404 otherwise."""
+    token = request.GET.get("share", "")
+    if not token:
+        return None
+    try:
+        share = selectors.share_get(token=token)
+    except NotFound as exc:
+        raise Http404(str(exc)) from None
+    if share.policy_id != policy.pk:
+        raise Http404("this share link belongs to another policy")
+    return share
+
+
+def _share_note(share: SharedPreview, cluster: Any) -> dict[str, Any]:
+    """What the banner of a shared playground says: who shared it, when, whether the cluster
+    changed since, and whether its pod is gone (then its kept manifest stands in)."""
+    snapshot_now = f"{cluster.source}:{cluster.version}" if cluster is not None else ""
+    pod_gone = False
+    if share.pod_manifest and cluster is not None and "/" in share.pod:
+        namespace, _, pod_name = share.pod.partition("/")
+        pod_gone = not any(
+            p["namespace"] == namespace and p["name"] == pod_name for p in cluster.state.pods()
+        )
+    return {
+        "by": share.created_by.get_username() if share.created_by else "someone",
+        "at": share.created_at,
+        "expires": share.expires_at,
+        "cluster_changed": bool(share.snapshot) and share.snapshot != snapshot_now,
+        "pod_gone": pod_gone,
+    }
+
+
 @page_access(roles={"GET": "viewer"})
 def playground(request: HttpRequest, name: str) -> HttpResponse:
     """The editor on the draft (or ?version=N), with a first preview rendered in the page."""
@@ -287,6 +327,10 @@ def playground(request: HttpRequest, name: str) -> HttpResponse:
             raise Http404(f"policy {policy.name} has no version {version_param}")
         document, editing = version.document, version.number
     state = _session_state(request, name)
+    share = _share_for(request, policy)
+    if share is not None:  # a share link: its text, pod and cluster (the draft stays as it is)
+        document, editing = share.document, None
+        state = {"cluster": share.cluster, "pod": share.pod, "pasted": share.pasted}
     cluster_key = request.GET.get("cluster", state.get("cluster", ""))
     if cluster_key not in CLUSTER_KEYS:
         cluster_key = ""
@@ -301,6 +345,9 @@ def playground(request: HttpRequest, name: str) -> HttpResponse:
     )
     pasted = state.get("pasted", "")
     pod_value = request.GET.get("pod") or state.get("pod") or _default_pod(options)
+    share_note = _share_note(share, cluster) if share is not None else None
+    if share_note and share_note["pod_gone"]:  # previewed from the manifest kept with the link
+        pod_value, pasted = "pasted", share.pod_manifest
     pod_error = ""
     try:
         choice = pod_choice_parse(value=pod_value, pasted=pasted)
@@ -326,6 +373,8 @@ def playground(request: HttpRequest, name: str) -> HttpResponse:
         "editing": editing,
         "draft_changed": active is None or active.document != policy.draft,
         "options": options,
+        "share": share,
+        "share_note": share_note,
         "choice": choice,
         "choice_known": choice.value in known or choice.kind == "pasted",
         "choice_in_cluster": cluster is not None

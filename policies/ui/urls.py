@@ -11,6 +11,8 @@
 /policies/<name>/                            playground
 /policies/<name>/preview                     live preview fragment (POST)
 /policies/<name>/pods?q=                     pod search for the playground's picker (fragment)
+/policies/<name>/share                       a share link of the playground's state (POST)
+/s/<token>/                                  a share link: opens its state in the playground
 /policies/<name>/draft                       save the draft with If-Match (POST)
 /policies/<name>/preview-all[/<job>]         background preview of all pending pods
 /policies/<name>/tests/[add|run|delete]      test cases
@@ -23,7 +25,7 @@ from django.urls import path
 
 from policies.numbers import id_converter_register
 
-from . import cluster_page, gallery, ops_views, token_page
+from . import cluster_page, gallery, ops_views, share_views, token_page
 from . import policy_views as views
 
 id_converter_register()
@@ -47,6 +49,8 @@ urlpatterns = [
     path("policies/<slug:name>/", views.playground, name="policy-playground"),
     path("policies/<slug:name>/preview", views.preview, name="policy-preview"),
     path("policies/<slug:name>/pods", views.pod_search, name="policy-pod-search"),
+    path("policies/<slug:name>/share", share_views.share_create, name="policy-share"),
+    path("s/<str:token>/", share_views.share_open, name="share-open"),
     path("policies/<slug:name>/draft", views.draft_save, name="policy-draft-save"),
     path("policies/<slug:name>/preview-all", views.preview_all_start, name="policy-preview-all"),
     path(

@@ -384,6 +384,38 @@ def test_a_pod_found_by_search_is_previewed_and_kept_in_the_url(stack, live_serv
     assert meaningful_errors(page) == []
 
 
+def test_a_share_link_shows_another_user_the_same_preview(stack, live_server, page, browser):
+    make_user("shay", "editor")
+    make_user("vee", "viewer")
+    services.policy_create(actor=make_user("own", "editor"), document=example("bin-packing"))
+    sign_in(page, live_server, "shay", then="/policies/bin-packing/?pod=default/abc")
+    ready(page)
+    replace_text(page, "weight: 2", "weight: 7")
+    wait_for_preview(page)
+    pick = page.inner_text("#summary-pick")
+    page.click("#share-button")
+    url = page.input_value("#share-url")
+    assert url.startswith(f"{live_server.url}/s/")
+
+    other = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        viewer = other.new_page()
+        viewer.goto(f"{live_server.url}/login/?next=/")
+        viewer.fill("#id_username", "vee")
+        viewer.fill("#id_password", PASSWORD)
+        viewer.press("#id_password", "Enter")
+        viewer.wait_for_url(f"{live_server.url}/")
+        viewer.goto(url)
+        ready(viewer)
+        assert "weight: 7" in viewer.evaluate("CelEditor.get('#policy-editor').getValue()")
+        assert viewer.inner_text("#summary-pick") == pick
+        assert viewer.is_visible("#share-banner")
+        assert viewer.input_value("#pod-select") == "default/abc"
+    finally:
+        other.close()
+    assert Policy.objects.get(name="bin-packing").draft == example("bin-packing")
+
+
 def test_a_test_case_is_added_from_the_preview_in_one_click(stack, live_server, page):
     user = make_user("tess", "editor")
     services.policy_create(actor=user, document=example("seed-003-name-length"))

@@ -8,6 +8,8 @@
 /connect/scheduler-profile                    POST: the configuration previews model (admin)
 /cluster/                                    nodes and pods as the engine sees them
 /policies/                                   list (GET), create (POST)
+/policies/import                             a policy file: new policy or draft replaced (POST)
+/policies/<name>/download                    the draft with its test cases as one YAML file
 /policies/<name>/                            playground
 /policies/<name>/preview                     live preview fragment (POST)
 /policies/<name>/pods?q=                     pod search for the playground's picker (fragment)
@@ -25,7 +27,7 @@ from django.urls import path
 
 from policies.numbers import id_converter_register
 
-from . import cluster_page, gallery, ops_views, share_views, token_page
+from . import cluster_page, gallery, ops_views, share_views, token_page, transfer_views
 from . import policy_views as views
 
 id_converter_register()
@@ -46,9 +48,11 @@ urlpatterns = [
     ),
     path("cluster/", cluster_page.cluster_page, name="cluster"),
     path("policies/", views.policy_list, name="policy-list"),
+    path("policies/import", transfer_views.policy_upload, name="policy-import"),
     path("policies/<slug:name>/", views.playground, name="policy-playground"),
     path("policies/<slug:name>/preview", views.preview, name="policy-preview"),
     path("policies/<slug:name>/pods", views.pod_search, name="policy-pod-search"),
+    path("policies/<slug:name>/download", transfer_views.policy_download, name="policy-download"),
     path("policies/<slug:name>/share", share_views.share_create, name="policy-share"),
     path("s/<str:token>/", share_views.share_open, name="share-open"),
     path("policies/<slug:name>/draft", views.draft_save, name="policy-draft-save"),

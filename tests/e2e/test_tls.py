@@ -62,7 +62,7 @@ def handshake(stack: SchedwebStack, *, client_cert: bool, tls12: bool = False) -
 
 
 def test_the_configuration_names_https_and_the_tls_files(stack):
-    config = stack.scheduler_config("--scheduler-name", "schedweb", "--bind")
+    config = stack.scheduler_config("--scheduler-name", "schedweb", "--bind", "--second-scheduler")
     assert f"urlPrefix: {stack.extender_url}/extender/" in config
     assert "enableHTTPS: true" in config
     for name in ("caFile", "certFile", "keyFile"):
@@ -87,7 +87,7 @@ def test_a_client_without_a_certificate_is_refused_at_the_handshake(stack):
 
 
 def test_pods_land_and_bind_through_the_bind_verb_over_mutual_tls(plane, stack, nodes, policy):
-    config = stack.scheduler_config("--scheduler-name", "schedweb", "--bind")
+    config = stack.scheduler_config("--scheduler-name", "schedweb", "--bind", "--second-scheduler")
     assert "bindVerb: bind" in config
     with plane.start_scheduler(config):
         for i in range(3):

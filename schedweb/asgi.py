@@ -163,7 +163,7 @@ async def _lifespan(receive, send, *, offload: bool = False) -> None:
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             if offload and _offload is not None:
-                _offload.close()
+                _offload.close(wait=True)  # uvicorn's workers end with os._exit: join them now
             await send({"type": "lifespan.shutdown.complete"})
             return
 

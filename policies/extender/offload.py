@@ -22,6 +22,8 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -31,14 +33,17 @@ log = logging.getLogger(__name__)
 
 BUSY = 503
 WORKER_NICE = 10
+PARENT_CHECK_SECONDS = 1.0
 
 
-def _worker_start() -> None:
-    """Runs once in each worker process: lower priority, Django set up, runtime loaded."""
+def _worker_start(parent: int) -> None:
+    """Runs once in each worker process: lower priority, an exit with its parent, Django set
+    up, runtime loaded."""
     import contextlib
 
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICE)
+    threading.Thread(target=_exit_with, args=(parent,), name="offload-parent", daemon=True).start()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
     import django
 
@@ -46,6 +51,15 @@ def _worker_start() -> None:
     from .runtime import runtime
 
     runtime()  # the initial load here, not in the first large request
+
+
+def _exit_with(parent: int) -> None:
+    """Ends this worker once `parent` (the listener's process) is gone. uvicorn's worker
+    processes end with os._exit, past the executor's own clean-up, and a listener can be killed:
+    without this, workers were left behind holding a runtime each (seen after a SIGTERM)."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(0)
 
 
 def _answer(verb: str, body: bytes) -> tuple[int, bytes, str]:
@@ -74,6 +88,7 @@ class Offload:
                 max_workers=self.workers,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_worker_start,
+                initargs=(os.getpid(),),
             )
         return self._pool
 
@@ -103,9 +118,11 @@ class Offload:
         finally:
             self.in_flight -= 1
 
-    def close(self) -> None:
+    def close(self, *, wait: bool = False) -> None:
+        """Stops the workers: those waiting are cancelled; with `wait`, the running ones are
+        finished and the processes joined (the listener's shutdown)."""
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.shutdown(wait=wait, cancel_futures=True)
             self._pool = None
 
 

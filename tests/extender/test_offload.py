@@ -163,3 +163,59 @@ def test_large_bodies_past_the_pool_s_capacity_get_a_503_at_once(listener):
 def test_a_bind_body_over_the_inline_limit_is_refused(listener):
     status, answer, _policy = _post(listener, "bind", b'{"PodName": "' + b"x" * INLINE + b'"}')
     assert status == 413 and str(INLINE) in orjson.loads(answer)["detail"]
+
+
+def _children(pid: int) -> set[int]:
+    """Live processes whose parent is `pid` (from /proc)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.add(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.django_db
+def test_the_worker_processes_end_when_the_listener_is_killed(listener):
+    port = listener
+    [server] = [
+        int(p.name)
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit()
+        and f"SCHEDWEB_EXTENDER_PORT={port}".encode() in _environ(p)
+        and b"schedweb.extender_server" in _cmdline(p)
+    ]
+    workers = {pid for pid in _children(server) if b"spawn_main" in _cmdline(Path(f"/proc/{pid}"))}
+    assert workers, "the listener started no worker process"
+    os.kill(server, 9)  # no shutdown of its own: the workers notice their parent is gone
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in workers):
+        assert time.monotonic() < deadline, f"worker processes {workers} outlived the listener"
+        time.sleep(0.1)
+
+
+def _environ(proc: Path) -> bytes:
+    try:
+        return (proc / "environ").read_bytes()
+    except OSError:
+        return b""
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes()
+    except OSError:
+        return b""

@@ -4,8 +4,15 @@
    same requests over HTTP to uvicorn (sequential client, keep-alive), median and p99;
 2. where a request's time goes (parse, pod view, evaluate, respond);
 3. kube-scheduler throughput for 1000 pods over 500 nodes, without an extender and with ours
-   (filter + prioritize, the 2-filter + 3-score policy of bench/engine.py), same binaries, same
-   API server, alternated for SCHEDWEB_BENCH_ROUNDS rounds (default 2), and the median ratio.
+   (filter + prioritize, the 2-filter + 3-score policy of bench/engine.py) over plain HTTP and
+   over mutual TLS as `make run` configures it, same binaries, same API server, alternated for
+   SCHEDWEB_BENCH_ROUNDS rounds (default 2), and the median ratios (TLS/plain: target >= 0.9);
+4. the hostile-load case (bench/hostile.py): a normal filter and /healthz while 6 clients send
+   7 MB bodies to the mutual-TLS listener.
+
+The listener as shipped: `python -m schedweb.extender_server` with mutual TLS (certificates from
+scripts/extender-certs.sh, as `make run`), and a second one in plain HTTP on loopback over the
+same Redis and database for the plain comparison.
 
 Needs the Kubernetes test binaries (scripts/k8s-binaries.sh) and redis-server.
 """
@@ -23,6 +30,7 @@ from pathlib import Path
 import orjson
 
 from .engine import POLICY
+from .hostile import hostile_load
 from .stats import measure
 
 NODES = 500
@@ -124,29 +132,62 @@ def _service_latency(policy_text: str) -> dict[str, float]:
     return results
 
 
-def _http_latency(stack, names: list[str]) -> dict[str, float]:
+def _normal_body(names: list[str], i: int = 0) -> bytes:
+    """A nodeCacheCapable filter/prioritize body for pod h<i> over `names`."""
+    return orjson.dumps(
+        {
+            "Pod": dict(
+                _pod(f"h{i}", "schedweb"),
+                metadata={
+                    "name": f"h{i}",
+                    "namespace": "default",
+                    "uid": f"hu{i}",
+                    "resourceVersion": "1",
+                },
+            ),
+            "Nodes": None,
+            "NodeNames": names,
+        }
+    )
+
+
+def _plain_listener(stack, workdir: Path):
+    """A second extender listener, plain HTTP on loopback, over the stack's Redis and database."""
+    from tests.harness.processes import ManagedProcess, free_ports
+
+    (port,) = free_ports(count=1)
+    env = {k: v for k, v in stack.env.items() if "_TLS_" not in k and "CLIENT_CA" not in k}
+    env |= {"SCHEDWEB_EXTENDER_PORT": str(port)}
+    process = ManagedProcess(
+        name="extender-plain",
+        argv=[Path(stack.env["PATH"].split(":")[0]) / "python", "-m", "schedweb.extender_server"],
+        log_path=workdir / "extender-plain.log",
+        env=env,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    process.start()
+
+    def healthy() -> bool:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        try:
+            connection.request("GET", "/healthz")
+            return connection.getresponse().status == 200
+        finally:
+            connection.close()
+
+    process.wait_ready(check=healthy, timeout=60, what="the plain listener's /healthz")
+    return process, port
+
+
+def _http_latency(port: int, names: list[str], *, context=None, label: str) -> dict[str, float]:
     """Sequential keep-alive client against uvicorn: what kube-scheduler sees, minus Go."""
-    connection = http.client.HTTPConnection("127.0.0.1", stack.extender_port, timeout=10)
-    bodies = [
-        orjson.dumps(
-            {
-                "Pod": dict(
-                    _pod(f"h{i}", "schedweb"),
-                    metadata={
-                        "name": f"h{i}",
-                        "namespace": "default",
-                        "uid": f"hu{i}",
-                        "resourceVersion": "1",
-                    },
-                ),
-                "Nodes": None,
-                "NodeNames": names,
-            }
-        )
-        for i in range(50)
-    ]
+    if context is None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    else:
+        connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=context)
+    bodies = [_normal_body(names, i) for i in range(50)]
     results = {}
-    print(f"== extender over HTTP (uvicorn, sequential keep-alive client, {len(names)} names)")
+    print(f"== extender over {label} (uvicorn, sequential keep-alive client, {len(names)} names)")
     for verb in ("filter", "prioritize"):
 
         def call(i: int, verb=verb) -> None:
@@ -162,8 +203,9 @@ def _http_latency(stack, names: list[str]) -> dict[str, float]:
 
         timing = measure(call, runs=400, warmup=20)
         print(f"  {verb:10s} {timing.ms()}")
-        results[f"http_{verb}_median_ms"] = timing.median * 1e3
-        results[f"http_{verb}_p99_ms"] = timing.p99 * 1e3
+        key = "http" if context is None else "https"
+        results[f"{key}_{verb}_median_ms"] = timing.median * 1e3
+        results[f"{key}_{verb}_p99_ms"] = timing.p99 * 1e3
     connection.close()
     return results
 
@@ -306,18 +348,23 @@ def run() -> dict[str, float]:
                 ),
             )
         redis = RedisServer(workdir / "redis").start()
-        # The extender's listener in plain HTTP on loopback: the numbers stay comparable with
-        # earlier runs (a TLS comparison is a separate case).
+        # The extender's listener as `make run` starts it (mutual TLS), and a plain-HTTP one on
+        # loopback beside it for the comparison (and numbers comparable with earlier runs).
         stack = SchedwebStack(
-            workdir / "stack", kubeconfig=plane.kubeconfig, redis=redis, tls="plain"
+            workdir / "stack", kubeconfig=plane.kubeconfig, redis=redis, tls="mtls"
         )
+        plain_listener = None
         try:
             stack.start()
+            plain_listener, plain_port = _plain_listener(stack, workdir)
             policy = yaml.safe_load(POLICY)
-            policy["schedulerNames"] = ["schedweb", "bench-ext"]
+            policy["schedulerNames"] = ["schedweb", "bench-ext", "bench-tls"]
             version = stack.publish(yaml.safe_dump(policy, sort_keys=False), "bench")
             stack.wait_serving("bench-2-3", version)
-            results |= _http_latency(stack, names)
+            results |= _http_latency(plain_port, names, label="plain HTTP")
+            results |= _http_latency(
+                stack.extender_port, names, context=stack.ssl_context(), label="mutual TLS"
+            )
             print(
                 f"== kube-scheduler throughput: {PODS} pods over {NODES} nodes (pods created first)"
             )
@@ -334,36 +381,93 @@ def run() -> dict[str, float]:
             )
             config = yaml.safe_load(
                 stack.scheduler_config(
-                    "--scheduler-name", "bench-ext", "--no-preempt", "--second-scheduler"
+                    "--scheduler-name",
+                    "bench-ext",
+                    "--no-preempt",
+                    "--second-scheduler",
+                    "--url",  # the last --url wins: the plain listener
+                    f"http://127.0.0.1:{plain_port}/extender/",
                 )
             )
             config["clientConnection"].update(client)
+            # Over mutual TLS as `make run` configures it: https, tlsConfig with the local CA and
+            # kube-scheduler's client certificate (from the stack's settings, as the CLI does).
+            tls_config = yaml.safe_load(
+                stack.scheduler_config(
+                    "--scheduler-name", "bench-tls", "--no-preempt", "--second-scheduler"
+                )
+            )
+            tls_config["clientConnection"].update(client)
+            assert set(tls_config["extenders"][0]["tlsConfig"]) == {"caFile", "certFile", "keyFile"}
             time.sleep(1.5)  # the extender's workers write their counts every second
             before = stack.extender_request("GET", "/metrics")[1]
-            pairs = []
+            rounds = []
             for run in range(1, ROUNDS + 1):
-                without = _throughput(plane, plain, "bench-noext", "without an extender", run)
-                with_ours = _throughput(
-                    plane, yaml.safe_dump(config), "bench-ext", "with the schedweb extender", run
+                # The order turns each round so that neither extender run always follows the
+                # other (this machine's speed drifts over minutes).
+                runs = {
+                    "without": lambda run=run: _throughput(
+                        plane, plain, "bench-noext", "without an extender", run
+                    ),
+                    "plain": lambda run=run: _throughput(
+                        plane, yaml.safe_dump(config), "bench-ext", "with schedweb, plain HTTP", run
+                    ),
+                    "tls": lambda run=run: _throughput(
+                        plane,
+                        yaml.safe_dump(tls_config),
+                        "bench-tls",
+                        "with schedweb, mutual TLS",
+                        run,
+                    ),
+                }
+                order = ["without", "plain", "tls"] if run % 2 else ["without", "tls", "plain"]
+                rates = {name: runs[name]() for name in order}
+                rounds.append(rates)
+                print(
+                    f"  round {run}: with/without {rates['plain'] / rates['without']:.2f} (plain),"
+                    f" {rates['tls'] / rates['without']:.2f} (TLS);"
+                    f" TLS/plain {rates['tls'] / rates['plain']:.2f}"
                 )
-                pairs.append((without, with_ours))
-                print(f"  round {run}: ratio with/without {with_ours / without:.2f}")
-            ratio = statistics.median(w / wo for wo, w in pairs)
+            ratio = statistics.median(r["plain"] / r["without"] for r in rounds)
+            tls_ratio = statistics.median(r["tls"] / r["without"] for r in rounds)
+            tls_vs_plain = statistics.median(r["tls"] / r["plain"] for r in rounds)
             print(
-                f"  ratio with/without, median of {ROUNDS} rounds: {ratio:.2f}"
+                f"  ratio with/without, median of {ROUNDS} rounds: {ratio:.2f} plain HTTP,"
+                f" {tls_ratio:.2f} mutual TLS"
                 " (target at least 0.3, aim 0.5; published Go extender: 0.11)"
+            )
+            print(
+                f"  throughput, medians: plain HTTP"
+                f" {statistics.median(r['plain'] for r in rounds):.1f} pods/s,"
+                f" mutual TLS {statistics.median(r['tls'] for r in rounds):.1f} pods/s;"
+                f" TLS/plain {tls_vs_plain:.2f} (target at least 0.90:"
+                f" {'PASS' if tls_vs_plain >= 0.9 else 'FAIL'})"
             )
             time.sleep(1.5)
             after = stack.extender_request("GET", "/metrics")[1]
             results |= {
-                "throughput_without": statistics.median(wo for wo, _ in pairs),
-                "throughput_with": statistics.median(w for _, w in pairs),
+                "throughput_without": statistics.median(r["without"] for r in rounds),
+                "throughput_with": statistics.median(r["plain"] for r in rounds),
+                "throughput_with_tls": statistics.median(r["tls"] for r in rounds),
                 "throughput_ratio": ratio,
+                "throughput_ratio_tls": tls_ratio,
+                "throughput_tls_vs_plain": tls_vs_plain,
             }
             results |= _server_side_from_metrics(
                 before if isinstance(before, str) else "", after if isinstance(after, str) else ""
             )
+            results |= hostile_load(
+                port=stack.extender_port,
+                tls_dir=stack.tls_dir,
+                normal_body=_normal_body(names),
+                hostile_pod=dict(
+                    _pod("hostile", "schedweb"),
+                    metadata={"name": "hostile", "namespace": "default", "uid": "hostile-uid"},
+                ),
+            )
         finally:
+            if plain_listener is not None:
+                plain_listener.stop(grace=5)
             stack.stop()
             redis.stop()
     return results

@@ -19,6 +19,22 @@ import yaml
 
 KUBE_SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler:v1.35.8"
 MANAGED_RESOURCE = "schedweb.io/scheduled"
+# A second scheduler's extender TLS files: a Secret (keys below) mounted here, read-only, readable
+# by the container's group only (fsGroup). Kept out of the ConfigMap's /etc/schedweb mount.
+TLS_MOUNT = "/etc/schedweb-tls"
+TLS_SECRET_KEYS = {"tls_ca_file": "ca.crt", "tls_cert_file": "tls.crt", "tls_key_file": "tls.key"}
+SCHEDULER_UID = 65532
+
+
+class BindScopeError(ValueError):
+    """bindVerb with a profile kube-scheduler runs but no schedweb policy targets.
+
+    kube-scheduler's extenders are global, not per profile: a binder extender binds every pod it
+    is interested in, of every profile (v1.35.8 pkg/scheduler/schedule_one.go extendersBinding:
+    only IsBinder and IsInterested are checked; extender.go IsInterested looks at
+    managedResources alone). schedweb refuses to bind pods no policy targets, so such a pod would
+    never be bound. Scope by resource, or run a second scheduler whose every profile is schedweb's.
+    """
 
 
 @dataclass(frozen=True)
@@ -84,6 +100,16 @@ def scheduler_configuration(setup: SchedulerSetup) -> dict[str, Any]:
     if setup.preempt:
         extender["preemptVerb"] = "preempt"
     if setup.bind:
+        others = [
+            p["schedulerName"] for p in profiles if p["schedulerName"] not in setup.scheduler_names
+        ]
+        if setup.scoping == "profile" and others:
+            raise BindScopeError(
+                f"bind is on, but kube-scheduler would send the binds of every profile to the "
+                f"extender, {', '.join(others)} included (extenders are not per profile), and "
+                "schedweb binds only the pods of its policies' schedulerNames: use a second "
+                "scheduler (--second-scheduler or --manifests) or --scoping resource"
+            )
         extender["bindVerb"] = "bind"
     if setup.scoping == "resource":
         extender["managedResources"] = [{"name": MANAGED_RESOURCE, "ignoredByScheduler": True}]
@@ -110,12 +136,30 @@ def scheduler_configuration(setup: SchedulerSetup) -> dict[str, Any]:
 def second_scheduler_manifests(setup: SchedulerSetup) -> list[dict[str, Any]]:
     """ServiceAccount, RBAC, ConfigMap and Deployment of an isolated second kube-scheduler (seed 001)."""
     name = setup.lease_name
+    secret_files = tls_secret_files(setup)
+    # In the pod, the TLS files are the Secret's, at TLS_MOUNT.
+    in_pod = {field: f"{TLS_MOUNT}/{TLS_SECRET_KEYS[field]}" for field in secret_files}
     in_cluster = SchedulerSetup(
-        **{**setup.__dict__, "kubeconfig": "", "keep_default_profile": False}
+        **{**setup.__dict__, "kubeconfig": "", "keep_default_profile": False, **in_pod}
     )
     config = scheduler_configuration(in_cluster)
     del config["clientConnection"]  # in-cluster: the ServiceAccount's token
     labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "schedweb"}
+    mounts: list[dict[str, Any]] = [
+        {"name": "config", "mountPath": "/etc/schedweb", "readOnly": True}
+    ]
+    volumes: list[dict[str, Any]] = [{"name": "config", "configMap": {"name": f"{name}-config"}}]
+    pod_security: dict[str, Any] = {}
+    if secret_files:
+        mounts.append({"name": "extender-tls", "mountPath": TLS_MOUNT, "readOnly": True})
+        volumes.append(
+            {
+                "name": "extender-tls",
+                # 0440 and the pod's fsGroup: the non-root container reads the key, nobody else.
+                "secret": {"secretName": tls_secret_name(setup), "defaultMode": 0o440},
+            }
+        )
+        pod_security = {"fsGroup": SCHEDULER_UID}
     return [
         {
             "apiVersion": "v1",
@@ -221,23 +265,53 @@ def second_scheduler_manifests(setup: SchedulerSetup) -> list[dict[str, Any]]:
                                     "privileged": False,
                                     "allowPrivilegeEscalation": False,
                                     "runAsNonRoot": True,
-                                    "runAsUser": 65532,
+                                    "runAsUser": SCHEDULER_UID,
                                 },
-                                "volumeMounts": [
-                                    {
-                                        "name": "config",
-                                        "mountPath": "/etc/schedweb",
-                                        "readOnly": True,
-                                    }
-                                ],
+                                "volumeMounts": mounts,
                             }
                         ],
-                        "volumes": [{"name": "config", "configMap": {"name": f"{name}-config"}}],
+                        "volumes": volumes,
+                        **({"securityContext": pod_security} if pod_security else {}),
                     },
                 },
             },
         },
     ]
+
+
+def tls_secret_files(setup: SchedulerSetup) -> dict[str, str]:
+    """The extender TLS files a second scheduler needs, field -> path where schedweb runs them
+    (empty for plain HTTP)."""
+    if not setup.extender_url.startswith("https://"):
+        return {}
+    return {field: getattr(setup, field) for field in TLS_SECRET_KEYS if getattr(setup, field)}
+
+
+def tls_secret_name(setup: SchedulerSetup) -> str:
+    return f"{setup.lease_name}-extender-tls"
+
+
+def tls_secret_command(setup: SchedulerSetup) -> str:
+    """The kubectl command creating the Secret the second scheduler mounts, from the local files;
+    empty when it needs none. The key never appears in generated output (the Connect page shows
+    it to viewers)."""
+    files = tls_secret_files(setup)
+    if not files:
+        return ""
+    sources = " ".join(f"--from-file={TLS_SECRET_KEYS[f]}={path}" for f, path in files.items())
+    return f"kubectl -n {setup.namespace} create secret generic {tls_secret_name(setup)} {sources}"
+
+
+def second_scheduler_yaml(setup: SchedulerSetup) -> str:
+    """second_scheduler_manifests as YAML, led by the Secret's kubectl command as a comment."""
+    text = dump_yaml(second_scheduler_manifests(setup))
+    command = tls_secret_command(setup)
+    if not command:
+        return text
+    return (
+        "# First create the Secret with the extender's CA and kube-scheduler's client certificate:\n"
+        f"#   {command}\n{text}"
+    )
 
 
 def extender_urls(*, prefix: str) -> dict[str, str]:

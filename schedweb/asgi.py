@@ -11,12 +11,16 @@
 The extender's calls are answered here directly, without Django's request handling: they need no
 session, CSRF, auth, URL resolution or templates, and kube-scheduler waits for every one of them.
 The body is read here and only here against SCHEDWEB_EXTENDER_MAX_BODY_BYTES (413 past it, the
-rest unread); the answers come from policies/extender/entry.py. filter, prioritize and preempt run
-inline on the event loop: they only read process memory and take about a millisecond, and
-kube-scheduler sends one request at a time. bind (a call to the API server) runs in a thread. The
-process's runtime (policies, snapshot reader, bind's Kubernetes client) is built at the listener's
-lifespan startup, in a thread since its initial load may read the database; should that fail, the
-first request builds it, in a thread too. Other methods on a verb get 405 (Allow: POST) and other
+rest unread); the answers come from policies/extender/entry.py. filter, prioritize and preempt
+bodies up to SCHEDWEB_EXTENDER_INLINE_BODY_BYTES run inline on the event loop: they only read
+process memory and take about a millisecond, and kube-scheduler sends one request at a time.
+Larger ones go to a bounded pool of worker processes (policies/extender/offload.py; 503 when it is
+full): parsing 7 MB of Node objects holds the GIL for hundreds of ms, which on the loop made
+normal calls wait seconds (issue 14). bind (a call to the API server) runs in a thread; a bind
+body over the inline limit is refused (413: a binding is four short strings). The process's
+runtime (policies, snapshot reader, bind's Kubernetes client) is built at the listener's lifespan
+startup, in a thread since its initial load may read the database; should that fail, the first
+request builds it, in a thread too. Other methods on a verb get 405 (Allow: POST) and other
 paths a JSON 404: no Django route serves /extender/.
 
 uvicorn with httptools answers a request in about a fifth of gunicorn's per-request time here
@@ -41,10 +45,25 @@ warnings.filterwarnings(
 )
 
 from policies.extender import entry  # noqa: E402  (needs Django set up first)
+from policies.extender.offload import Offload, busy_answer  # noqa: E402
 
 log = logging.getLogger(__name__)
 _INLINE = frozenset({"filter", "prioritize", "preempt"})
 _ready = False
+_offload: Offload | None = None
+
+
+def _offloader() -> Offload:
+    """This process's pool for large bodies (created, not started, on first use)."""
+    global _offload
+    if _offload is None:
+        from django.conf import settings
+
+        _offload = Offload(
+            workers=settings.SCHEDWEB_EXTENDER_OFFLOAD_WORKERS,
+            queue=settings.SCHEDWEB_EXTENDER_OFFLOAD_QUEUE,
+        )
+    return _offload
 
 
 class _ClientGone(Exception):
@@ -77,6 +96,14 @@ def _host_allowed(scope, allowed_hosts: list[str]) -> bool:
             domain, _port = split_domain_port(value.decode("latin-1"))
             return bool(domain) and validate_host(domain, allowed_hosts)
     return False
+
+
+def _content_length(scope) -> int:
+    """The declared Content-Length, or -1 when absent or not a number (chunked bodies)."""
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            return int(value) if value.isdigit() else -1
+    return -1
 
 
 def _is_json(scope) -> bool:
@@ -121,29 +148,41 @@ async def extender(scope, receive, send) -> None:
     elif not _is_json(scope):
         status, answer, policy = 415, _UNSUPPORTED, ""
     else:
+        inline = settings.SCHEDWEB_EXTENDER_INLINE_BODY_BYTES
         limit = settings.SCHEDWEB_EXTENDER_MAX_BODY_BYTES
-        try:
-            body = await _read_body(receive, limit)
-        except _ClientGone:
-            return
-        if body is None:
-            status, answer, policy = entry.too_large_answer(limit)
-        elif verb in _INLINE and _ready:
-            status, answer, policy = entry.extender_answer(verb, body)
+        if verb not in _INLINE:  # bind: never offloaded, so never larger than inline
+            limit = min(limit, inline)
+        declared = _content_length(scope)
+        if declared > inline and verb in _INLINE and _offloader().full():
+            status, answer, policy = busy_answer(_offloader().capacity)
         else:
-            status, answer, policy = await asyncio.to_thread(entry.extender_answer, verb, body)
-            _ready = True
+            try:
+                body = await _read_body(receive, limit)
+            except _ClientGone:
+                return
+            if body is None:
+                status, answer, policy = entry.too_large_answer(limit)
+            elif len(body) > inline:  # filter, prioritize or preempt: a worker process answers
+                status, answer, policy = await _offloader().answer(verb, body)
+            elif verb in _INLINE and _ready:
+                status, answer, policy = entry.extender_answer(verb, body)
+            else:
+                status, answer, policy = await asyncio.to_thread(entry.extender_answer, verb, body)
+                _ready = True
     if policy:
         extra.append((b"x-schedweb-policy", policy.encode()))
     await _answer(send, status, answer, extra)
 
 
-async def _lifespan(receive, send, startup=None) -> None:
-    """Runs `startup` (in a thread) before the listener takes connections; nothing to stop.
-    Django's handler refuses lifespan, so it is answered here."""
+async def _lifespan(receive, send, startup=None, *, offload: bool = False) -> None:
+    """Runs `startup` (in a thread) before the listener takes connections and starts the pool
+    for large bodies (`offload`); stops the pool at shutdown. Django's handler refuses lifespan,
+    so it is answered here."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
+            if offload:
+                _offloader().start()
             if startup is not None:
                 try:
                     await asyncio.to_thread(startup)
@@ -151,6 +190,8 @@ async def _lifespan(receive, send, startup=None) -> None:
                     log.exception("extender start failed")
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
+            if offload and _offload is not None:
+                _offload.close(wait=True)  # uvicorn's workers end with os._exit: join them now
             await send({"type": "lifespan.shutdown.complete"})
             return
 
@@ -175,7 +216,7 @@ async def extender_application(scope, receive, send) -> None:
     from django.conf import settings
 
     if scope["type"] == "lifespan":
-        await _lifespan(receive, send, _extender_start)
+        await _lifespan(receive, send, _extender_start, offload=True)
         return
     if scope["type"] != "http":  # websockets: nothing here
         return

@@ -92,6 +92,22 @@ WHITENOISE_USE_FINDERS = DEBUG
 # 1000 nodes is about 6.7 MB, so the extender gets its own, larger limit.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("SCHEDWEB_MAX_BODY_BYTES", 1_048_576)
 SCHEDWEB_EXTENDER_MAX_BODY_BYTES = env_int("SCHEDWEB_EXTENDER_MAX_BODY_BYTES", 64 * 1_048_576)
+# Bodies up to SCHEDWEB_EXTENDER_INLINE_BODY_BYTES are answered on the listener's event loop (a
+# 500-name filter is about 10 KB and takes about a millisecond). Larger filter, prioritize and
+# preempt bodies are answered by a pool of SCHEDWEB_EXTENDER_OFFLOAD_WORKERS processes, at most
+# _OFFLOAD_QUEUE more waiting (503 past that); a larger bind body is refused (413). Parsing holds
+# the GIL: 200000 bare Node objects (6.6 MB) took 120-450 ms in one orjson.loads here, and as long
+# again to check, so a thread would still stall the loop (schedweb/asgi.py). 128 KiB keeps
+# nodeCacheCapable requests of about 6000 names inline and bounds an inline parse to ~15 ms.
+SCHEDWEB_EXTENDER_INLINE_BODY_BYTES = env_int("SCHEDWEB_EXTENDER_INLINE_BODY_BYTES", 128 * 1024)
+SCHEDWEB_EXTENDER_OFFLOAD_WORKERS = env_int("SCHEDWEB_EXTENDER_OFFLOAD_WORKERS", 1)
+SCHEDWEB_EXTENDER_OFFLOAD_QUEUE = env_int("SCHEDWEB_EXTENDER_OFFLOAD_QUEUE", 2)
+if SCHEDWEB_EXTENDER_OFFLOAD_WORKERS < 1 or SCHEDWEB_EXTENDER_OFFLOAD_QUEUE < 0:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "SCHEDWEB_EXTENDER_OFFLOAD_WORKERS must be at least 1 and _OFFLOAD_QUEUE at least 0."
+    )
 
 # Redis: Celery broker, snapshot store and version counters.
 REDIS_URL = env_str("SCHEDWEB_REDIS_URL", "redis://127.0.0.1:6379/0")

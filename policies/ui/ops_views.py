@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,13 +47,14 @@ from policies.redis import redis_client
 from policies.schedmodel.pipeline import SCORE_PLUGINS
 from policies.schedulerconfig import (
     MANAGED_RESOURCE,
+    BindScopeError,
     SchedulerSetup,
     dump_yaml,
     extender_cluster_role,
     extender_urls,
     rbac_command,
     scheduler_configuration,
-    second_scheduler_manifests,
+    second_scheduler_yaml,
 )
 from policies.ui.access import page_access
 from policies.ui.context import role
@@ -599,9 +601,9 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
         "url": url,
         "urls": extender_urls(prefix=url),
         "https": url.startswith("https://"),
-        "profile": dump_yaml(scheduler_configuration(profile)),
+        "profile": _config_or_why_not(profile),
         "resource": dump_yaml(scheduler_configuration(resource)),
-        "manifests": dump_yaml(second_scheduler_manifests(second)),
+        "manifests": second_scheduler_yaml(second),
         "rbac": dump_yaml(extender_cluster_role(bind=data["bind"])),
         "managed_resource": MANAGED_RESOURCE,
         "opt_in_pod": dump_yaml(_opt_in_pod(names[0])),
@@ -610,6 +612,17 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
         "cli_manifests": _cli(names=names, data=data, extra="--manifests"),
         "cli_rbac": rbac_command(bind=data["bind"]),
     }
+
+
+def _config_or_why_not(setup: SchedulerSetup) -> str:
+    """The configuration's YAML; with bind on and a profile no policy targets, why there is none
+    (as a YAML comment, where the configuration would be)."""
+    try:
+        return dump_yaml(scheduler_configuration(setup))
+    except BindScopeError as exc:
+        return "".join(
+            f"# {line}\n" for line in textwrap.wrap(str(exc), 96, break_on_hyphens=False)
+        )
 
 
 def _opt_in_pod(scheduler_name: str) -> dict[str, Any]:

@@ -137,7 +137,7 @@ def test_bind_creates_the_binding_and_is_idempotent(plane, stack, nodes):
 def test_a_scheduler_with_the_bind_verb_binds_through_the_extender(plane, stack, nodes):
     version = stack.publish(POLICY.replace("free-cpu", "free"), "bind verb")
     stack.wait_serving("resilient", version)
-    config = stack.scheduler_config("--scheduler-name", "schedweb", "--bind")
+    config = stack.scheduler_config("--scheduler-name", "schedweb", "--bind", "--second-scheduler")
     with plane.start_scheduler(config):
         create_pod(plane.api, "bound-by-extender")
         node = resources.pod_wait_bound(api=plane.api, name="bound-by-extender", timeout=30)

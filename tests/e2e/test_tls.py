@@ -62,7 +62,7 @@ def handshake(stack: SchedwebStack, *, client_cert: bool, tls12: bool = False) -
 
 
 def test_the_configuration_names_https_and_the_tls_files(stack):
-    config = stack.scheduler_config("--scheduler-name", "schedweb", "--bind")
+    config = stack.scheduler_config("--scheduler-name", "schedweb", "--bind", "--second-scheduler")
     assert f"urlPrefix: {stack.extender_url}/extender/" in config
     assert "enableHTTPS: true" in config
     for name in ("caFile", "certFile", "keyFile"):
@@ -87,7 +87,7 @@ def test_a_client_without_a_certificate_is_refused_at_the_handshake(stack):
 
 
 def test_pods_land_and_bind_through_the_bind_verb_over_mutual_tls(plane, stack, nodes, policy):
-    config = stack.scheduler_config("--scheduler-name", "schedweb", "--bind")
+    config = stack.scheduler_config("--scheduler-name", "schedweb", "--bind", "--second-scheduler")
     assert "bindVerb: bind" in config
     with plane.start_scheduler(config):
         for i in range(3):
@@ -95,6 +95,29 @@ def test_pods_land_and_bind_through_the_bind_verb_over_mutual_tls(plane, stack, 
         for i in range(3):
             node = resources.pod_wait_bound(api=plane.api, name=f"mtls-pod-{i}", timeout=30)
             assert node.startswith("tls-")
+
+
+def test_with_bind_and_resource_scoping_a_default_scheduler_pod_is_bound_without_the_extender(
+    plane, stack, nodes, policy
+):
+    # The configuration schedulerconfig gives for bind beside the default-scheduler profile.
+    config = stack.scheduler_config(
+        "--scheduler-name", "schedweb", "--bind", "--scoping", "resource"
+    )
+    assert "bindVerb: bind" in config and "- schedulerName: default-scheduler" in config
+    opted_in = resources.pod_manifest(name="opted-in", scheduler_name="schedweb")
+    opted_in["spec"]["containers"][0]["resources"]["limits"] = {"schedweb.io/scheduled": "1"}
+    opted_in["spec"]["containers"][0]["resources"]["requests"]["schedweb.io/scheduled"] = "1"
+    with plane.start_scheduler(config):
+        create_pod(plane.api, "plain-default", scheduler="default-scheduler")
+        resources.pod_create(api=plane.api, manifest=opted_in)
+        # The extender refuses to bind a pod no policy targets (tests/extender/test_protocol.py):
+        # bound at all means DefaultBinder bound it, not the extender.
+        resources.pod_wait_bound(api=plane.api, name="plain-default", timeout=30)
+        # The opted-in pod went through the extender: its filter kept it on tls- nodes.
+        assert resources.pod_wait_bound(api=plane.api, name="opted-in", timeout=30).startswith(
+            "tls-"
+        )
 
 
 def test_an_anonymous_bind_binds_nothing(plane, stack, nodes, policy):

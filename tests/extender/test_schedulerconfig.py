@@ -115,3 +115,96 @@ def test_tls_files_default_to_the_settings_and_plain_http_has_no_tls_config(sett
     [plain] = generate("--url", "http://127.0.0.1:8443/extender/", "--scheduler-name", "s")
     assert plain["extenders"][0]["enableHTTPS"] is False
     assert "tlsConfig" not in plain["extenders"][0]
+
+
+def generate_text(*args: str) -> str:
+    out = io.StringIO()
+    call_command("schedulerconfig", *args, stdout=out)
+    return out.getvalue()
+
+
+MTLS = (
+    "--url",
+    "https://schedweb.example:8443/extender/",
+    "--ca-file",
+    "/srv/tls/ca.crt",
+    "--cert-file",
+    "/srv/tls/client.crt",
+    "--key-file",
+    "/srv/tls/client.key",
+)
+
+
+@pytest.mark.django_db
+def test_a_second_scheduler_over_mutual_tls_mounts_the_files_where_its_tls_config_names_them():
+    text = generate_text("--manifests", "--scheduler-name", "schedweb", *MTLS)
+    docs = list(yaml.safe_load_all(text))
+    config_map = next(d for d in docs if d["kind"] == "ConfigMap")
+    config = yaml.safe_load(config_map["data"]["scheduler-config.yaml"])
+    tls = config["extenders"][0]["tlsConfig"]
+    pod = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    # every tlsConfig path = a mount of the Secret volume + one of that Secret's keys
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    secret_files = {}
+    for mount in container["volumeMounts"]:
+        secret = volumes[mount["name"]].get("secret")
+        if secret:
+            assert mount["readOnly"] is True
+            secret_files |= {
+                f"{mount['mountPath']}/{key}": (secret["secretName"], key)
+                for key in ("ca.crt", "tls.crt", "tls.key")
+            }
+    assert set(tls) == {"caFile", "certFile", "keyFile"}
+    assert {name: secret_files[path] for name, path in tls.items()} == {
+        "caFile": ("schedweb-scheduler-extender-tls", "ca.crt"),
+        "certFile": ("schedweb-scheduler-extender-tls", "tls.crt"),
+        "keyFile": ("schedweb-scheduler-extender-tls", "tls.key"),
+    }
+    # the non-root container reads them through its group; nobody else does
+    secret = next(v["secret"] for v in pod["volumes"] if "secret" in v)
+    assert secret["defaultMode"] == 0o440
+    assert pod["securityContext"]["fsGroup"] == container["securityContext"]["runAsUser"]
+    # the Secret is made from the local files by the command the output leads with; no key
+    # material is printed
+    assert (
+        "#   kubectl -n kube-system create secret generic schedweb-scheduler-extender-tls"
+        " --from-file=ca.crt=/srv/tls/ca.crt --from-file=tls.crt=/srv/tls/client.crt"
+        " --from-file=tls.key=/srv/tls/client.key\n"
+    ) in text
+    assert not any(d["kind"] == "Secret" for d in docs)
+
+
+@pytest.mark.django_db
+def test_a_second_scheduler_over_tls_mounts_only_the_ca_and_over_http_nothing():
+    docs = generate("--manifests", "--url", "https://x:8443/extender/", "--ca-file", "/srv/ca.crt")
+    config = yaml.safe_load(docs[5]["data"]["scheduler-config.yaml"])
+    assert config["extenders"][0]["tlsConfig"] == {"caFile": "/etc/schedweb-tls/ca.crt"}
+    plain = generate("--manifests", "--url", "http://127.0.0.1:8443/extender/", *MTLS[2:])
+    pod = plain[6]["spec"]["template"]["spec"]
+    assert [v["name"] for v in pod["volumes"]] == ["config"] and "securityContext" not in pod
+
+
+@pytest.mark.django_db
+def test_bind_is_refused_where_kube_scheduler_would_send_other_profiles_binds(capsys):
+    # Extenders are global: with the default-scheduler profile kept, its pods' binds would reach
+    # schedweb, which binds only its policies' pods: they would never be bound.
+    with pytest.raises(SystemExit) as exit_:
+        call_command("schedulerconfig", "--scheduler-name", "schedweb", "--bind")
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert "default-scheduler" in error and "--second-scheduler" in error
+    # A second scheduler has only schedweb's profiles; resource scoping only opted-in pods.
+    [second] = generate("--scheduler-name", "schedweb", "--bind", "--second-scheduler")
+    assert [p["schedulerName"] for p in second["profiles"]] == ["schedweb"]
+    assert second["extenders"][0]["bindVerb"] == "bind"
+    [resource] = generate("--scheduler-name", "schedweb", "--bind", "--scoping", "resource")
+    assert [p["schedulerName"] for p in resource["profiles"]] == ["default-scheduler", "schedweb"]
+    assert resource["extenders"][0]["bindVerb"] == "bind"
+    assert resource["extenders"][0]["managedResources"][0]["name"] == "schedweb.io/scheduled"
+    # Without bind the shared extender passes other profiles' pods through: allowed.
+    [shared] = generate("--scheduler-name", "schedweb", "--no-bind")
+    assert "bindVerb" not in shared["extenders"][0]
+    # A policy that targets default-scheduler itself leaves no profile out.
+    [all_ours] = generate("--scheduler-name", "default-scheduler", "--bind")
+    assert [p["schedulerName"] for p in all_ours["profiles"]] == ["default-scheduler"]

@@ -582,7 +582,8 @@ def test_the_options_re_render_as_a_fragment_for_htmx():
     body = response.content.decode()
     assert response.status_code == 200
     assert body.lstrip().startswith('<div id="connect"') and "<html" not in body
-    config = yaml.safe_load(response.context["out"]["profile"])
+    out = response.context["out"]
+    config = yaml.safe_load(out["resource"])
     extender = config["extenders"][0]
     # unchecked nodeCacheCapable is absent from the query: full Node objects
     assert (extender["weight"], extender["ignorable"], extender["nodeCacheCapable"]) == (
@@ -592,6 +593,19 @@ def test_the_options_re_render_as_a_fragment_for_htmx():
     )
     assert extender["bindVerb"] == "bind"
     assert [p["schedulerName"] for p in config["profiles"]] == ["default-scheduler", "batch", "gpu"]
+    # With bind, profile scoping would send default-scheduler's binds to schedweb: no
+    # configuration, the reason in its place (a YAML comment).
+    assert yaml.safe_load(out["profile"]) is None and "default-scheduler" in out["profile"]
+    second = yaml.safe_load_all(out["manifests"])
+    config_map = next(d for d in second if d["kind"] == "ConfigMap")
+    assert "bindVerb: bind" in config_map["data"]["scheduler-config.yaml"]
+
+
+def test_without_bind_the_profile_scoping_is_a_configuration():
+    out = client_for("viewer").get("/connect/", {"weight": "1"}).context["out"]
+    config = yaml.safe_load(out["profile"])
+    assert config["profiles"][0]["schedulerName"] == "default-scheduler"
+    assert "bindVerb" not in config["extenders"][0]
 
 
 @pytest.mark.parametrize(("bind", "binding_rule"), [(False, False), (True, True)])

@@ -25,11 +25,12 @@ from policies.engine.document import PolicyInvalid
 from policies.errors import ClusterUnavailable, InputError
 from policies.evaluation import example_pod_views, pods_pending, weight_advise_run
 from policies.schedulerconfig import (
+    BindScopeError,
     SchedulerSetup,
     dump_yaml,
     extender_cluster_role,
     scheduler_configuration,
-    second_scheduler_manifests,
+    second_scheduler_yaml,
 )
 from policies.selectors import scheduler_names_active
 
@@ -187,10 +188,14 @@ class Command(BaseCommand):
             tls_cert_file=options["cert_file"],
             tls_key_file=options["key_file"],
         )
-        if options["manifests"]:
-            self.stdout.write(dump_yaml(second_scheduler_manifests(setup)), ending="")
-        else:
-            self.stdout.write(dump_yaml(scheduler_configuration(setup)), ending="")
+        try:
+            if options["manifests"]:
+                self.stdout.write(second_scheduler_yaml(setup), ending="")
+            else:
+                self.stdout.write(dump_yaml(scheduler_configuration(setup)), ending="")
+        except BindScopeError as exc:
+            self.stderr.write(f"error: {exc}")
+            sys.exit(2)
 
     def _advise(self, options) -> None:
         try:

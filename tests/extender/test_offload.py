@@ -1,0 +1,221 @@
+"""Large bodies are answered by a worker process, off the listener's event loop (issue 14).
+
+The listener runs as shipped (`python -m schedweb.extender_server`, plain HTTP on loopback, one
+uvicorn worker) with a low inline limit, over a Redis database of its own into which the test
+publishes; the demo cluster is the snapshot on both sides, so the in-process service computes the
+expected answers.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import threading
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from policies.extender.runtime import runtime
+from tests.harness.processes import ManagedProcess, free_ports
+from tests.redisdb import redis_url
+
+from .conftest import args_body, example, go_pod
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = ROOT / ".venv" / "bin" / "python"
+INLINE = 16_384  # bytes: the test's inline limit, so that moderate bodies are offloaded
+REDIS_DB = 13
+
+
+@pytest.fixture
+def listener(settings, tmp_path, publish):
+    """(port, published): the extender's listener in a subprocess on Redis database REDIS_DB."""
+    # The publish fixture uses database 12 in this process; the listener and its pool must see
+    # the same data, so both point at REDIS_DB.
+    from tests.redisdb import redis_database
+
+    with redis_database(settings, REDIS_DB):
+        (port,) = free_ports(count=1)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(tmp_path),
+            "PYTHONPATH": str(ROOT),
+            "DJANGO_SETTINGS_MODULE": "schedweb.settings",
+            "SCHEDWEB_DEBUG": "0",
+            "SCHEDWEB_SECRET_KEY": "offload-test",
+            "SCHEDWEB_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+            "SCHEDWEB_REDIS_URL": redis_url(REDIS_DB),
+            "SCHEDWEB_CLUSTER_SOURCE": "demo",
+            "SCHEDWEB_EXTENDER_PORT": str(port),
+            "SCHEDWEB_EXTENDER_WORKERS": "1",
+            "SCHEDWEB_EXTENDER_INLINE_BODY_BYTES": str(INLINE),
+            "SCHEDWEB_EXTENDER_OFFLOAD_WORKERS": "1",
+            "SCHEDWEB_EXTENDER_OFFLOAD_QUEUE": "0",
+            "SCHEDWEB_LOG_LEVEL": "WARNING",
+        }
+        process = ManagedProcess(
+            name="extender",
+            argv=[PYTHON, "-m", "schedweb.extender_server"],
+            log_path=tmp_path / "extender.log",
+            env=env,
+            cwd=ROOT,
+        )
+        publish(example("seed-003-name-length"))
+        process.start()
+        try:
+            # Ready when a large body (the worker process) answers with the published policy.
+            body = _padded_filter(go_pod("abc"))
+            process.wait_ready(
+                check=lambda: _post(port, "filter", body)[2] == "seed-003-name-length/v1",
+                timeout=60,
+                what="the offloaded answer with the published policy",
+            )
+            yield port
+        finally:
+            process.stop(grace=5)
+
+
+def _padded_filter(pod: dict, *, extra: int = 2000) -> bytes:
+    """A nodeCacheCapable filter over two demo nodes and `extra` names no snapshot knows: over
+    the inline limit."""
+    names = ["cp-1", "a-small-1"] + [f"nowhere-{i:05d}" for i in range(extra)]
+    body = args_body(pod, names)
+    assert len(body) > INLINE
+    return body
+
+
+def _hostile() -> bytes:
+    """200000 bare Node objects (about 7 MB), as in issue 14."""
+    nodes = [{"metadata": {"name": f"n{i:07d}"}} for i in range(200_000)]
+    return orjson.dumps({"Pod": go_pod("abc"), "Nodes": {"items": nodes}, "NodeNames": None})
+
+
+def _post(port: int, verb: str, body: bytes) -> tuple[int, bytes, str]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        connection.request("POST", f"/extender/{verb}", body, {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, response.read(), response.getheader("X-Schedweb-Policy", "")
+    finally:
+        connection.close()
+
+
+@pytest.mark.django_db
+def test_a_large_body_gets_the_same_answer_as_the_service_gives(listener, settings):
+    settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
+    for verb in ("filter", "prioritize"):
+        body = _padded_filter(go_pod("abc"))
+        status, answer, policy = _post(listener, verb, body)
+        direct = getattr(runtime().extender, verb)(body)
+        assert (status, answer, policy) == (direct.status, direct.body, direct.policy)
+
+
+@pytest.mark.django_db
+def test_small_filters_and_healthz_are_answered_while_a_hostile_body_is_parsed(listener):
+    answered: list[tuple[str, float, int]] = []
+    hostile = http.client.HTTPConnection("127.0.0.1", listener, timeout=120)
+    hostile.request("POST", "/extender/filter", _hostile(), {"Content-Type": "application/json"})
+
+    def hostile_answer() -> None:
+        response = hostile.getresponse()
+        response.read()
+        answered.append(("hostile", time.monotonic(), response.status))
+
+    reader = threading.Thread(target=hostile_answer)
+    reader.start()
+    # Sent once the whole hostile body is on its way: its parse alone holds a process for over
+    # 100 ms, which inline (this listener's loop) put every one of these behind it.
+    small = args_body(go_pod("abc"), ["cp-1", "a-small-1"])
+    for _ in range(20):
+        status, answer, _policy = _post(listener, "filter", small)
+        answered.append(("small", time.monotonic(), status))
+    connection = http.client.HTTPConnection("127.0.0.1", listener, timeout=60)
+    connection.request("GET", "/healthz")
+    answered.append(("healthz", time.monotonic(), connection.getresponse().status))
+    connection.close()
+    reader.join(120)
+    hostile.close()
+    order = [what for what, _at, _status in sorted(answered, key=lambda a: a[1])]
+    assert order == ["small"] * 20 + ["healthz", "hostile"], answered
+    assert {status for _what, _at, status in answered} == {200}
+    assert answer == runtime().extender.filter(small).body
+
+
+@pytest.mark.django_db
+def test_large_bodies_past_the_pool_s_capacity_get_a_503_at_once(listener):
+    hostile = _hostile()
+    results: list[int] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(_post(listener, "filter", hostile)[0]))
+        for _ in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    # One worker, no queue: while one is answered the others are refused, not queued.
+    assert sorted(results)[0] == 200 and 503 in results, results
+
+
+@pytest.mark.django_db
+def test_a_bind_body_over_the_inline_limit_is_refused(listener):
+    status, answer, _policy = _post(listener, "bind", b'{"PodName": "' + b"x" * INLINE + b'"}')
+    assert status == 413 and str(INLINE) in orjson.loads(answer)["detail"]
+
+
+def _children(pid: int) -> set[int]:
+    """Live processes whose parent is `pid` (from /proc)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.add(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.django_db
+def test_the_worker_processes_end_when_the_listener_is_killed(listener):
+    port = listener
+    [server] = [
+        int(p.name)
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit()
+        and f"SCHEDWEB_EXTENDER_PORT={port}".encode() in _environ(p)
+        and b"schedweb.extender_server" in _cmdline(p)
+    ]
+    workers = {pid for pid in _children(server) if b"spawn_main" in _cmdline(Path(f"/proc/{pid}"))}
+    assert workers, "the listener started no worker process"
+    os.kill(server, 9)  # no shutdown of its own: the workers notice their parent is gone
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in workers):
+        assert time.monotonic() < deadline, f"worker processes {workers} outlived the listener"
+        time.sleep(0.1)
+
+
+def _environ(proc: Path) -> bytes:
+    try:
+        return (proc / "environ").read_bytes()
+    except OSError:
+        return b""
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes()
+    except OSError:
+        return b""

@@ -208,6 +208,11 @@ class Decision(models.Model):
     )
     chosen_node = models.CharField(max_length=253, blank=True)
     chosen_at = models.DateTimeField(null=True, blank=True)
+    pod_manifest = models.TextField(
+        blank=True,
+        help_text="The judged pod (labels, annotations, spec) as JSON, so the playground can "
+        "open it after the pod is gone; empty when it was too large to keep.",
+    )
 
     class Meta:
         ordering = ["-created_at", "-pk"]

@@ -9,6 +9,7 @@ Refusals raise the ServiceError family of policies/errors.py.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import secrets
 from dataclasses import dataclass
@@ -492,6 +493,16 @@ def _decision_nodes(nodes: list[Any]) -> dict[str, Any]:
     }
 
 
+def _bounded_manifest(value: Any) -> str:
+    """A decision's pod manifest as queued: JSON text of at most 64 KiB, else nothing."""
+    if not isinstance(value, str) or len(value) > 64 * 1024:
+        return ""
+    try:
+        return value if isinstance(json.loads(value), dict) else ""
+    except ValueError:
+        return ""
+
+
 def _decision_row(item: dict[str, Any]):
     """The Decision row of one queued record, or None (logged) when the record is malformed: one
     bad record never drops its batch."""
@@ -521,6 +532,7 @@ def _decision_row(item: dict[str, Any]):
                 # records queued by an older extender have no winners; the page recomputes them
                 **({"winners": list(item["winners"])[:64]} if "winners" in item else {}),
             },
+            pod_manifest=_bounded_manifest(item.get("podManifest")),
         )
     except (KeyError, TypeError, ValueError, OverflowError, OSError) as exc:
         log.warning("skipped a malformed decision record: %s", exc)

@@ -7,6 +7,7 @@ ProtocolError for a malformed body (HTTP 400).
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -430,6 +431,31 @@ BIND_REFUSED = "schedweb refused this binding"
 BIND_FAILED = "schedweb could not bind the pod; see schedweb's log"
 
 
+MAX_DECISION_POD_BYTES = 64 * 1024  # a larger pod is recorded without its manifest
+
+
+def _pod_manifest(pod: PodView) -> str:
+    """The judged pod as JSON (name, namespace, labels, annotations, spec) for the decision
+    record, so the playground can open it once the pod is gone; "" when it is too large."""
+    obj = pod.get("object") or {}
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": pod["name"],
+            "namespace": pod["namespace"],
+            "labels": dict(pod["labels"]),
+            "annotations": (obj.get("metadata") or {}).get("annotations") or {},
+        },
+        "spec": {k: v for k, v in (obj.get("spec") or {}).items() if k != "nodeName"},
+    }
+    try:
+        text = json.dumps(manifest, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return ""
+    return text if len(text) <= MAX_DECISION_POD_BYTES else ""
+
+
 def _decision(
     pod: PodView, served: ServedPolicy, verb: str, evaluation, at: float | None = None
 ) -> dict[str, Any]:
@@ -454,6 +480,7 @@ def _decision(
         "kind": "decision",
         "at": time.time() if at is None else at,
         "pod": {"namespace": pod["namespace"], "name": pod["name"], "uid": pod["uid"]},
+        "podManifest": _pod_manifest(pod),
         "policy": served.name,
         "version": served.version,
         "verb": verb,

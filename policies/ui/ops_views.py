@@ -406,6 +406,8 @@ def decision_breakdown(*, decision: Decision) -> dict[str, Any]:
             {
                 "version": decision.policy_version,
                 "pod": f"{decision.pod_namespace}/{decision.pod_name}",
+                # the recorded pod stands in once the pod is gone from the cluster
+                **({"decision": decision.pk} if decision.pod_manifest else {}),
             },
             safe="/",
         ),

@@ -40,6 +40,7 @@ from policies.errors import (
 )
 from policies.evaluation import policy_compile, preview_run, request_guard, test_cases_run
 from policies.models import (
+    Decision,
     Policy,
     PolicyActivation,
     PolicyTestCase,
@@ -311,6 +312,23 @@ def _share_note(share: SharedPreview, cluster: Any) -> dict[str, Any]:
     }
 
 
+def _decision_pod(request: HttpRequest, cluster: Any, pod_value: str) -> str:
+    """The manifest a decision (?decision=<id>) recorded for `pod_value` when that pod is no
+    longer in the cluster, else ""."""
+    decision_id = number_or_none(request.GET.get("decision", ""))
+    if decision_id is None or "/" not in pod_value:
+        return ""
+    namespace, _, pod_name = pod_value.partition("/")
+    if cluster is not None and any(
+        p["namespace"] == namespace and p["name"] == pod_name for p in cluster.state.pods()
+    ):
+        return ""
+    decision = Decision.objects.filter(
+        pk=decision_id, pod_namespace=namespace, pod_name=pod_name
+    ).first()
+    return decision.pod_manifest if decision is not None else ""
+
+
 @page_access(roles={"GET": "viewer"})
 def playground(request: HttpRequest, name: str) -> HttpResponse:
     """The editor on the draft (or ?version=N), with a first preview rendered in the page."""
@@ -348,6 +366,9 @@ def playground(request: HttpRequest, name: str) -> HttpResponse:
     share_note = _share_note(share, cluster) if share is not None else None
     if share_note and share_note["pod_gone"]:  # previewed from the manifest kept with the link
         pod_value, pasted = "pasted", share.pod_manifest
+    recorded = _decision_pod(request, cluster, pod_value)
+    if recorded:  # a decision's pod that is gone: previewed from the decision's record
+        pod_value, pasted = "pasted", recorded
     pod_error = ""
     try:
         choice = pod_choice_parse(value=pod_value, pasted=pasted)
@@ -375,6 +396,7 @@ def playground(request: HttpRequest, name: str) -> HttpResponse:
         "options": options,
         "share": share,
         "share_note": share_note,
+        "recorded_pod": bool(recorded),
         "choice": choice,
         "choice_known": choice.value in known or choice.kind == "pasted",
         "choice_in_cluster": cluster is not None

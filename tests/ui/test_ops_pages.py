@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import io
+import json
 import os
 import shlex
 import socket
@@ -431,7 +432,10 @@ def test_the_breakdown_shows_every_node_with_the_engines_arithmetic():
     chosen_row = body.split(f'<tr data-node="{chosen}"', 1)[1].split("</tr>", 1)[0]
     assert 'class="is-chosen"' in chosen_row and ">chosen<" in chosen_row
     assert body.count('class="is-chosen"') == 1
-    assert 'href="/policies/bin-packing/?version=1&amp;pod=web/web-6d5f8b7c9d-x2k4p"' in body
+    assert (
+        'href="/policies/bin-packing/?version=1&amp;pod=web/web-6d5f8b7c9d-x2k4p'
+        f'&amp;decision={decision.pk}"'
+    ) in body
 
 
 def test_a_rejected_node_shows_its_failing_rule_and_message():
@@ -791,3 +795,33 @@ def test_each_pod_is_modelled_with_the_profile_of_its_scheduler_name():
     assert profile_active(scheduler_name="schedweb").strategy == "MostAllocated"
     assert profile_active(scheduler_name="default-scheduler").strategy == "LeastAllocated"
     assert profile_active(scheduler_name="elsewhere").strategy == "LeastAllocated"  # the first
+
+
+def test_a_decisions_pod_opens_in_the_playground_after_the_pod_is_gone(published):
+    # web.yaml is an example pod, not a pod of the demo cluster: "gone" from the snapshot
+    decision, _ = record_decision()
+    manifest = json.loads(decision.pod_manifest)
+    assert manifest["metadata"]["name"] == decision.pod_name and "containers" in manifest["spec"]
+    viewer = client_for("viewer")
+    link = viewer.get(f"/decisions/{decision.pk}/").context["breakdown"]["playground"]
+    assert f"decision={decision.pk}" in link
+    page = viewer.get(link).content.decode()
+    assert 'id="recorded-pod-banner"' in page
+    assert "Cannot evaluate" not in page and f"{decision.pod_namespace}/{decision.pod_name}" in page
+
+
+def test_a_malformed_or_oversized_recorded_manifest_is_dropped_not_stored():
+    from policies.extender.service import MAX_DECISION_POD_BYTES
+
+    item = {
+        "kind": "decision",
+        "at": 1.0,
+        "policy": "p",
+        "version": 1,
+        "verb": "filter",
+        "nodes": [],
+        "pod": {"namespace": "d", "name": "n", "uid": "u"},
+    }
+    for manifest in ("[1]", "{bad", "{" + " " * MAX_DECISION_POD_BYTES + "}", 7):
+        services.decisions_store(batch=[{**item, "podManifest": manifest}])
+        assert Decision.objects.order_by("-pk").first().pod_manifest == ""

@@ -34,3 +34,6 @@ if [[ ! -f $stamp ]]; then
   .venv/bin/pip install -q -r "$req"
   touch "$stamp"
 fi
+# dev: axe-core for the browser tests' accessibility checks (pinned, integrity-checked, cached)
+[[ $mode == dev ]] && scripts/axe-core.sh
+exit 0

@@ -493,7 +493,6 @@
       ta.setAttribute("autocorrect", "off");
       ta.setAttribute("aria-autocomplete", "list");
       ta.setAttribute("aria-controls", list.id);
-      ta.setAttribute("aria-expanded", "false");
       const described = [ta.getAttribute("aria-describedby"), counts.id].filter(Boolean).join(" ");
       ta.setAttribute("aria-describedby", described);
       Object.assign(this, { root, body, gutter, gutterInner, code, layer, active, pre, measure, complete, list, doc, tooltip, status, pos, counts, problems });
@@ -1014,7 +1013,6 @@
       this.doc.textContent = sel && sel.doc ? sel.doc : "";
       this.doc.hidden = !(sel && sel.doc);
       this.complete.hidden = false;
-      this.ta.setAttribute("aria-expanded", "true");
       this.ta.setAttribute("aria-activedescendant", `${this.id}-opt-${c.index}`);
       const active = list.children[c.index];
       if (active) active.scrollIntoView({ block: "nearest" });
@@ -1047,7 +1045,6 @@
       if (!this.comp && this.complete.hidden) return;
       this.comp = null;
       this.complete.hidden = true;
-      this.ta.setAttribute("aria-expanded", "false");
       this.ta.removeAttribute("aria-activedescendant");
     }
 

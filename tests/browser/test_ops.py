@@ -202,8 +202,9 @@ def test_the_decisions_pages_explain_where_a_pod_went(live_server, page, screens
     assert "Why not the top score?" in page.locator("main").inner_text()
     assert page.locator("#breakdown tbody tr").count() == evaluation.size
     href = page.locator("#open-playground").get_attribute("href")
-    assert (
-        href == f"/policies/bin-packing/?version=1&pod={decision.pod_namespace}/{decision.pod_name}"
+    assert href == (
+        f"/policies/bin-packing/?version=1&pod={decision.pod_namespace}/{decision.pod_name}"
+        f"&decision={decision.pk}"
     )
     screenshot(page, "decision-detail")
 
@@ -251,6 +252,10 @@ def test_the_connect_page_copies_the_configuration_and_re_renders_options(
     )
     assert page.locator("#tab-rbac").get_attribute("aria-selected") == "true"
     assert "bind=on" in page.url
+    # with bind on, extending the cluster's own profiles is refused (kube-scheduler would send
+    # every profile's binds to the extender): the profile tab says so instead of a configuration
+    with page.expect_response(lambda r: "/connect/?" in r.url):
+        page.uncheck("#id_bind")
     page.click("#tab-profile")
     with page.expect_response(lambda r: "/connect/?" in r.url):
         page.check("#id_ignorable")

@@ -62,7 +62,7 @@ def compile_expression(
         issues.append(Issue(f"expected {wanted}, got {result}", 1, 1, "type"))
     if issues:
         raise CelCompileError(issues)
-    estimate = Estimator(env.bounds).run(root)
+    estimate = Estimator(env.bounds, env.field_bounds).run(root)
     if estimate.cost > cost_limit:
         message = f"estimated cost {estimate.cost} exceeds the budget {cost_limit}"
         offset = 0
@@ -145,6 +145,12 @@ class Program:
 
     def __repr__(self) -> str:
         return f"Program({self.source!r}, type={self.type}, cost={self.cost})"
+
+    @property
+    def bound(self) -> Bound:
+        """The size bound the estimate computed for the value (on inputs within their declared
+        bounds): what a policy variable carries into the expressions that read it."""
+        return self._bounds[id(self._root)]
 
     def evaluate(self, activation: Mapping[str, Any], *, cost_limit: int) -> Any:
         """The exact path: the value for `activation` ("pod", "node", "cluster" -> views,

@@ -279,6 +279,7 @@ class CompiledPolicy:
     def _compile(self, name: str, path: str, source: str, env, expect) -> CompiledRule | None:
         if not source:  # missing or malformed: already reported by the structural check
             return None
+        deadline_check()
         try:
             program = compile_expression(
                 source, env, cost_limit=self.cost_limit, expect=expect, track_cost=self.track_cost
@@ -710,12 +711,14 @@ class _FastPath:
         )
         self.source = self._generate()
         namespace = dict(self.ctx.globals)
+        deadline_check()
         exec(compile(self.source, f"<policy {policy.name}>", "exec"), namespace)
         self._prelude = namespace["_prelude"]
         self._loop = namespace["_loop"]
         self._finish = namespace["_finish"]
 
     def _emit(self, rule: CompiledRule) -> str:
+        deadline_check()  # code generation (constant folding included) is under the guard too
         return rule.program.emit(self.ctx)
 
     def _var_deps(self, program: Program, done: set[str]) -> list[str]:

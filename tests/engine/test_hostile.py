@@ -410,6 +410,33 @@ def test_a_deadline_stops_constant_folding_at_compile_time():
     assert compile_policy(filter_policy(folded))  # without one it compiles
 
 
+# Documents within every limit that are slow to compile with no evaluation or folding at all
+# (every term reads the node): 256 KiB of `&&` chains, and 64 rules nested 90 levels deep.
+_CHAIN = " && ".join(["node.name == 'a'"] * 480)
+_NESTED = "(node.podCount > 1 ? " * 90 + "true" + " : false)" * 90
+SLOW_TO_COMPILE = {
+    "256 KiB of && chains": HEADER
+    + "filters:\n"
+    + "".join(f"  - name: f{k}\n    expression: {_CHAIN!r}\n" for k in range(25)),
+    "64 rules nested 90 deep": HEADER
+    + "filters:\n"
+    + "".join(f"  - name: f{k}\n    expression: {_NESTED!r}\n" for k in range(64)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SLOW_TO_COMPILE))
+def test_a_deadline_stops_compiling_a_large_document(case):
+    from policies.engine.cel.deadline import EvaluationTimeout, deadline
+
+    text = SLOW_TO_COMPILE[case]
+    assert len(text) <= 256 * 1024
+    # the whole compile takes seconds; without the guard in every phase it would finish
+    with pytest.raises(EvaluationTimeout, match=r"longer than 0\.01 s"), deadline(0.01):
+        validate_policy(text)
+    one_rule = text[: text.index("  - name: f1\n")]
+    assert validate_policy(one_rule) == []  # within the limits: valid, only slow in bulk
+
+
 # --- the blow-ups on the 36-node demo cluster: rejected, or under 2 s and 200 MB -------
 
 

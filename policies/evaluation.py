@@ -116,17 +116,19 @@ def profile_from_file(path: str) -> Profile:
 
 @contextmanager
 def request_guard() -> Iterator[None]:
-    """Around a preview or validation request: evaluations (and constant folding) inside stop
+    """Around a preview or validation request: compiling (reading the YAML, parsing, type
+    checking, cost estimation, constant folding, code generation) and evaluating inside stop
     once SCHEDWEB_PREVIEW_SECONDS have passed, and the request fails with EvaluationTooSlow
     (503) instead of holding its worker. Cooperative (policies/engine/cel/deadline.py): the
-    engine looks at the clock between nodes and rules and every few thousand cost units."""
+    engine looks at the clock between nodes, rules and compile phases, every few thousand cost
+    units, tokens, syntax nodes or checked nodes, and at every YAML node."""
     seconds = settings.SCHEDWEB_PREVIEW_SECONDS
     try:
         with deadline(seconds):
             yield
     except EvaluationTimeout:
         raise EvaluationTooSlow(
-            f"the policy took longer than {seconds:g} s to evaluate and was stopped "
+            f"the policy took longer than {seconds:g} s to compile and evaluate and was stopped "
             "(SCHEDWEB_PREVIEW_SECONDS); simplify its expressions or try a smaller cluster"
         ) from None
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from .cel.deadline import deadline_check
 from .testcases import expect_problems
 
 MAX_DOCUMENT_BYTES = 256 * 1024
@@ -245,6 +246,7 @@ class _BoundedLoader(yaml.SafeLoader):
         self._depth = 0
 
     def compose_node(self, parent, index):
+        deadline_check()  # a request's wall-clock guard covers reading the document too
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:

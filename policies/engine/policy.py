@@ -186,7 +186,10 @@ class CompiledPolicy:
         self._errors: list[FieldError] = list(structural_errors)
         self.variables: dict[str, CompiledRule] = {}
         self._compile_variables()
-        env = policy_env({name: rule.program.type for name, rule in self.variables.items()})
+        env = policy_env(
+            {name: rule.program.type for name, rule in self.variables.items()},
+            bounds=self._variable_bounds(),
+        )
         self.match_conditions = [
             self._compile(r.name, f"matchConditions[{i}].expression", r.expression, env, _BOOL)
             for i, r in enumerate(spec.match_conditions)
@@ -285,6 +288,7 @@ class CompiledPolicy:
     def _compile(self, name: str, path: str, source: str, env, expect) -> CompiledRule | None:
         if not source:  # missing or malformed: already reported by the structural check
             return None
+        deadline_check()
         try:
             program = compile_expression(
                 source, env, cost_limit=self.cost_limit, expect=expect, track_cost=self.track_cost
@@ -304,6 +308,15 @@ class CompiledPolicy:
             name=name, path=path, program=program, node_dependent="node" in program.references
         )
 
+    def _variable_bounds(self) -> dict:
+        """Each compiled variable's size bound, carried into the expressions that read it (a
+        variable that failed to compile is dyn, sized by its type)."""
+        return {
+            name: rule.program.bound
+            for name, rule in self.variables.items()
+            if not isinstance(rule.program, _DynPlaceholder)
+        }
+
     def _compile_variables(self) -> None:
         declared = list(enumerate(self.spec.variables))
         for position, (index, rule) in enumerate(declared):
@@ -315,7 +328,9 @@ class CompiledPolicy:
                 for _, r in declared[position:]
                 if is_variable_name(r.name) and r.name not in known
             ]
-            env = policy_env({**known, **{name: types.DYN for name in later}})
+            env = policy_env(
+                {**known, **{name: types.DYN for name in later}}, bounds=self._variable_bounds()
+            )
             compiled = self._compile(
                 rule.name, f"variables[{index}].expression", rule.expression, env, None
             )
@@ -705,12 +720,14 @@ class _FastPath:
         )
         self.source = self._generate()
         namespace = dict(self.ctx.globals)
+        deadline_check()
         exec(compile(self.source, f"<policy {policy.name}>", "exec"), namespace)
         self._prelude = namespace["_prelude"]
         self._loop = namespace["_loop"]
         self._finish = namespace["_finish"]
 
     def _emit(self, rule: CompiledRule) -> str:
+        deadline_check()  # code generation (constant folding included) is under the guard too
         return rule.program.emit(self.ctx)
 
     def _var_deps(self, program: Program, done: set[str]) -> list[str]:

@@ -525,3 +525,22 @@ def test_the_schema_types_error_bodies(api):
     }
     field = schema["components"]["schemas"]["FieldError"]["properties"]
     assert {"path", "message", "line", "column", "docLine", "docColumn"} <= set(field)
+
+
+def test_a_document_slow_to_compile_answers_503_too_slow_not_500(api, settings):
+    # 25 rules of 480 `&&` terms (250 KiB, every limit kept): seconds of parsing and checking,
+    # with nothing to evaluate or fold; the guard reaches the compile phases too
+    chain = " && ".join(["node.name == 'a'"] * 480)
+    slow = "name: t\nschedulerNames: [schedweb]\nfilters:\n" + "".join(
+        f"  - name: f{k}\n    expression: {chain!r}\n" for k in range(25)
+    )
+    settings.SCHEDWEB_PREVIEW_SECONDS = 0.01
+    response = api.post("/api/v1/validate", {"document": slow}, format="json")
+    assert response.status_code == 503, response.content
+    assert response.json()["error"] == "too_slow"
+    assert "to compile and evaluate" in response.json()["detail"]
+    body = {"document": slow, "pod": POD, "cluster": "demo"}
+    response = api.post("/api/v1/preview", body, format="json")
+    assert (response.status_code, response.json()["error"]) == (503, "too_slow")
+    settings.SCHEDWEB_PREVIEW_SECONDS = 0  # no limit: the same document is valid
+    assert api.post("/api/v1/validate", {"document": slow}, format="json").json()["valid"]

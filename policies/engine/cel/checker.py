@@ -7,6 +7,7 @@ from policies.engine.inputs import resource_key
 
 from . import ast
 from . import types as t
+from .deadline import deadline_check
 from .library import FUNCTIONS, NAMESPACES, Overload, global_functions, methods_for
 from .regex import RegexError, compile_regex
 from .suggest import did_you_mean, distance
@@ -70,12 +71,16 @@ class Checker:
         self.issues: list[tuple[int, str]] = []
         self.scopes: list[ast.Comprehension] = []
         self.slots = 0
+        self.checked = 0
 
     def error(self, pos: int, message: str) -> Type:
         self.issues.append((pos, message))
         return ERROR
 
     def check(self, node: ast.Node) -> Type:
+        self.checked += 1
+        if not self.checked & 1023:  # a request's wall-clock guard covers type checking too
+            deadline_check()
         method = getattr(self, "_" + type(node).__name__.lower())
         typ = method(node)
         node.type = typ

@@ -75,8 +75,13 @@ def runtime_size(value: object) -> int:
 
 
 class Estimator:
-    def __init__(self, variable_bounds: dict[str, Bound]) -> None:
+    def __init__(
+        self,
+        variable_bounds: dict[str, Bound],
+        field_bounds: dict[str, dict[str, Bound]] | None = None,
+    ) -> None:
         self.variable_bounds = variable_bounds
+        self.field_bounds = field_bounds or {}  # object type name -> field -> declared bound
         self.var_bounds: dict[int, Bound] = {}  # comprehension slot -> variable bound
         self.costs: dict[int, int] = {}  # id(node) -> subtree cost, for the dominant node
         self.bounds: dict[int, Bound] = {}
@@ -118,7 +123,8 @@ class Estimator:
         cost, bound = self.visit(node.operand)
         owner = node.operand.type
         if owner is not None and owner.kind == "object" and owner.fields:
-            return cost + 1, bd.field_bound(owner, node.field)
+            declared = self.field_bounds.get(owner.name or "", {}).get(node.field)
+            return cost + 1, declared or bd.field_bound(owner, node.field)
         if owner is not None and owner.kind == "resources":
             return cost + 1, bd.SCALAR
         return cost + 1, bound.element()

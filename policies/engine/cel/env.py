@@ -22,18 +22,24 @@ def _check_name(name: str, what: str) -> None:
 
 
 class Env:
-    """Declared top-level inputs (name -> type) and their size bounds for cost estimates."""
+    """Declared top-level inputs (name -> type) and their size bounds for cost estimates;
+    `field_bounds` (object type name -> field -> bound) sizes fields of declared object types
+    beyond the built-in ones (the policy's `variables.<name>`, see policy_env)."""
 
-    __slots__ = ("bounds", "variables")
+    __slots__ = ("bounds", "field_bounds", "variables")
 
     def __init__(
         self,
         variables: Mapping[str, Type] | None = None,
         *,
         bounds: Mapping[str, Bound] | None = None,
+        field_bounds: Mapping[str, Mapping[str, Bound]] | None = None,
     ) -> None:
         self.variables: dict[str, Type] = {}
         self.bounds: dict[str, Bound] = {}
+        self.field_bounds: dict[str, dict[str, Bound]] = {
+            owner: dict(fields) for owner, fields in (field_bounds or {}).items()
+        }
         for name, typ in (variables or {}).items():
             _check_name(name, "input")
             if not isinstance(typ, Type):
@@ -43,7 +49,7 @@ class Env:
 
     def with_variable(self, name: str, typ: Type, *, bound: Bound | None = None) -> Env:
         """A copy with one more top-level input (for tests and ad-hoc expressions)."""
-        env = Env(self.variables, bounds=self.bounds)
+        env = Env(self.variables, bounds=self.bounds, field_bounds=self.field_bounds)
         _check_name(name, "input")
         env.variables[name] = typ
         env.bounds[name] = bound or bd.for_type(typ)
@@ -55,9 +61,15 @@ class Env:
         return self.variables.get("variables")
 
 
-def policy_env(variables: Mapping[str, Type] | None = None) -> Env:
+def policy_env(
+    variables: Mapping[str, Type] | None = None,
+    *,
+    bounds: Mapping[str, Bound] | None = None,
+) -> Env:
     """The environment of policy expressions: `pod`, `node`, `cluster`, and `variables.<name>`
-    for each declared policy variable."""
+    for each declared policy variable. `bounds` gives a variable's size bound (the bound its own
+    expression's estimate computed, `Program.bound`), so expressions reading it estimate with it;
+    a variable without one is sized by its type (strings, lists and maps: bounds.DYN)."""
     fields: dict[str, Type] = {}
     for name, typ in (variables or {}).items():
         _check_name(name, "variable")
@@ -70,5 +82,8 @@ def policy_env(variables: Mapping[str, Type] | None = None) -> Env:
             "node": t.NODE,
             "cluster": t.CLUSTER,
             "variables": t.object_type("Variables", fields),
-        }
+        },
+        field_bounds={
+            "Variables": {name: bound for name, bound in (bounds or {}).items() if name in fields}
+        },
     )

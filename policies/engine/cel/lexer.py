@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .deadline import deadline_check
 from .values import UInt, bounded_int
 
 KEYWORDS = frozenset(("true", "false", "null", "in"))
@@ -135,6 +136,8 @@ def tokenize(source: str) -> list[Token]:
                 raise LexError(f"unexpected character {c!r}", pos)
         tokens.append(token)
         pos = token.end
+        if not len(tokens) & 1023:  # a request's wall-clock guard covers compiling too
+            deadline_check()
 
 
 def _read_number(source: str, pos: int) -> Token:

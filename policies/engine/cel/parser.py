@@ -22,6 +22,7 @@ from .ast import (
     Or,
     Select,
 )
+from .deadline import deadline_check
 from .lexer import KEYWORDS, RESERVED, LexError, Token, tokenize
 from .values import INT_MAX
 
@@ -100,6 +101,7 @@ class _Parser:
         self.tokens = tokens
         self.i = 0
         self.nesting = 0
+        self.made_count = 0
 
     # -- helpers -----------------------------------------------------------------------------
     @property
@@ -125,6 +127,9 @@ class _Parser:
 
     def made(self, node: Node) -> Node:
         """Sets the node's depth and enforces MAX_DEPTH."""
+        self.made_count += 1
+        if not self.made_count & 1023:  # a request's wall-clock guard covers parsing too
+            deadline_check()
         children = node.children()
         if children:
             node.depth = 1 + max(c.depth for c in children)

@@ -11,6 +11,7 @@ from .bounds import Bound
 from .checker import Checker
 from .codegen import CodegenContext, emit_program
 from .cost import Estimator, describe
+from .deadline import deadline_check
 from .env import Env
 from .errors import CelCompileError, Issue
 from .interpreter import Compiler, run
@@ -53,6 +54,7 @@ def compile_expression(
         root = parse(source)
     except ParseError as e:
         raise CelCompileError([issue(e.pos, e.message, "syntax")]) from None
+    deadline_check()  # under a request's wall-clock guard, each phase looks at the clock
     checker = Checker(env.variables)
     result = checker.check(root)
     issues = [issue(pos, message, "type") for pos, message in checker.issues]
@@ -62,7 +64,9 @@ def compile_expression(
         issues.append(Issue(f"expected {wanted}, got {result}", 1, 1, "type"))
     if issues:
         raise CelCompileError(issues)
-    estimate = Estimator(env.bounds).run(root)
+    deadline_check()
+    estimate = Estimator(env.bounds, env.field_bounds).run(root)
+    deadline_check()
     if estimate.cost > cost_limit:
         message = f"estimated cost {estimate.cost} exceeds the budget {cost_limit}"
         offset = 0
@@ -145,6 +149,12 @@ class Program:
 
     def __repr__(self) -> str:
         return f"Program({self.source!r}, type={self.type}, cost={self.cost})"
+
+    @property
+    def bound(self) -> Bound:
+        """The size bound the estimate computed for the value (on inputs within their declared
+        bounds): what a policy variable carries into the expressions that read it."""
+        return self._bounds[id(self._root)]
 
     def evaluate(self, activation: Mapping[str, Any], *, cost_limit: int) -> Any:
         """The exact path: the value for `activation` ("pod", "node", "cluster" -> views,

@@ -628,11 +628,15 @@ def _test_rows(policy: Policy, results: list[dict[str, Any]] | None) -> list[dic
 
 
 def _run_tests(policy: Policy, document: str) -> tuple[list[dict[str, Any]] | None, str]:
+    """The test cases on `document`, under the request guard like every preview."""
     try:
-        compiled = policy_compile(document)
+        with request_guard():
+            compiled = policy_compile(document)
+            return test_cases_run(compiled=compiled, stored=policy.test_cases.all()), ""
     except PolicyInvalid as exc:
         return None, f"The document has {len(exc.errors)} problem(s); tests cannot run: {exc}"
-    return test_cases_run(compiled=compiled, stored=policy.test_cases.all()), ""
+    except EvaluationTooSlow as exc:
+        return None, f"The test cases could not run: {exc}"
 
 
 def _tests_context(

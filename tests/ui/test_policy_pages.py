@@ -1187,3 +1187,11 @@ def test_the_cluster_pages_preview_link_opens_policies_on_that_pod_targeting_one
         "/policies/seed-003-name-length/?pod=default%2Fabcdefg",
         "/policies/bin-packing/?pod=default%2Fabcdefg",
     ]
+
+
+def test_test_cases_run_under_the_request_guard(clients, seed003, settings):
+    add_test(clients["editor"], seed003.draft)
+    settings.SCHEDWEB_PREVIEW_SECONDS = 1e-9  # any work at all outlasts it
+    page = clients["viewer"].get("/policies/seed-003-name-length/tests/")
+    assert page.status_code == 200
+    assert b"The test cases could not run: the policy took longer than" in page.content

@@ -23,6 +23,25 @@
   "use strict";
 
   const ROOTS = new Set(["pod", "node", "variables", "cluster"]);
+  // A member chain before the caret: identifiers, each optionally indexed (["k"], ['k'], [0]).
+  const CHAIN = /(?<![\w.\]"'])((?:[A-Za-z_]\w*(?:\[(?:"[^"\]]*"|'[^'\]]*'|\d+)\])*\.)+)(\w*)$/;
+  const SEGMENT = /([A-Za-z_]\w*)((?:\[[^\]]*\])*)\./g;
+  const STRING_DOT = /(?:"[^"\\]*"|'[^'\\]*')\.(\w*)$/;
+
+  /** The element type of `list(T)` (T) or `map(K, V)` (V), as the schema spells types. */
+  function elementType(type) {
+    const t = String(type);
+    if (t.startsWith("list(") && t.endsWith(")")) return t.slice(5, -1);
+    if (t.startsWith("map(") && t.endsWith(")")) {
+      let depth = 0;
+      for (let i = 4; i < t.length - 1; i++) {
+        if (t[i] === "(") depth++;
+        else if (t[i] === ")") depth--;
+        else if (t[i] === "," && depth === 0) return t.slice(i + 1, -1).trim();
+      }
+    }
+    return null;
+  }
   const MACROS = new Set(["all", "exists", "exists_one", "map", "filter", "has"]);
   const CONSTS = new Set(["true", "false", "null"]);
   const TYPES = new Set(["int", "uint", "double", "bool", "string", "bytes", "list", "map", "type", "dyn", "null_type"]);
@@ -900,9 +919,11 @@
       return null;
     }
 
+    /** The members after `chain` (names, each with the count of `[...]` indexes after it):
+     *  `node.labels["zone"].` is [["node", 0], ["labels", 1]], a string: string methods. */
     _members(chain) {
-      const root = chain[0];
-      if (!ROOTS.has(root)) return null;
+      const [root, rootIndexes] = chain[0];
+      if (!ROOTS.has(root) || rootIndexes) return null;
       let list;
       if (root === "variables") {
         const declared = this._declaredVariables();
@@ -911,10 +932,12 @@
       } else {
         list = this._entries(this.completions[root]);
       }
-      for (const seg of chain.slice(1)) {
+      for (const [seg, indexes] of chain.slice(1)) {
         const entry = list.find((e) => e.name === seg);
         if (!entry) return null;
-        list = this._membersOfType(entry.type);
+        let type = entry.type;
+        for (let i = 0; i < indexes && type; i++) type = elementType(type);
+        list = this._membersOfType(type);
         if (!list) return null;
       }
       return list;
@@ -953,16 +976,22 @@
       const lineStart = v.lastIndexOf("\n", caret - 1) + 1;
       const before = v.slice(lineStart, caret);
       const lineIndex = this.position(caret).line - 1;
-      const m = /(?<![\w.])((?:[A-Za-z_]\w*\.)+)(\w*)$/.exec(before);
+      const m = CHAIN.exec(before);
+      const literal = STRING_DOT.exec(before);
       let items = null;
       let partial = "";
       if (m && this._inCel(lineIndex, before.length - m[2].length - 1)) {
-        items = this._members(m[1].slice(0, -1).split("."));
+        const chain = [...m[1].matchAll(SEGMENT)].map((g) => [g[1], (g[2].match(/\[/g) || []).length]);
+        items = this._members(chain);
         partial = m[2];
+      } else if (literal && this._inCel(lineIndex, before.length - literal[1].length - 1)) {
+        items = this._membersOfType("string"); // "text". offers the string methods
+        partial = literal[1];
       } else if (manual || (this.comp && this.comp.manual)) {
         const w = /(?<![\w.])([A-Za-z_]\w*)?$/.exec(before);
         const at = before.length - (w && w[1] ? w[1].length : 0);
-        if (at === 0 || this._inCel(lineIndex, at - 1) || this._inCel(lineIndex, at)) {
+        // only inside a CEL expression: never on a YAML key (a line's first word, `- name`)
+        if (this._inCel(lineIndex, at - 1) || this._inCel(lineIndex, at)) {
           items = this._topLevel();
           partial = (w && w[1]) || "";
           manual = true;

@@ -249,6 +249,28 @@ def test_no_completion_outside_cel_code(gallery, line, typed):
     assert gallery.locator(".ce-complete").is_hidden()
 
 
+@pytest.mark.parametrize(
+    ("typed", "partial"),
+    [
+        (' && node.labels["zone"].st', "st"),  # a map's value: a string
+        (" && pod.name.", ""),
+        (" && 'abc'.", ""),  # a string literal
+    ],
+)
+def test_strings_offer_their_methods_after_an_index_or_a_literal(gallery, typed, partial):
+    _go(gallery, 14)
+    gallery.keyboard.type(typed)
+    options = _options(gallery)
+    assert options[0] == "startsWith" if partial else "startsWith" in options
+
+
+@pytest.mark.parametrize(("line", "column"), [(1, 1), (13, 5), (14, 5)])
+def test_ctrl_space_on_a_yaml_key_offers_nothing(gallery, line, column):
+    _go(gallery, line, column)
+    gallery.keyboard.press("Control+Space")
+    assert gallery.locator(".ce-complete").is_hidden()
+
+
 def test_ctrl_space_offers_the_roots_where_no_dot_was_typed(gallery):
     _go(gallery, 14)
     gallery.keyboard.type(" && no")

@@ -252,6 +252,7 @@ class SharedPreview(models.Model):
         blank=True, help_text="A snapshot pod's manifest at share time, used once the pod is gone."
     )
     cluster = models.CharField(max_length=16, blank=True)
+    what_if = models.TextField(blank=True, help_text="What-if edits of the shared preview.")
     snapshot = models.CharField(max_length=64, blank=True, help_text="source:version shared on.")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -581,6 +581,7 @@ def share_create(
     cluster: str,
     snapshot: str,
     days: int,
+    what_if: str = "",
 ) -> SharedPreview:
     """A share link of a playground state; every field bounded (the document like a policy
     document, the pod texts like a pasted pod), and at most MAX_SHARES_PER_USER open links."""
@@ -592,6 +593,8 @@ def share_create(
             problems.append(FieldError(field_name, f"larger than {MAX_POD_BYTES} bytes"))
     if len(pod) > 600:
         problems.append(FieldError("pod", "at most 600 characters"))
+    if len(what_if.encode("utf-8", "surrogatepass")) > MAX_POD_BYTES // 4:
+        problems.append(FieldError("what_if", f"larger than {MAX_POD_BYTES // 4} bytes"))
     if problems:
         raise InputError("the share link cannot be made", details=[p.to_dict() for p in problems])
     now = timezone.now()
@@ -610,6 +613,7 @@ def share_create(
             pasted=pasted,
             pod_manifest=pod_manifest,
             cluster=cluster,
+            what_if=what_if,
             snapshot=snapshot[:64],
             created_by=actor,
             expires_at=now + timedelta(days=days),

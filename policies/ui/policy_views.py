@@ -26,6 +26,7 @@ from policies.cluster.filters import pods_search
 from policies.cluster.loaded import pod_from_cluster
 from policies.cluster.manifest import parse_manifest
 from policies.cluster.sources import CLUSTER_KEYS, cluster_for
+from policies.cluster.whatif import MAX_WHATIF_BYTES
 from policies.engine.compare import rule_changes
 from policies.engine.document import PolicyInvalid
 from policies.errors import (
@@ -376,6 +377,7 @@ def playground(request: HttpRequest, name: str) -> HttpResponse:
         pod_error = str(exc)
         choice = pod_choice_parse(value=_default_pod(options), pasted=pasted)
     compare = request.GET.get("compare") == "1" and active is not None
+    what_if = share.what_if if share is not None else state.get("what_if", "")
     preview = preview_build(
         given=PreviewInput(
             document=document,
@@ -383,6 +385,7 @@ def playground(request: HttpRequest, name: str) -> HttpResponse:
             cluster_key=cluster_key,
             compare_document=active.document if compare else None,
             compare_label=f"v{active.number}" if active else "",
+            what_if=what_if,
         )
     )
     known = {o["value"] for group in ("pending", "recent", "examples") for o in options[group]}
@@ -396,6 +399,7 @@ def playground(request: HttpRequest, name: str) -> HttpResponse:
         "options": options,
         "share": share,
         "share_note": share_note,
+        "what_if": what_if,
         "recorded_pod": bool(recorded),
         "choice": choice,
         "choice_known": choice.value in known or choice.kind == "pasted",
@@ -446,6 +450,7 @@ def preview(request: HttpRequest, name: str) -> HttpResponse:
     compare_document, compare_label = None, ""
     if request.POST.get("compare") == "1":
         compare_document, compare_label = _compare_source(_policy(name))
+    what_if = request.POST.get("what_if", "")
     try:
         choice = _preview_choice(request)
     except InputError as exc:
@@ -458,6 +463,7 @@ def preview(request: HttpRequest, name: str) -> HttpResponse:
                 cluster_key=cluster_key,
                 compare_document=compare_document,
                 compare_label=compare_label,
+                what_if=what_if,
             )
         )
         _remember(
@@ -465,6 +471,7 @@ def preview(request: HttpRequest, name: str) -> HttpResponse:
             name,
             pod=choice.value,
             cluster=cluster_key,
+            what_if=what_if[:MAX_WHATIF_BYTES],
             **({"pasted": choice.text} if choice.kind == "pasted" else {}),
         )
     revision = request.POST.get("revision", "")

@@ -22,6 +22,7 @@ import yaml
 from policies.cluster.loaded import LoadedCluster, pod_from_cluster
 from policies.cluster.manifest import pod_view_from_text
 from policies.cluster.sources import cluster_for
+from policies.cluster.whatif import whatif_apply, whatif_parse
 from policies.engine.document import FieldError, PolicyInvalid
 from policies.engine.inputs import PodView
 from policies.engine.results import Evaluation
@@ -130,6 +131,7 @@ class PreviewInput:
     cluster_key: str = ""
     compare_document: str | None = None  # the active version's document, in compare mode
     compare_label: str = ""  # "v3"
+    what_if: str = ""  # what-if edits (policies/cluster/whatif.py), for this preview only
 
 
 PLUGIN_LABELS = {  # short column heads for the score plugins
@@ -435,6 +437,9 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
     try:
         cluster = cluster_for(key=given.cluster_key)
         pod = pod_resolve(choice=given.pod, cluster=cluster)
+        cluster, pod, what_if = whatif_apply(
+            cluster=cluster, pod=pod, edits=whatif_parse(given.what_if)
+        )
     except (InputError, ClusterUnavailable) as exc:
         return {"state": "unavailable", "message": str(exc), "markers": []}
     try:
@@ -520,6 +525,7 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
         "compare": compare,
         "pod": pod_summary(pod=pod),
         "cluster": cluster_info(cluster=cluster),
+        "what_if": what_if,
         "elapsed_ms": round(elapsed_ms, 1),
     }
 

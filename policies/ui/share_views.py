@@ -54,6 +54,7 @@ def share_create(request: HttpRequest, name: str) -> HttpResponse:
             cluster=cluster_key,
             snapshot=snapshot,
             days=settings.SCHEDWEB_SHARE_DAYS,
+            what_if=request.POST.get("what_if", ""),
         )
     except ServiceError as exc:
         details = exc.details if isinstance(exc.details, list) else []

@@ -227,6 +227,21 @@
     if (e.target.id === "policy-editor") updateDirty();
   });
 
+  // What-if: an applied edit's × removes it (its `- ` item) from the list, and the preview follows.
+  document.addEventListener("click", (e) => {
+    const undo = e.target.closest("[data-undo-edit]");
+    const area = $("#what-if");
+    if (!undo || !area) return;
+    const lines = area.value.split("\n");
+    const starts = lines.flatMap((line, i) => (/^-\s/.test(line) ? [i] : []));
+    const n = Number(undo.dataset.undoEdit);
+    if (n >= starts.length) return;
+    const end = n + 1 < starts.length ? starts[n + 1] : lines.length;
+    lines.splice(starts[n], end - starts[n]);
+    area.value = lines.join("\n");
+    area.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+
   // Pod search: a found pod becomes the picker's choice (in a "Found" group) and is previewed.
   document.addEventListener("click", (e) => {
     const match = e.target.closest(".pg-pod-match");

@@ -416,6 +416,22 @@ def test_a_share_link_shows_another_user_the_same_preview(stack, live_server, pa
     assert Policy.objects.get(name="bin-packing").draft == example("bin-packing")
 
 
+def test_what_if_cordoning_the_pick_moves_it_and_undo_brings_it_back(stack, live_server, page):
+    services.policy_create(actor=make_user("wes", "editor"), document=example("bin-packing"))
+    sign_in(page, live_server, "wes", then="/policies/bin-packing/?pod=default/abc")
+    ready(page)
+    pick = page.inner_text("#summary-pick").split()[0]
+    page.click("#what-if-panel summary")
+    page.fill("#what-if", f"- cordon: {pick}\n")
+    page.wait_for_selector("#what-if-applied")
+    assert page.inner_text("#summary-pick").split()[0] != pick
+    page.click("#what-if-applied [data-undo-edit='0']")
+    page.wait_for_selector("#what-if-applied", state="detached")
+    assert page.inner_text("#summary-pick").split()[0] == pick
+    assert page.input_value("#what-if").strip() == ""
+    assert meaningful_errors(page) == []
+
+
 def test_a_test_case_is_added_from_the_preview_in_one_click(stack, live_server, page):
     user = make_user("tess", "editor")
     services.policy_create(actor=user, document=example("seed-003-name-length"))

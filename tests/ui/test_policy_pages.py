@@ -1195,3 +1195,44 @@ def test_test_cases_run_under_the_request_guard(clients, seed003, settings):
     page = clients["viewer"].get("/policies/seed-003-name-length/tests/")
     assert page.status_code == 200
     assert b"The test cases could not run: the policy took longer than" in page.content
+
+
+# --- what-if edits ------------------------------------------------------------------------------
+
+
+def _preview(client, document: str, **extra) -> str:
+    data = {"document": document, "pod": "default/abc", "revision": "1", "seq": "1", **extra}
+    return client.post("/policies/seed-003-name-length/preview", data, **HTMX).content.decode()
+
+
+def test_a_what_if_cordon_of_the_winner_moves_the_pick_for_this_preview_only(
+    clients, seed003, demo_cluster
+):
+    plain = _preview(clients["viewer"], seed003.draft)
+    pick = re.search(r'id="summary-pick"[^>]*>\s*([\w.-]+)', plain).group(1)
+    edited = _preview(clients["viewer"], seed003.draft, what_if=f"- cordon: {pick}\n")
+    assert 'id="what-if-applied"' in edited and f"cordon {pick}" in edited
+    assert re.search(r'id="summary-pick"[^>]*>\s*([\w.-]+)', edited).group(1) != pick
+    assert "NodeUnschedulable" in edited
+    # the snapshot itself is untouched: the next preview without edits picks the same node
+    again = _preview(clients["viewer"], seed003.draft)
+    assert re.search(r'id="summary-pick"[^>]*>\s*([\w.-]+)', again).group(1) == pick
+
+
+def test_a_bad_what_if_edit_says_which_and_why(clients, seed003, demo_cluster):
+    html = _preview(clients["viewer"], seed003.draft, what_if="- cordon: no-such-node\n")
+    assert (
+        "Cannot evaluate this pod" in html
+        and "whatIf[0].cordon: no node named no-such-node" in html
+    )
+
+
+def test_a_share_link_keeps_the_what_if_edits(clients, seed003, demo_cluster):
+    answer = clients["viewer"].post(
+        "/policies/seed-003-name-length/share",
+        {"document": seed003.draft, "pod": "default/abc", "what_if": "- cordon: cp-1\n"},
+        **HTMX,
+    )
+    token = re.search(r"/s/([^/]+)/", answer.content.decode()).group(1)
+    page = clients["editor"].get(f"/policies/seed-003-name-length/?share={token}").content.decode()
+    assert "- cordon: cp-1" in page and 'id="what-if-applied"' in page

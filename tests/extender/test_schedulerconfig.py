@@ -115,3 +115,28 @@ def test_tls_files_default_to_the_settings_and_plain_http_has_no_tls_config(sett
     [plain] = generate("--url", "http://127.0.0.1:8443/extender/", "--scheduler-name", "s")
     assert plain["extenders"][0]["enableHTTPS"] is False
     assert "tlsConfig" not in plain["extenders"][0]
+
+
+def test_the_rbac_lists_and_watches_exactly_what_the_snapshot_reads():
+    # nodes and pods, plus what kube-scheduler's namespaceSelector (namespaces) and default
+    # spreading (services and the three controllers) read; pods patched for the requeue nudge
+    role = generate("--rbac")[0]
+    assert role["kind"] == "ClusterRole"
+    watched = {
+        (group, resource)
+        for rule in role["rules"]
+        if rule["verbs"] == ["list", "watch"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    assert watched == {
+        ("", "nodes"),
+        ("", "pods"),
+        ("", "namespaces"),
+        ("", "services"),
+        ("", "replicationcontrollers"),
+        ("apps", "replicasets"),
+        ("apps", "statefulsets"),
+    }
+    others = [r for r in role["rules"] if r["verbs"] != ["list", "watch"]]
+    assert others == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]}]

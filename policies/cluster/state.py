@@ -89,6 +89,7 @@ class _Reader:
         "_by_label",
         "_by_node",
         "_by_ns",
+        "_derived",
         "_label_keys",
         "_live",
         "_memo",
@@ -121,6 +122,9 @@ class _Reader:
         # Namespaces, Services, ReplicaSets, StatefulSets, ReplicationControllers: kind ->
         # object_key -> object_view (names, labels, selectors only; see convert.object_view).
         self._objects: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in OBJECT_KINDS}
+        # kind -> (the kind's dict it was derived from, the derived index): kept across pod
+        # and node changes (unlike _memo), dropped when an object of the kind changes.
+        self._derived: dict[str, tuple[Any, Any]] = {}
 
     # -- nodes ------------------------------------------------------------------------------
 
@@ -206,30 +210,39 @@ class _Reader:
         """Namespace name -> labels. A source that listed no Namespace (a file of nodes and
         pods, an older snapshot) gets every namespace its pods name, with the one label the
         API server gives every namespace (kubernetes.io/metadata.name)."""
+        listed = self._objects["Namespace"]
+        if listed:
+            return self._derive(
+                "Namespace", lambda: {v["name"]: v["labels"] for v in listed.values()}
+            )
         found = self._memo.get(("namespaces",))
         if found is None:
-            listed = self._objects["Namespace"]
-            if listed:
-                found = {v["name"]: v["labels"] for v in listed.values()}
-            else:
-                names = {p["namespace"] for p in self._pods.values()} | set(self._by_ns)
-                found = {n: {_NS_NAME_LABEL: n} for n in sorted(names)}
+            names = {p["namespace"] for p in self._pods.values()} | set(self._by_ns)
+            found = {n: {_NS_NAME_LABEL: n} for n in sorted(names)}
             self._remember(("namespaces",), found)
         return found
 
     def services(self, namespace: str) -> Sequence[Mapping[str, str]]:
         """The spec.selector of every Service of `namespace` that has one (nil selectors
-        select nothing), in key order."""
-        key = ("services", namespace)
-        found = self._memo.get(key)
-        if found is None:
-            found = tuple(
-                v["selector"]
-                for _, v in sorted(self._objects["Service"].items())
-                if v["namespace"] == namespace and v["selector"]
-            )
-            self._remember(key, found)
-        return found
+        select nothing), in key order. Indexed by namespace once per change of the Services
+        (sorting 6000 Services per question cost ~5 ms)."""
+
+        def index() -> dict[str, tuple[Mapping[str, str], ...]]:
+            grouped: dict[str, list[Mapping[str, str]]] = defaultdict(list)
+            for _, v in sorted(self._objects["Service"].items()):
+                if v["selector"]:
+                    grouped[v["namespace"]].append(v["selector"])
+            return {ns: tuple(selectors) for ns, selectors in grouped.items()}
+
+        return self._derive("Service", index).get(namespace, ())
+
+    def _derive(self, kind: str, build: Any) -> Any:
+        """An index of the kind's objects, rebuilt only when they changed."""
+        source = self._objects[kind]
+        entry = self._derived.get(kind)
+        if entry is None or entry[0] is not source:
+            entry = self._derived[kind] = (source, build())
+        return entry[1]
 
     def controller(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """A ReplicaSet, StatefulSet or ReplicationController view by namespace and name."""
@@ -476,6 +489,7 @@ class ClusterState(_Reader):
         """Adds or replaces an object from its view (a stored delta)."""
         kind = view["kind"]
         self._objects_for_write(kind)[object_key(kind, view["namespace"], view["name"])] = view
+        self._derived.pop(kind, None)
         self._changed()
         return view
 
@@ -485,6 +499,7 @@ class ClusterState(_Reader):
         if kind not in self._objects or key not in self._objects[kind]:
             return False
         del self._objects_for_write(kind)[key]
+        self._derived.pop(kind, None)
         self._changed()
         return True
 
@@ -557,6 +572,7 @@ class ClusterState(_Reader):
         snap._label_keys = set(self._label_keys)
         snap._by_node = dict(self._by_node)
         snap._objects = dict(self._objects)  # the kinds' dicts are copied on write
+        snap._derived = dict(self._derived)  # indexes of those same dicts
         snap._node_list = self._node_list
         snap._node_names = self._node_names
         snap._pod_list = self._pod_list

@@ -475,3 +475,16 @@ def test_objects_survive_storage_and_pickling():
         assert copy_.namespaces() == {"shop": {"team": "a"}}
         assert copy_.services("default") == ({"app": "web"},)
         assert copy_.object_count() == 2
+
+
+def test_the_services_index_survives_pod_changes_and_follows_service_changes():
+    state = ClusterState.from_objects([make_node("n1")], [], [_svc("web", {"app": "web"})])
+    first = state.services("default")
+    state.apply_pod(make_pod("p", node_name="n1"))  # pods change often: no rebuild
+    assert state.services("default") is first
+    state.apply_object("Service", _svc("api", {"app": "api"}))  # unshared: changed in place
+    assert state.services("default") == ({"app": "api"}, {"app": "web"})
+    snap = state.freeze()
+    state.delete_object("Service/default/api")
+    assert state.services("default") == ({"app": "web"},)
+    assert snap.services("default") == ({"app": "api"}, {"app": "web"})

@@ -322,7 +322,15 @@ def _spread_constraints(pod: PodView, when: str) -> list[dict[str, Any]]:
     return out
 
 
+def _counts_nothing(selector: Any) -> bool:
+    """countPodsMatchSelector counts 0 for an empty selector (labelSelector: {}, which
+    matches every pod elsewhere, e.g. in the self-match of the skew)."""
+    return type(selector) is dict and _selector_is_empty(selector)
+
+
 def _count_matching(pods: Iterable[PodView], selector: Any, namespace: str) -> int:
+    if _counts_nothing(selector):
+        return 0
     return sum(
         1
         for p in pods
@@ -337,6 +345,8 @@ def _counts_by_node(existing: Existing, selector: Any, namespace: str) -> dict[s
     same counts as _count_matching over each node's pods, in one pass over the namespace.
     The preview over 5000 nodes + 50 000 pods (bench/engine.py): median 405 -> 216 ms."""
     counts: dict[str, int] = defaultdict(int)
+    if _counts_nothing(selector):
+        return counts
     for p in existing.by_namespace.get(namespace, ()):
         if not _meta(p).get("deletionTimestamp") and label_selector_matches(selector, p["labels"]):
             counts[p["nodeName"]] += 1

@@ -330,6 +330,10 @@ def corpus_pod(rng: random.Random, name: str, owners: dict[str, str]) -> dict[st
                 ]
             }
         spec["affinity"] = affinity
+    constraints = spec.get("topologySpreadConstraints") or []
+    if constraints and extra.random() < 0.25:
+        # an empty selector: kube-scheduler counts no existing pod, but the pod matches itself
+        constraints[0]["labelSelector"] = {}
     meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels}
     if rng.random() < 0.2 and app in owners and namespace == NAMESPACE:
         # A ReplicaSet's pod: the system-default spreading applies (its selector is app=<app>).

@@ -289,3 +289,21 @@ def test_a_bare_pod_a_service_selects_is_spread_by_the_system_defaults():
 
 def _outcome(result, name):
     return next(o for o in result.outcomes if o.node == name)
+
+
+def test_a_spread_constraint_with_an_empty_selector_counts_no_existing_pod():
+    # countPodsMatchSelector returns 0 for an empty selector, while the pod still matches itself:
+    # skew on every node = 0 + 1 - 0 = 1 <= maxSkew 1, so a, which holds 2 pods, passes too
+    nodes = [make_node("a", zone="z1"), make_node("b", zone="z2")]
+    busy = [make_pod(f"x{i}", labels={"app": "web"}, node_name="a") for i in range(2)]
+    constraint = {
+        "maxSkew": 1,
+        "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {},
+    }
+    pod = make_pod("p", labels={"app": "web"}, topologySpreadConstraints=[constraint])
+    assert set(rejected(cycle(nodes, pod, busy)).values()) == {None}
+    # with a selector, a holds 2 matching pods: skew 2 + 1 - 0 = 3 > 1 rejects it
+    constraint["labelSelector"] = {"matchLabels": {"app": "web"}}
+    assert rejected(cycle(nodes, pod, busy)) == {"a": "PodTopologySpread", "b": None}

@@ -187,6 +187,12 @@ class LiveClient:
         configuration.retries = urllib3.Retry(
             total=2, connect=2, read=0, status=0, redirect=0, backoff_factor=0.1
         )
+        # One long-lived connection per watched kind, plus room for lists and binds: the
+        # client's default pool (5 per CPU) is smaller than the watches on a 1-CPU pod, and a
+        # full pool discards connections (with a warning) instead of reusing them.
+        configuration.connection_pool_maxsize = max(
+            configuration.connection_pool_maxsize, len(KINDS) + 4
+        )
         self._server = configuration.host
         auth = configuration.api_key.get("authorization") or configuration.api_key.get(
             "BearerToken", ""

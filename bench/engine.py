@@ -11,7 +11,7 @@ the raw `object`), which favours it.
 
 from __future__ import annotations
 
-from policies.cluster.demo import generate_cluster
+from policies.cluster.demo import generate_cluster, generate_cluster_objects
 from policies.cluster.state import ClusterState
 from policies.engine import scoring
 from policies.engine.policy import compile_policy
@@ -105,7 +105,8 @@ class _Baseline:
 
 def _bench_size(size: int, policy, untracked, baseline: _Baseline | None) -> dict[str, float]:
     nodes_json, pods_json = generate_cluster(size, size * 2, seed=11)
-    state = ClusterState.from_objects(nodes_json, pods_json).freeze()
+    objects = generate_cluster_objects(pods_json)
+    state = ClusterState.from_objects(nodes_json, pods_json, objects).freeze()
     nodes = state.nodes()
     pods = _pods(state)
     ours = measure(
@@ -184,7 +185,8 @@ def _bench_preview(size: int) -> dict[str, float]:
     from policies.schedmodel.profile import profile_default
 
     nodes_json, pods_json = generate_cluster(size, size * 10, seed=11)
-    state = ClusterState.from_objects(nodes_json, pods_json).freeze()
+    objects = generate_cluster_objects(pods_json)
+    state = ClusterState.from_objects(nodes_json, pods_json, objects).freeze()
     cluster = LoadedCluster(state=state, source="file", label=f"bench {size}")
     pods = _pods(state)
     profile = profile_default()

@@ -23,7 +23,7 @@ from pathlib import Path
 import orjson
 import redis
 
-from policies.cluster.demo import generate_cluster
+from policies.cluster.demo import generate_cluster, generate_cluster_objects
 from policies.cluster.files import load_cluster_file
 from policies.cluster.state import gc_paused
 from policies.cluster.store import POD, SnapshotReader, SnapshotStore, SnapshotWriter
@@ -70,9 +70,12 @@ def _from_file(tmp: Path, client: redis.Redis, *, nodes: int, pods: int) -> dict
     node_objects, pod_objects = generate_cluster(nodes, pods, 1)
     path = tmp / "cluster.json"
     with gc_paused():
-        items = [{"kind": "Node", **n} for n in node_objects] + [
-            {"kind": "Pod", **p} for p in pod_objects
-        ]
+        # with the Namespaces, ReplicaSets and Services kube-scheduler reads (issue 16)
+        items = (
+            [{"kind": "Node", **n} for n in node_objects]
+            + [{"kind": "Pod", **p} for p in pod_objects]
+            + generate_cluster_objects(pod_objects)
+        )
         path.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     del node_objects, pod_objects, items
     gc.collect()

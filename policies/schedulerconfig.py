@@ -322,12 +322,24 @@ def extender_urls(*, prefix: str) -> dict[str, str]:
 
 def extender_cluster_role(*, bind: bool, name: str = "schedweb-extender") -> list[dict[str, Any]]:
     """The RBAC schedweb itself needs, least privilege for the verbs enabled: list/watch nodes
-    and pods (the snapshot), patch pods (the requeue nudge annotation); only when it binds
+    and pods (the snapshot), and namespaces, services, replicationcontrollers, apps
+    replicasets and statefulsets (what kube-scheduler's InterPodAffinity namespaceSelector and
+    PodTopologySpread system defaults read, so the preview models them), patch pods (the
+    requeue nudge annotation); only when it binds
     (SCHEDWEB_EXTENDER_BIND), create pods/binding and get pods (a bind answered 409 reads the
     pod to tell "already on that node" from a conflict, policies/cluster/live.py)."""
     pod_verbs = ["get", "patch"] if bind else ["patch"]
     rules: list[dict[str, Any]] = [
-        {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["list", "watch"]},
+        {
+            "apiGroups": [""],
+            "resources": ["nodes", "pods", "namespaces", "services", "replicationcontrollers"],
+            "verbs": ["list", "watch"],
+        },
+        {
+            "apiGroups": ["apps"],
+            "resources": ["replicasets", "statefulsets"],
+            "verbs": ["list", "watch"],
+        },
         {"apiGroups": [""], "resources": ["pods"], "verbs": pod_verbs},
     ]
     if bind:

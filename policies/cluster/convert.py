@@ -504,3 +504,79 @@ def node_with_usage(view: NodeView, *, requested: Mapping[str, int], pod_count: 
     new["requested"] = used
     new["podCount"] = pod_count
     return new  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------------------------
+# the objects kube-scheduler's plugins read besides nodes and pods
+
+# Kind -> API resource (the list/watch name). Namespaces: InterPodAffinity's namespaceSelector;
+# Services and the controllers: PodTopologySpread's system defaults (helper.DefaultSelector).
+OBJECT_KINDS = {
+    "Namespace": "namespaces",
+    "Service": "services",
+    "ReplicaSet": "replicasets",
+    "StatefulSet": "statefulsets",
+    "ReplicationController": "replicationcontrollers",
+}
+_LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+
+
+def object_key(kind: str, namespace: str, name: str) -> str:
+    """The snapshot's key of a Namespace, Service or controller: "Kind/namespace/name"."""
+    return f"{kind}/{namespace}/{name}"
+
+
+def _label_selector(spec: dict[str, Any], where: str) -> dict[str, Any] | None:
+    """spec.selector as a metav1.LabelSelector (None when absent), checked as
+    LabelSelectorAsSelector checks it: a selector it would refuse is None (matches nothing)."""
+    selector = spec.get("selector")
+    if selector is None:
+        return None
+    if type(selector) is not dict:
+        raise ConversionError(where, "spec.selector", f"expected an object, got {selector!r}")
+    labels = _str_map(selector, "matchLabels", where, "spec.selector.matchLabels")
+    exprs = []
+    for i, e in enumerate(_list(selector, "matchExpressions", where, "spec.selector")):
+        if type(e) is not dict or type(e.get("key")) is not str:
+            raise ConversionError(where, f"spec.selector.matchExpressions[{i}]", "malformed")
+        op, values = e.get("operator"), e.get("values") or []
+        if op not in _LABEL_OPERATORS or bool(values) != (op in ("In", "NotIn")):
+            return None  # LabelSelectorAsSelector fails: DefaultSelector skips the controller
+        exprs.append({"key": e["key"], "operator": op, "values": [str(v) for v in values]})
+    return {"matchLabels": labels, "matchExpressions": exprs}
+
+
+def object_view(obj: Any, kind: str) -> dict[str, Any]:
+    """The few fields the model reads of a Namespace (labels), a Service (spec.selector, a map;
+    None when absent or empty: an empty map does not survive the API server's storage) or a
+    ReplicaSet / StatefulSet (spec.selector, a LabelSelector) / ReplicationController (its map,
+    defaulted to the template's labels as the API server does). Kept small on purpose: a
+    cluster holds thousands of ReplicaSets and the snapshot holds every one."""
+    if kind not in OBJECT_KINDS:
+        raise ConversionError(kind, "kind", f"not one of {', '.join(OBJECT_KINDS)}")
+    meta, name, namespace = _metadata(obj, kind.lower())
+    if kind != "Namespace" and not namespace:
+        namespace = "default"
+    where = f"{kind.lower()} {namespace}/{name}" if namespace else f"{kind.lower()} {name}"
+    view: dict[str, Any] = {
+        "kind": kind,
+        "namespace": "" if kind == "Namespace" else namespace,
+        "name": name,
+        "resourceVersion": str(meta.get("resourceVersion") or ""),
+    }
+    if kind == "Namespace":
+        view["labels"] = _str_map(meta, "labels", where, "metadata.labels")
+        return view
+    spec = _dict(obj, "spec", where, "spec")
+    if kind == "Service":
+        view["selector"] = _str_map(spec, "selector", where, "spec.selector") or None
+    elif kind == "ReplicationController":
+        selector = _str_map(spec, "selector", where, "spec.selector")
+        if not selector:
+            template = _dict(spec, "template", where, "spec.template")
+            tmeta = _dict(template, "metadata", where, "spec.template.metadata")
+            selector = _str_map(tmeta, "labels", where, "spec.template.metadata.labels")
+        view["selector"] = selector
+    else:
+        view["selector"] = _label_selector(spec, where)
+    return view

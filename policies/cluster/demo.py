@@ -241,6 +241,7 @@ def make_pod_object(
     priority_class: str = "",
     tolerations: list[dict[str, Any]] | None = None,
     node_selector: dict[str, str] | None = None,
+    affinity: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A Pod as the API server returns it; qosClass is filled in as the API server does."""
     metadata: dict[str, Any] = {
@@ -280,6 +281,8 @@ def make_pod_object(
         spec["priorityClassName"] = priority_class
     if node_selector:
         spec["nodeSelector"] = node_selector
+    if affinity:
+        spec["affinity"] = affinity
     if node_name:
         spec["nodeName"] = node_name
     status: dict[str, Any] = {"phase": phase or ("Running" if node_name else "Pending")}
@@ -410,6 +413,7 @@ class _Workload:
     priority: int = 0
     priority_class: str = ""
     node_selector: dict[str, str] | None = None
+    affinity: dict[str, Any] | None = None
 
 
 def _small(cpu: str, memory: str, *, cpu_limit: str = "", memory_limit: str = "") -> dict:
@@ -546,7 +550,98 @@ def _demo_workloads(all_nodes: list[str]) -> list[_Workload]:
                   [], {"app": "train-llama", "tier": "training", "podGroup": "train-llama",
                        "minAvailable": "4"},
                   tolerations=gpu_tol),
+        # a namespaceSelector: near the storefront team's api pods (namespace web), wherever
+        # they run; kube-scheduler resolves the selector against the Namespaces' labels
+        _Workload("batch", "", "report-sync", 1,
+                  c("sync", f"{img}/batch/report-sync:0.4", **_small("200m", "256Mi")),
+                  [], {"app": "report-sync", "tier": "batch"},
+                  affinity={"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                      {"weight": 50, "podAffinityTerm": {
+                          "labelSelector": {"matchLabels": {"app": "api"}},
+                          "namespaceSelector": {"matchLabels": {"team": "storefront"}},
+                          "topologyKey": ZONE_LABEL}}]}}),
     ]  # fmt: skip
+
+
+# Namespace labels (kubernetes.io/metadata.name is added to each, as the API server does).
+_DEMO_NAMESPACES = {
+    "kube-system": {},
+    "default": {"env": "dev"},
+    "web": {"team": "storefront", "env": "production"},
+    "batch": {"team": "data", "env": "production"},
+    "ml": {"team": "data", "env": "research"},
+}
+# Services (namespace, name, spec.selector): the pods they select get kube-scheduler's default
+# spreading even without a controller (the pending `abc` pod).
+_DEMO_SERVICES = [
+    ("kube-system", "kube-dns", {"k8s-app": "kube-dns"}),
+    ("kube-system", "metrics-server", {"k8s-app": "metrics-server"}),
+    ("default", "redis", {"app": "redis"}),
+    ("default", "hello", {"app": "hello"}),
+    ("default", "abc", {"app": "abc"}),
+    ("web", "frontend", {"app": "frontend"}),
+    ("web", "api", {"app": "api"}),
+    ("web", "checkout", {"app": "checkout"}),
+    ("web", "postgres", {"app": "postgres"}),
+    ("ml", "inference", {"app": "inference"}),
+    ("ml", "headless-db", None),  # no selector: selects nothing
+]
+
+
+def demo_cluster_objects() -> list[dict[str, Any]]:
+    """The demo's Namespaces, Services, ReplicaSets and StatefulSets as raw API JSON (what
+    kube-scheduler reads besides nodes and pods); fresh dicts on every call."""
+    out: list[dict[str, Any]] = []
+    for name, labels in _DEMO_NAMESPACES.items():
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {
+                    "name": name,
+                    "uid": _uid("namespace", "", name),
+                    "resourceVersion": "10",
+                    "labels": {"kubernetes.io/metadata.name": name, **labels},
+                },
+            }
+        )
+    for namespace, name, selector in _DEMO_SERVICES:
+        spec: dict[str, Any] = {"type": "ClusterIP", "ports": [{"port": 80, "protocol": "TCP"}]}
+        if selector is not None:
+            spec["selector"] = dict(selector)
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "uid": _uid("service", namespace, name),
+                    "resourceVersion": "20",
+                },
+                "spec": spec,
+            }
+        )
+    for work in _demo_workloads([row[0] for row in _DEMO_NODES]):
+        if work.kind not in ("ReplicaSet", "StatefulSet"):
+            continue
+        match = dict(work.labels)
+        if work.kind == "ReplicaSet":
+            match["pod-template-hash"] = work.name.rsplit("-", 1)[1]
+        out.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": work.kind,
+                "metadata": {
+                    "name": work.name,
+                    "namespace": work.namespace,
+                    "uid": _uid(work.kind.lower(), work.namespace, work.name),
+                    "resourceVersion": "30",
+                },
+                "spec": {"replicas": work.replicas, "selector": {"matchLabels": match}},
+            }
+        )
+    return out
 
 
 def demo_objects() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -562,9 +657,9 @@ def demo_objects() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 def demo_state() -> ClusterState:
-    """The demo cluster as a ClusterState."""
+    """The demo cluster as a ClusterState, with its Namespaces, Services and controllers."""
     nodes, pods = demo_objects()
-    return ClusterState.from_objects(nodes, pods)
+    return ClusterState.from_objects(nodes, pods, demo_cluster_objects())
 
 
 def _allocatable(node: dict[str, Any]) -> dict[str, int]:
@@ -625,6 +720,7 @@ def _place(work: _Workload, i: int, free: dict[str, dict[str, int]]) -> dict[str
         priority_class=work.priority_class,
         tolerations=work.tolerations,
         node_selector=work.node_selector,
+        affinity=work.affinity,
     )
 
 
@@ -664,6 +760,54 @@ def generate_cluster(
     3% pending (a third of those for schedweb), 2% Succeeded."""
     with gc_paused():
         return _generate(nodes, pods, seed)
+
+
+def generate_cluster_objects(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What a real cluster holds beside generate_cluster's pods, as raw API JSON with kinds:
+    a Namespace per namespace, and per app of a namespace its ReplicaSet (the pods' owner,
+    selecting app + pod-template-hash) and a Service selecting the app."""
+    namespaces: dict[str, None] = {}
+    apps: dict[tuple[str, str], tuple[str, str]] = {}
+    for pod in pods:
+        meta = pod["metadata"]
+        namespaces[meta["namespace"]] = None
+        for ref in meta.get("ownerReferences") or ():
+            if ref.get("kind") == "ReplicaSet":
+                labels = meta["labels"]
+                apps[meta["namespace"], labels["app"]] = (ref["name"], labels["pod-template-hash"])
+    out: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": ns,
+                "resourceVersion": "10",
+                "labels": {"kubernetes.io/metadata.name": ns, "team": f"team-{len(ns) % 3}"},
+            },
+        }
+        for ns in namespaces
+    ]
+    for (ns, app), (rs, hash_) in apps.items():
+        out.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {"name": rs, "namespace": ns, "resourceVersion": "20"},
+                "spec": {
+                    "replicas": 8,
+                    "selector": {"matchLabels": {"app": app, "pod-template-hash": hash_}},
+                },
+            }
+        )
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": app, "namespace": ns, "resourceVersion": "30"},
+                "spec": {"selector": {"app": app}, "ports": [{"port": 80}]},
+            }
+        )
+    return out
 
 
 def _generate(nodes: int, pods: int, seed: int) -> tuple[list[dict], list[dict]]:

@@ -2,8 +2,10 @@
 
 Accepted shapes, JSON or YAML: a `List` whose items carry `kind` (what kubectl prints), a
 `NodeList` / `PodList` (items may omit `kind`, as the API server returns them), a plain list of
-objects, a single Node or Pod, or a YAML stream of any of these (`---` separated). Items of other
-kinds (Services, Deployments... from `kubectl get all`) are skipped.
+objects, a single Node or Pod, or a YAML stream of any of these (`---` separated). Namespaces,
+Services, ReplicaSets, StatefulSets and ReplicationControllers are kept too (kube-scheduler reads
+them: `kubectl get nodes,pods,namespaces,services,replicasets,statefulsets,replicationcontrollers
+-A -o json`); items of other kinds (Deployments... from `kubectl get all`) are skipped.
 """
 
 from __future__ import annotations
@@ -19,11 +21,16 @@ from typing import Any
 import orjson
 import yaml
 
-from policies.cluster.convert import ConversionError, node_view, pod_view
+from policies.cluster.convert import OBJECT_KINDS, ConversionError, node_view, object_view, pod_view
 from policies.cluster.state import ClusterState, gc_paused
 from policies.engine.inputs import NodeView, PodView
 
-_LIST_ITEM_KIND = {"NodeList": "Node", "PodList": "Pod", "List": None}
+_LIST_ITEM_KIND = {
+    "NodeList": "Node",
+    "PodList": "Pod",
+    "List": None,
+    **{f"{kind}List": kind for kind in OBJECT_KINDS},
+}
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~10x faster
 
 
@@ -85,6 +92,7 @@ def load_cluster_bytes(data: bytes, *, name: str) -> ClusterState:
     running, the load took 10-12 s instead of 4 s at 5000 nodes/50 000 pods."""
     node_views: list[NodeView] = []
     pod_views: list[PodView] = []
+    object_views: list[dict[str, Any]] = []
     with bulk_load(freeze=len(data) > FREEZE_ABOVE_BYTES):
         for index, (item, default_kind) in enumerate(_items(name, _parse(data, name))):
             if type(item) is not dict:
@@ -99,9 +107,11 @@ def load_cluster_bytes(data: bytes, *, name: str) -> ClusterState:
                     node_views.append(node_view(item, requested={}, pod_count=0))
                 elif kind == "Pod":
                     pod_views.append(pod_view(item))
+                elif kind in OBJECT_KINDS:
+                    object_views.append(object_view(item, kind))
             except ConversionError as exc:
                 raise ClusterFileError(f"{name}: item {index}: {exc}") from None
-        return ClusterState.from_views(nodes=node_views, pods=pod_views)
+        return ClusterState.from_views(nodes=node_views, pods=pod_views, objects=object_views)
 
 
 def _parse(data: bytes, path: str) -> list[Any]:

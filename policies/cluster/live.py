@@ -1,4 +1,6 @@
-"""The product's only Kubernetes I/O: list and watch Nodes and Pods as raw JSON.
+"""The product's only Kubernetes I/O: list and watch Nodes and Pods as raw JSON, and the
+Namespaces, Services, ReplicaSets, StatefulSets and ReplicationControllers kube-scheduler's
+InterPodAffinity (namespaceSelector) and PodTopologySpread (system defaults) read.
 
 The `kubernetes` client is used for what it is good at (kubeconfig and in-cluster
 configuration, TLS, authentication, token refresh) and bypassed for what is slow: every call
@@ -8,7 +10,7 @@ pods into V1Pod models takes minutes; orjson takes about 2 s.
 Failures are classified into a `KubeError` whose `kind` the UI shows as is:
 
     unauthorized  401: the API server rejected the credentials
-    forbidden     403: the account needs list and watch on nodes and pods (RBAC)
+    forbidden     403: the account needs list and watch on the KINDS below (RBAC)
     unreachable   connection refused, DNS, timeout, TLS: cannot connect to https://...
     gone          410: the resource version is too old; the caller relists (`Gone`)
     config        the kubeconfig / in-cluster configuration cannot be loaded
@@ -33,14 +35,33 @@ import orjson
 
 log = logging.getLogger(__name__)
 
-KINDS = ("nodes", "pods")
+KINDS = (
+    "nodes",
+    "pods",
+    "namespaces",
+    "services",
+    "replicasets",
+    "statefulsets",
+    "replicationcontrollers",
+)
+# Resource -> the Kind of its objects, for the kinds the snapshot keeps as small views.
+OBJECT_RESOURCES = {
+    "namespaces": "Namespace",
+    "services": "Service",
+    "replicasets": "ReplicaSet",
+    "statefulsets": "StatefulSet",
+    "replicationcontrollers": "ReplicationController",
+}
 PAGE_SIZE = 500  # items per list page: the API server's recommended chunk size
 CONNECT_TIMEOUT = 5.0
 LIST_READ_TIMEOUT = 60.0  # per socket read while a page is produced
 WATCH_READ_MARGIN = 30.0  # a watch's socket read timeout is its timeoutSeconds plus this
 _IN_CLUSTER_ENV = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
 
-_FORBIDDEN = "forbidden: the account needs list and watch on nodes and pods (RBAC)"
+_FORBIDDEN = (
+    "forbidden: the account needs list and watch on nodes, pods, namespaces, services,"
+    " replicationcontrollers, and apps replicasets and statefulsets (RBAC)"
+)
 _UNAUTHORIZED = "unauthorized: the API server rejected the credentials"
 
 
@@ -89,6 +110,7 @@ class LiveClient:
         self.context = context
         self.page_size = page_size
         self._api: Any = None
+        self._apps: Any = None
         self._server = ""
         self._token = ""
         self._lock = threading.Lock()
@@ -165,12 +187,19 @@ class LiveClient:
         configuration.retries = urllib3.Retry(
             total=2, connect=2, read=0, status=0, redirect=0, backoff_factor=0.1
         )
+        # One long-lived connection per watched kind, plus room for lists and binds: the
+        # client's default pool (5 per CPU) is smaller than the watches on a 1-CPU pod, and a
+        # full pool discards connections (with a warning) instead of reusing them.
+        configuration.connection_pool_maxsize = max(
+            configuration.connection_pool_maxsize, len(KINDS) + 4
+        )
         self._server = configuration.host
         auth = configuration.api_key.get("authorization") or configuration.api_key.get(
             "BearerToken", ""
         )
         self._token = auth.removeprefix("Bearer ").strip()
         api_client = client.ApiClient(configuration)
+        self._apps = client.AppsV1Api(api_client)
         return client.CoreV1Api(api_client)
 
     def _scrub(self, text: str) -> str:
@@ -179,7 +208,7 @@ class LiveClient:
     # -- list ---------------------------------------------------------------------------------
 
     def list(self, kind: str) -> Listing:
-        """Every object of `kind` ("nodes" or "pods", all namespaces) in pages of
+        """Every object of `kind` (one of KINDS, all namespaces) in pages of
         `page_size`. A continue token that expires mid-list (410) restarts the list once."""
         for attempt in range(2):
             try:
@@ -238,11 +267,18 @@ class LiveClient:
 
     def _call_for(self, kind: str) -> Any:
         api = self._core()
-        if kind == "nodes":
-            return api.list_node
-        if kind == "pods":
-            return api.list_pod_for_all_namespaces
-        raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+        calls = {
+            "nodes": api.list_node,
+            "pods": api.list_pod_for_all_namespaces,
+            "namespaces": api.list_namespace,
+            "services": api.list_service_for_all_namespaces,
+            "replicationcontrollers": api.list_replication_controller_for_all_namespaces,
+            "replicasets": self._apps.list_replica_set_for_all_namespaces,
+            "statefulsets": self._apps.list_stateful_set_for_all_namespaces,
+        }
+        if kind not in calls:
+            raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+        return calls[kind]
 
     # -- watch --------------------------------------------------------------------------------
 

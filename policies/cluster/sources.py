@@ -137,7 +137,7 @@ class LiveSource:
 
     def _list_directly(self) -> LoadedCluster:
         """Lists the API server (one-shot use without a watcher); kept DIRECT_TTL seconds."""
-        from policies.cluster.live import KubeError, LiveClient
+        from policies.cluster.live import OBJECT_RESOURCES, KubeError, LiveClient
         from policies.cluster.watcher import state_from_objects
 
         with self._direct_lock:
@@ -147,12 +147,13 @@ class LiveSource:
             try:
                 nodes = client.list_nodes()
                 pods = client.list_pods()
+                objects = {kind: client.list(kind).items for kind in OBJECT_RESOURCES}
             except KubeError as exc:
                 raise ClusterUnavailable(
                     f"no snapshot of cluster {self.cluster} in Redis, and listing it directly"
                     f" failed: {exc}"
                 ) from None
-            state, problems = state_from_objects(nodes.items, pods.items)
+            state, problems = state_from_objects(nodes.items, pods.items, objects)
             for problem in problems[:5]:
                 log.warning("live cluster %s: skipped an object: %s", self.cluster, problem)
             loaded = LoadedCluster(

@@ -6,7 +6,8 @@ Keys, per cluster (`schedweb:{cluster}:`):
     snap:version  int     bumped by every change; readers poll only this (plus meta)
     snap:epoch    str     changes when the history restarts (Redis lost it, or a first write)
     snap:events   stream  one delta per version, id "<version>-0", fields op + data,
-                          MAXLEN ~ 100 000 (op: node, node.delete, pod, pod.delete, reset)
+                          MAXLEN ~ 100 000 (op: node, node.delete, pod, pod.delete, object,
+                          object.delete, reset)
     snap:meta     hash    source, server, status (starting|ok|error), error, heartbeat_at,
                           last_event_at, last_sync_at, last_full_at, nodes, pods, version
     watch:lock    str     the watcher's token, with a TTL it renews (one watcher per cluster)
@@ -44,7 +45,7 @@ from typing import Any
 import orjson
 import redis
 
-from policies.cluster.convert import ConversionError
+from policies.cluster.convert import OBJECT_KINDS, ConversionError
 from policies.cluster.files import FREEZE_ABOVE_BYTES, bulk_load
 from policies.cluster.loaded import LoadedCluster
 from policies.cluster.state import ClusterSnapshot, ClusterState
@@ -63,8 +64,11 @@ NODE = "node"  # data: the Node JSON (managedFields and images removed)
 NODE_DELETE = "node.delete"  # data: the node name
 POD = "pod"  # data: the Pod JSON (managedFields removed)
 POD_DELETE = "pod.delete"  # data: the pod key (uid)
+# data: a Namespace, Service or controller view (convert.object_view: names, labels, selectors)
+OBJECT = "object"
+OBJECT_DELETE = "object.delete"  # data: its object_key ("Kind/namespace/name")
 RESET = "reset"  # the whole state was replaced: reload snap:full
-OPS = frozenset({NODE, NODE_DELETE, POD, POD_DELETE, RESET})
+OPS = frozenset({NODE, NODE_DELETE, POD, POD_DELETE, OBJECT, OBJECT_DELETE, RESET})
 
 # KEYS: version, events, epoch. ARGV: epoch, maxlen, then op/data pairs.
 # Returns the new version, or -1 when Redis does not hold this writer's epoch (it restarted,
@@ -682,9 +686,16 @@ def _apply(state: ClusterState, op: str, data: bytes) -> None:
             state.delete_node(data.decode())
         elif op == POD_DELETE:
             state.delete_pod(data.decode())
+        elif op == OBJECT:
+            view = orjson.loads(data)
+            if type(view) is not dict or view.get("kind") not in OBJECT_KINDS:
+                raise ValueError("not an object view")
+            state.apply_object_view(view)
+        elif op == OBJECT_DELETE:
+            state.delete_object(data.decode())
         else:
             log.warning("unknown snapshot delta op %r skipped", op)
-    except (ConversionError, orjson.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ConversionError, orjson.JSONDecodeError, UnicodeDecodeError, ValueError) as exc:
         log.warning("snapshot delta %s skipped: %s", op, exc)
 
 

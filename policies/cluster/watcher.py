@@ -1,8 +1,9 @@
-"""The watch loop: list Nodes and Pods, then follow their watches into a ClusterState and
+"""The watch loop: list Nodes and Pods (and the Namespaces, Services and controllers the model
+of kube-scheduler reads, see live.KINDS), then follow their watches into a ClusterState and
 the Redis snapshot store. Pure of Celery: the watch service (policies/cluster/sync.py) runs it until a
 deadline and re-arms it; tests run it in a thread.
 
-    sync:   list nodes, list pods -> a new state (full snapshot written, readers reload), or,
+    sync:   list every kind -> a new state (full snapshot written, readers reload), or,
             when a state exists (resumed from Redis, or after 410 Gone), the differences with
             it as deltas: nothing lost, nothing duplicated
     watch:  one thread per kind reads its watch (from the list's resourceVersion, with
@@ -35,13 +36,29 @@ from typing import Any
 import orjson
 import redis
 
-from policies.cluster.convert import ConversionError, node_view, pod_key, pod_view
+from policies.cluster.convert import (
+    ConversionError,
+    node_view,
+    object_key,
+    object_view,
+    pod_key,
+    pod_view,
+)
 from policies.cluster.files import bulk_load
-from policies.cluster.live import KINDS, Gone, KubeError, LiveClient, WatchStream
+from policies.cluster.live import (
+    KINDS,
+    OBJECT_RESOURCES,
+    Gone,
+    KubeError,
+    LiveClient,
+    WatchStream,
+)
 from policies.cluster.state import ClusterState
 from policies.cluster.store import (
     NODE,
     NODE_DELETE,
+    OBJECT,
+    OBJECT_DELETE,
     POD,
     POD_DELETE,
     SnapshotLost,
@@ -76,13 +93,23 @@ class WatchResult:
 
 
 def state_from_objects(
-    nodes: Sequence[dict[str, Any]], pods: Sequence[dict[str, Any]]
+    nodes: Sequence[dict[str, Any]],
+    pods: Sequence[dict[str, Any]],
+    objects: dict[str, Sequence[dict[str, Any]]] | None = None,
 ) -> tuple[ClusterState, list[str]]:
-    """A state from listed raw objects; an object the views cannot be built from is skipped
-    and named in the returned problems (one bad pod must not hide the cluster)."""
+    """A state from listed raw objects (`objects`: resource name -> listed items, for the
+    OBJECT_RESOURCES); an object the views cannot be built from is skipped and named in the
+    returned problems (one bad pod must not hide the cluster)."""
     problems: list[str] = []
     node_views: list[NodeView] = []
     pod_views: list[PodView] = []
+    object_views: list[dict[str, Any]] = []
+    for resource, items in (objects or {}).items():
+        for obj in items:
+            try:
+                object_views.append(object_view(obj, OBJECT_RESOURCES[resource]))
+            except ConversionError as exc:
+                problems.append(str(exc))
     with bulk_load(freeze=len(pods) + len(nodes) > FREEZE_ABOVE_OBJECTS):
         for obj in nodes:
             try:
@@ -94,7 +121,8 @@ def state_from_objects(
                 pod_views.append(pod_view(obj))
             except ConversionError as exc:
                 problems.append(str(exc))
-        return ClusterState.from_views(nodes=node_views, pods=pod_views), problems
+        state = ClusterState.from_views(nodes=node_views, pods=pod_views, objects=object_views)
+        return state, problems
 
 
 def _rv(obj: dict[str, Any]) -> str:
@@ -253,6 +281,7 @@ class ClusterWatcher:
         try:
             nodes = self.client.list_nodes()
             pods = self.client.list_pods()
+            objects = {kind: self.client.list(kind) for kind in OBJECT_RESOURCES}
         except KubeError as exc:
             self._sync_failures += 1
             self._retry_at = time.monotonic() + self._backoff(self._sync_failures)
@@ -260,11 +289,15 @@ class ClusterWatcher:
             log.warning("cluster %s: list failed: %s", self.store.cluster, exc.message)
             return
         if self.state is None:
-            self.state, problems = state_from_objects(nodes.items, pods.items)
+            self.state, problems = state_from_objects(
+                nodes.items, pods.items, {k: v.items for k, v in objects.items()}
+            )
             self._skip(problems)
             self._write_full(reset=True)
         else:
             ops = self._diff(nodes.items, pods.items)
+            for kind, listing in objects.items():
+                ops.extend(self._diff_objects(kind, listing.items))
             total = self.state.node_count() + self.state.pod_count()
             if len(ops) > max(2_000, total // 4):
                 self._write_full(reset=True)  # cheaper for readers than thousands of deltas
@@ -274,6 +307,7 @@ class ClusterWatcher:
             self.relists += 1
         self._synced_once = True
         self._rv = {"nodes": nodes.resource_version, "pods": pods.resource_version}
+        self._rv.update({kind: listing.resource_version for kind, listing in objects.items()})
         self._need_sync = False
         self._sync_failures = 0
         self._last_sync_at = time.time()
@@ -317,6 +351,28 @@ class ClusterWatcher:
             key = pod_key(view)
             if key not in seen and state.delete_pod(key):
                 ops.append((POD_DELETE, key))
+        return ops
+
+    def _diff_objects(self, resource: str, items: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+        """The same for one kind of OBJECT_RESOURCES."""
+        state = self.state
+        assert state is not None
+        kind = OBJECT_RESOURCES[resource]
+        held = state.objects(kind)
+        ops: list[tuple[str, Any]] = []
+        seen: set[str] = set()
+        for obj in items:
+            meta = obj.get("metadata") or {}
+            key = object_key(kind, meta.get("namespace") or "", meta.get("name") or "")
+            seen.add(key)
+            current = held.get(key)
+            if current is None or current["resourceVersion"] != _rv(obj):
+                op = self._apply_object(kind, obj)
+                if op is not None:
+                    ops.append(op)
+        for key in [k for k in state.objects(kind) if k not in seen]:
+            if state.delete_object(key):
+                ops.append((OBJECT_DELETE, key))
         return ops
 
     # -- watches --------------------------------------------------------------------------------
@@ -447,6 +503,12 @@ class ClusterWatcher:
             if kind == "nodes":
                 name = (obj.get("metadata") or {}).get("name") or ""
                 return (NODE_DELETE, name) if state.delete_node(name) else None
+            if kind in OBJECT_RESOURCES:
+                meta = obj.get("metadata") or {}
+                key = object_key(
+                    OBJECT_RESOURCES[kind], meta.get("namespace") or "", meta.get("name") or ""
+                )
+                return (OBJECT_DELETE, key) if state.delete_object(key) else None
             key = _pod_key_of(obj)
             return (POD_DELETE, key) if state.delete_pod(key) else None
         if event_type not in ("ADDED", "MODIFIED"):
@@ -457,6 +519,8 @@ class ClusterWatcher:
                 event_type,
             )
             return None
+        if kind in OBJECT_RESOURCES:
+            return self._apply_object(OBJECT_RESOURCES[kind], obj)
         return self._apply_node(obj) if kind == "nodes" else self._apply_pod(obj)
 
     def _apply_node(self, obj: dict[str, Any]) -> tuple[str, Any] | None:
@@ -474,6 +538,14 @@ class ClusterWatcher:
             self._skip([str(exc)])
             return None
         return POD, orjson.dumps(view["object"])
+
+    def _apply_object(self, kind: str, obj: dict[str, Any]) -> tuple[str, Any] | None:
+        try:
+            view = self.state.apply_object(kind, obj)  # type: ignore[union-attr]
+        except ConversionError as exc:
+            self._skip([str(exc)])
+            return None
+        return OBJECT, orjson.dumps(view)
 
     def _skip(self, problems: list[str]) -> None:
         for problem in problems[:5]:

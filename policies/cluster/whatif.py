@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from policies.cluster.convert import ConversionError, node_view, pod_view
+from policies.cluster.convert import OBJECT_KINDS, ConversionError, node_view, pod_view
 from policies.cluster.loaded import LoadedCluster
 from policies.cluster.state import ClusterState
 from policies.engine.inputs import NodeView, PodView
@@ -236,7 +236,10 @@ class _Edit:
             ]
         except ConversionError as exc:
             raise InputError(f"whatIf: {exc}") from None
-        state = ClusterState.from_views(nodes=views, pods=self.state.pods()).freeze()
+        objects = [v for kind in OBJECT_KINDS for v in self.state.objects(kind).values()]
+        state = ClusterState.from_views(
+            nodes=views, pods=self.state.pods(), objects=objects
+        ).freeze()
         return LoadedCluster(
             state=state,
             source=base.source,

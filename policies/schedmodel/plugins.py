@@ -22,6 +22,7 @@ DEFAULT_MILLI_CPU = 100  # schedutil.DefaultMilliCPURequest, for pods that reque
 DEFAULT_MEMORY = 200 * 1024 * 1024  # schedutil.DefaultMemoryRequest
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
+NS_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace
 
 # Reason texts, verbatim from the plugins (FailedScheduling events count nodes per text).
 R_UNSCHEDULABLE = "node(s) were unschedulable"
@@ -95,6 +96,13 @@ class Existing:
         # bound pods by namespace: spreading counts only the pod's own namespace, so a selector
         # is matched against those pods once instead of against every pod node by node
         self.by_namespace: dict[str, list[PodView]] = defaultdict(list)
+        # Namespace name -> labels and the Services / controllers, when the snapshot has them
+        # (a bare ClusterView without them models a cluster that has none).
+        self.namespaces: Mapping[str, Mapping[str, str]] = (
+            state.namespaces() if hasattr(state, "namespaces") else {}
+        )
+        self._listed = bool(hasattr(state, "objects") and state.objects("Namespace"))
+        self.cluster = state if hasattr(state, "services") else None
         for pod in state.pods() if state is not None else ():
             node = pod["nodeName"]
             if not node or pod["phase"] in ("Succeeded", "Failed"):
@@ -119,6 +127,14 @@ class Existing:
             sizes = self.node_images[node["name"]] = _image_sizes(node)
             for name in sizes:
                 self.images[name] += 1
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        """GetNamespaceLabelsSnapshot: the Namespace's labels, empty when it is unknown. A
+        snapshot that lists no Namespace infers the label every namespace carries."""
+        labels = self.namespaces.get(namespace)
+        if labels is not None:
+            return labels
+        return {} if self._listed or self.cluster is None else {NS_NAME_LABEL: namespace}
 
 
 _EXISTING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -306,7 +322,15 @@ def _spread_constraints(pod: PodView, when: str) -> list[dict[str, Any]]:
     return out
 
 
+def _counts_nothing(selector: Any) -> bool:
+    """countPodsMatchSelector counts 0 for an empty selector (labelSelector: {}, which
+    matches every pod elsewhere, e.g. in the self-match of the skew)."""
+    return type(selector) is dict and _selector_is_empty(selector)
+
+
 def _count_matching(pods: Iterable[PodView], selector: Any, namespace: str) -> int:
+    if _counts_nothing(selector):
+        return 0
     return sum(
         1
         for p in pods
@@ -321,6 +345,8 @@ def _counts_by_node(existing: Existing, selector: Any, namespace: str) -> dict[s
     same counts as _count_matching over each node's pods, in one pass over the namespace.
     The preview over 5000 nodes + 50 000 pods (bench/engine.py): median 405 -> 216 ms."""
     counts: dict[str, int] = defaultdict(int)
+    if _counts_nothing(selector):
+        return counts
     for p in existing.by_namespace.get(namespace, ()):
         if not _meta(p).get("deletionTimestamp") and label_selector_matches(selector, p["labels"]):
             counts[p["nodeName"]] += 1
@@ -372,21 +398,58 @@ def filter_spread(pod: PodView, node: NodeView, state: list) -> list[str] | None
     return None
 
 
-def _term_namespaces(term: Mapping[str, Any], owner_ns: str) -> set[str] | None:
-    """The namespaces a pod affinity term applies to; None = every namespace ({} selector)."""
-    if term.get("namespaceSelector") == {}:
+def _selector_is_empty(selector: Mapping[str, Any]) -> bool:
+    """LabelSelectorAsSelector gives Everything for a selector with no requirement."""
+    return not selector.get("matchLabels") and not selector.get("matchExpressions")
+
+
+def incoming_namespaces(
+    term: Mapping[str, Any], owner_ns: str, existing: Existing
+) -> frozenset[str] | None:
+    """The namespaces a term of the pod being scheduled applies to; None = every namespace.
+    PreFilter/PreScore (mergeAffinityTermNamespacesIfNotEmpty): no namespaces and no selector
+    -> the pod's own namespace; an empty selector ({}) -> every namespace; otherwise the listed
+    namespaces plus every Namespace whose labels the selector matches. v1.35 passes the term
+    by value, so the selector is not reset to Nothing as its comment says: it is then matched
+    against nil namespace labels (Matches(pod, nil)), and a selector of only NotIn /
+    DoesNotExist requirements, which nil labels satisfy, selects every namespace."""
+    selector = term.get("namespaceSelector")
+    names = set(term.get("namespaces") or ())
+    if selector is None:
+        return frozenset(names or (owner_ns,))
+    if type(selector) is not dict or _selector_is_empty(selector):
         return None
-    names = set(term.get("namespaces") or [])
-    if not names and term.get("namespaceSelector") is None:
-        names = {owner_ns}
-    return names
+    if label_selector_matches(selector, {}):
+        return None
+    names.update(
+        n for n, labels in existing.namespaces.items() if label_selector_matches(selector, labels)
+    )
+    return frozenset(names)
 
 
-def term_matches(term: Mapping[str, Any], owner_ns: str, target: PodView) -> bool:
-    """Does a pod (anti-)affinity term of a pod in `owner_ns` select `target`? Namespace
-    selectors other than {} are not modelled (namespace labels are not in the snapshot)."""
-    namespaces = _term_namespaces(term, owner_ns)
+def incoming_term_matches(
+    term: Mapping[str, Any], namespaces: frozenset[str] | None, target: PodView
+) -> bool:
+    """A term of the pod being scheduled (namespaces from `incoming_namespaces`) selects `target`."""
     if namespaces is not None and target["namespace"] not in namespaces:
+        return False
+    return label_selector_matches(term.get("labelSelector"), target["labels"])
+
+
+def term_matches(
+    term: Mapping[str, Any], owner_ns: str, target: PodView, target_ns_labels: Mapping[str, str]
+) -> bool:
+    """A term of an existing pod in `owner_ns` selects the pod being scheduled (AffinityTerm.
+    Matches with the incoming pod's namespace labels, empty when its Namespace is unknown):
+    its namespace is listed (the owner's when neither namespaces nor a selector is given), or
+    the namespaceSelector matches those labels ({} matches all); then the labelSelector."""
+    selector = term.get("namespaceSelector")
+    names = term.get("namespaces") or ()
+    if not names and selector is None:
+        names = (owner_ns,)
+    if target["namespace"] not in names and not (
+        type(selector) is dict and label_selector_matches(selector, target_ns_labels)
+    ):
         return False
     return label_selector_matches(term.get("labelSelector"), target["labels"])
 
@@ -403,6 +466,7 @@ def pod_affinity_state(
     and anti-affinity terms, and the pairs existing pods' required anti-affinity forbids."""
     affinity = _affinity(pod, "podAffinity", "required")
     anti = _affinity(pod, "podAntiAffinity", "required")
+    ns_labels = existing.namespace_labels(pod["namespace"])
     existing_anti: set[tuple[str, str]] = set()
     for other in existing.with_anti:
         node = nodes_by_name.get(other["nodeName"])
@@ -410,12 +474,14 @@ def pod_affinity_state(
             continue
         for term in _affinity(other, "podAntiAffinity", "required"):
             key = term.get("topologyKey", "")
-            if key in node["labels"] and term_matches(term, other["namespace"], pod):
+            if key in node["labels"] and term_matches(term, other["namespace"], pod, ns_labels):
                 existing_anti.add((key, node["labels"][key]))
     if not affinity and not anti and not existing_anti:
         return None
     aff_counts: list[set[tuple[str, str]]] = [set() for _ in affinity]
     anti_pairs: set[tuple[str, str]] = set()
+    aff_ns = [incoming_namespaces(t, pod["namespace"], existing) for t in affinity]
+    anti_ns = [incoming_namespaces(t, pod["namespace"], existing) for t in anti]
     if affinity or anti:
         for node_name, pods in existing.by_node.items():
             node = nodes_by_name.get(node_name)
@@ -425,16 +491,18 @@ def pod_affinity_state(
             for other in pods:
                 for i, term in enumerate(affinity):
                     key = term.get("topologyKey", "")
-                    if key in labels and term_matches(term, pod["namespace"], other):
+                    if key in labels and incoming_term_matches(term, aff_ns[i], other):
                         aff_counts[i].add((key, labels[key]))
-                for term in anti:
+                for term, names in zip(anti, anti_ns):
                     key = term.get("topologyKey", "")
-                    if key in labels and term_matches(term, pod["namespace"], other):
+                    if key in labels and incoming_term_matches(term, names, other):
                         anti_pairs.add((key, labels[key]))
     # No pod matches the affinity terms anywhere, but the pod matches them itself: the first
     # pod of a group may go anywhere that has the topology keys (filtering.go).
     none_anywhere = affinity and not any(aff_counts)
-    self_match = none_anywhere and all(term_matches(t, pod["namespace"], pod) for t in affinity)
+    self_match = none_anywhere and all(
+        incoming_term_matches(t, names, pod) for t, names in zip(affinity, aff_ns)
+    )
     return {
         "affinity": affinity,
         "aff_counts": aff_counts,
@@ -634,22 +702,69 @@ def _normalized_image(name: str) -> str:
     return name
 
 
+_CONTROLLERS = {
+    ("v1", "ReplicationController"),
+    ("apps/v1", "ReplicaSet"),
+    ("apps/v1", "StatefulSet"),
+}
+
+
+def _controller_ref(pod: PodView) -> dict[str, Any] | None:
+    """metav1.GetControllerOf: the first ownerReference with controller: true."""
+    for ref in _meta(pod).get("ownerReferences") or ():
+        if type(ref) is dict and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def default_selector(pod: PodView, existing: Existing) -> dict[str, Any] | None:
+    """helper.DefaultSelector, as a LabelSelector; None when it is empty (no system default
+    constraint then). matchLabels: the merged spec.selector of every Service of the pod's
+    namespace that selects the pod, then (labels.Merge) a controlling ReplicationController's
+    selector; matchExpressions: a controlling ReplicaSet's or StatefulSet's selector as
+    requirements (matchLabels as In). The controller counts only when the ownerReference's
+    apiVersion/kind is exactly v1 ReplicationController or apps/v1 ReplicaSet/StatefulSet and
+    the object is in the snapshot; a selector LabelSelectorAsSelector refuses adds nothing."""
+    cluster = existing.cluster
+    if cluster is None:
+        return None
+    labels = pod["labels"]
+    merged: dict[str, str] = {}
+    for selector in cluster.services(pod["namespace"]):
+        if all(labels.get(k) == v for k, v in selector.items()):
+            merged.update(selector)
+    exprs: list[dict[str, Any]] = []
+    ref = _controller_ref(pod)
+    if ref is not None and (ref.get("apiVersion"), ref.get("kind")) in _CONTROLLERS:
+        found = cluster.controller(ref["kind"], pod["namespace"], str(ref.get("name") or ""))
+        if found is not None and ref["kind"] == "ReplicationController":
+            merged.update(found["selector"] or {})
+        elif found is not None and found["selector"] is not None:
+            sel = found["selector"]
+            exprs = [
+                {"key": k, "operator": "In", "values": [v]}
+                for k, v in sorted(sel["matchLabels"].items())
+            ] + list(sel["matchExpressions"])
+    if not merged and not exprs:
+        return None
+    return {"matchLabels": merged, "matchExpressions": exprs}
+
+
 def score_spread(
     pod: PodView, candidates: Sequence[NodeView], all_nodes: Sequence[NodeView], existing: Existing
 ) -> list[int] | None:
-    """PodTopologySpread (ScheduleAnyway constraints, or the system defaults hostname maxSkew 3
-    and zone maxSkew 5 for pods of a ReplicaSet/StatefulSet/ReplicationController; a Service's
-    selector is not in the snapshot, so the owner's pods stand in for it).
+    """PodTopologySpread (ScheduleAnyway constraints, or for a pod without constraints the
+    system defaults hostname maxSkew 3 and zone maxSkew 5 over `default_selector`'s pods).
     raw = sum_c round(count_c * ln(domains_c + 2) + maxSkew_c - 1);
     normalized = 100 * (max + min - raw) // max (100 for all when max is 0; nodes missing a key
     of the pod's own constraints score 0). None when the plugin skips."""
     constraints = _spread_constraints(pod, "ScheduleAnyway")
     system = False
     if not spec(pod).get("topologySpreadConstraints"):
-        if pod["ownerKind"] not in ("ReplicaSet", "StatefulSet", "ReplicationController"):
+        selector = default_selector(pod, existing)
+        if selector is None:
             return None
         system = True
-        selector = {"matchLabels": dict(pod["labels"])}
         constraints = [
             {"topologyKey": HOSTNAME, "maxSkew": 3, "labelSelector": selector},
             {"topologyKey": ZONE, "maxSkew": 5, "labelSelector": selector},
@@ -735,6 +850,15 @@ def score_inter_pod_affinity(
         if pref_aff or pref_anti
         else existing.with_affinity
     )
+    pref_aff_ns = [
+        incoming_namespaces(w.get("podAffinityTerm") or {}, pod["namespace"], existing)
+        for w in pref_aff
+    ]
+    pref_anti_ns = [
+        incoming_namespaces(w.get("podAffinityTerm") or {}, pod["namespace"], existing)
+        for w in pref_anti
+    ]
+    ns_labels = existing.namespace_labels(pod["namespace"])
     pairs: dict[tuple[str, str], int] = defaultdict(int)
     for other in others:
         node = nodes_by_name.get(other["nodeName"])
@@ -747,25 +871,25 @@ def score_inter_pod_affinity(
             if key in labels:
                 pairs[(key, labels[key])] += weight
 
-        for w in pref_aff:
+        for w, names in zip(pref_aff, pref_aff_ns):
             term = w.get("podAffinityTerm") or {}
-            if term_matches(term, pod["namespace"], other):
+            if incoming_term_matches(term, names, other):
                 add(term, int(w.get("weight") or 0))
-        for w in pref_anti:
+        for w, names in zip(pref_anti, pref_anti_ns):
             term = w.get("podAffinityTerm") or {}
-            if term_matches(term, pod["namespace"], other):
+            if incoming_term_matches(term, names, other):
                 add(term, -int(w.get("weight") or 0))
         if hard_weight:
             for term in _affinity(other, "podAffinity", "required"):
-                if term_matches(term, other["namespace"], pod):
+                if term_matches(term, other["namespace"], pod, ns_labels):
                     add(term, hard_weight)
         for w in _affinity(other, "podAffinity", "preferred"):
             term = w.get("podAffinityTerm") or {}
-            if term_matches(term, other["namespace"], pod):
+            if term_matches(term, other["namespace"], pod, ns_labels):
                 add(term, int(w.get("weight") or 0))
         for w in _affinity(other, "podAntiAffinity", "preferred"):
             term = w.get("podAffinityTerm") or {}
-            if term_matches(term, other["namespace"], pod):
+            if term_matches(term, other["namespace"], pod, ns_labels):
                 add(term, -int(w.get("weight") or 0))
     if not pairs:
         return None

@@ -167,3 +167,38 @@ def test_the_cluster_modules_import_neither_django_nor_kubernetes():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_the_playground_shows_a_namespace_selector_and_service_spreading(demo):
+    # report-sync (batch) prefers zones running app=api pods of team=storefront namespaces
+    # (web's api pods); abc, a bare pod, is spread because the Service `abc` selects it
+    from policies.schedmodel import plugins as p
+    from policies.schedmodel.pipeline import cycle_run
+
+    snap = demo.freeze()
+    assert snap.namespaces()["web"]["team"] == "storefront"
+
+    def cycle(name):
+        pod = next(v for v in snap.pods() if v["name"] == name)
+        return pod, cycle_run(pod=pod, nodes=snap.nodes(), state=snap, policy=None, profile=None)
+
+    _, sync = cycle("report-sync")
+    # each matching pod adds the weight (50) to its zone: zone-a 5 api pods, zone-b 5, zone-c 2
+    # -> raw 250, 250, 100 -> 100 * (raw - 100) / (250 - 100): 100, 100, 0
+    per_zone = Counter(
+        snap.node(q["nodeName"])["labels"][ZONE]
+        for q in snap.pods()
+        if q["namespace"] == "web" and q["labels"].get("app") == "api" and q["nodeName"]
+    )
+    assert per_zone == {"zone-a": 5, "zone-b": 5, "zone-c": 2}
+    scores = {
+        snap.node(o.node)["labels"][ZONE]: o.scores["InterPodAffinity"]
+        for o in sync.outcomes
+        if o.plugin is None
+    }
+    assert scores == {"zone-a": 100, "zone-b": 100, "zone-c": 0}
+    abc, _ = cycle("abc")
+    assert p.default_selector(abc, p.existing_for(snap)) == {
+        "matchLabels": {"app": "abc"},
+        "matchExpressions": [],
+    }

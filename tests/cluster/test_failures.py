@@ -17,7 +17,10 @@ from .conftest import apiserver_stop, closed_port_kubeconfig, synced_reader, wai
 pytestmark = [pytest.mark.cluster, pytest.mark.urls("tests.cluster.urls")]
 
 UNAUTHORIZED = "unauthorized: the API server rejected the credentials"
-FORBIDDEN = "forbidden: the account needs list and watch on nodes and pods (RBAC)"
+FORBIDDEN = (
+    "forbidden: the account needs list and watch on nodes, pods, namespaces, services,"
+    " replicationcontrollers, and apps replicasets and statefulsets (RBAC)"
+)
 UNREACHABLE = "unreachable: cannot connect to https://127.0.0.1:"
 
 

@@ -59,9 +59,35 @@ def test_it_loads_a_yaml_stream_of_single_objects(tmp_path):
 
 
 def test_it_skips_objects_of_other_kinds(tmp_path):
-    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}}
-    path = write(tmp_path, "all.json", {"kind": "List", "items": [service, *objects()]})
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}
+    path = write(tmp_path, "all.json", {"kind": "List", "items": [deployment, *objects()]})
     check_loaded(load_cluster_file(path))
+
+
+def test_it_keeps_the_namespaces_services_and_controllers_kube_scheduler_reads(tmp_path):
+    extra = [
+        {"kind": "Namespace", "metadata": {"name": "web", "labels": {"team": "shop"}}},
+        {
+            "kind": "Service",
+            "metadata": {"name": "web", "namespace": "web"},
+            "spec": {"selector": {"app": "web"}},
+        },
+        {
+            "kind": "ReplicaSet",
+            "metadata": {"name": "web-1", "namespace": "web"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {}},
+        },
+    ]
+    state = load_cluster_file(
+        write(tmp_path, "all.json", {"kind": "List", "items": [*extra, *objects()]})
+    )
+    check_loaded(state)
+    assert state.namespaces() == {"web": {"team": "shop"}}
+    assert state.services("web") == ({"app": "web"},)
+    assert state.controller("ReplicaSet", "web", "web-1")["selector"] == {
+        "matchLabels": {"app": "web"},
+        "matchExpressions": [],
+    }
 
 
 def test_an_empty_list_is_an_empty_cluster(tmp_path):

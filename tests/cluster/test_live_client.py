@@ -81,7 +81,8 @@ def test_a_watch_yields_events_after_the_lists_version_and_close_ends_it(control
         (
             "limited",
             "forbidden",
-            "forbidden: the account needs list and watch on nodes and pods (RBAC)",
+            "forbidden: the account needs list and watch on nodes, pods, namespaces, services,"
+            " replicationcontrollers, and apps replicasets and statefulsets (RBAC)",
         ),
         ("closed-port", "unreachable", "unreachable: cannot connect to https://127.0.0.1:"),
         ("unknown-ca", "unreachable", "unreachable: cannot connect to https://127.0.0.1:"),

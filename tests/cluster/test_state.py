@@ -412,3 +412,79 @@ def test_pickle_round_trips_snapshots_and_states(generated, freeze):
     loaded = pickle.loads(pickle.dumps(original))
     assert type(loaded) is type(original)
     _same_cluster(original, loaded)
+
+
+# ---------------------------------------------------------------------------------------------
+# namespaces, services and controllers (what kube-scheduler reads besides nodes and pods)
+
+
+def _ns(name: str, **labels: str) -> dict:
+    return {"kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def _svc(name: str, selector: dict | None, ns: str = "default") -> dict:
+    spec = {"selector": selector} if selector is not None else {}
+    return {"kind": "Service", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def test_objects_are_kept_small_and_follow_changes_and_deletions():
+    state = ClusterState.from_objects([], [], [_ns("shop", team="a"), _svc("web", {"app": "web"})])
+    # only names, labels, selectors and the resourceVersion: nothing else of the object
+    assert state.objects("Service")["Service/default/web"] == {
+        "kind": "Service",
+        "namespace": "default",
+        "name": "web",
+        "resourceVersion": "",
+        "selector": {"app": "web"},
+    }
+    snap = state.freeze()
+    state.apply_object("Namespace", _ns("shop", team="b"))
+    state.apply_object("Service", _svc("db", {}))  # an empty selector selects nothing
+    assert state.delete_object("Service/default/web") and not state.delete_object("Service/x/y")
+    assert state.namespaces() == {"shop": {"team": "b"}}
+    assert state.services("default") == ()
+    # the frozen snapshot never changes (the kinds' dicts are copied on write)
+    assert snap.namespaces() == {"shop": {"team": "a"}}
+    assert snap.services("default") == ({"app": "web"},)
+
+
+def test_a_replication_controller_without_a_selector_selects_its_templates_labels():
+    rc = {
+        "kind": "ReplicationController",
+        "metadata": {"name": "rc", "namespace": "default"},
+        "spec": {"template": {"metadata": {"labels": {"app": "old"}}}},
+    }
+    state = ClusterState.from_objects([], [], [rc])
+    assert state.controller("ReplicationController", "default", "rc")["selector"] == {"app": "old"}
+
+
+def test_without_namespace_objects_each_pods_namespace_gets_its_name_label():
+    state = ClusterState.from_objects([], [make_pod("a", namespace="web")])
+    assert state.namespaces() == {"web": {"kubernetes.io/metadata.name": "web"}}
+
+
+def test_objects_survive_storage_and_pickling():
+    state = ClusterState.from_objects(
+        [make_node("n1")], [], [_ns("shop", team="a"), _svc("web", {"app": "web"})]
+    )
+    for copy_ in (
+        ClusterSnapshot.from_bytes(state.to_bytes(pod_objects=False)),
+        ClusterState.from_bytes(state.to_bytes()),
+        pickle.loads(pickle.dumps(state)),
+    ):
+        assert copy_.namespaces() == {"shop": {"team": "a"}}
+        assert copy_.services("default") == ({"app": "web"},)
+        assert copy_.object_count() == 2
+
+
+def test_the_services_index_survives_pod_changes_and_follows_service_changes():
+    state = ClusterState.from_objects([make_node("n1")], [], [_svc("web", {"app": "web"})])
+    first = state.services("default")
+    state.apply_pod(make_pod("p", node_name="n1"))  # pods change often: no rebuild
+    assert state.services("default") is first
+    state.apply_object("Service", _svc("api", {"app": "api"}))  # unshared: changed in place
+    assert state.services("default") == ({"app": "api"}, {"app": "web"})
+    snap = state.freeze()
+    state.delete_object("Service/default/api")
+    assert state.services("default") == ({"app": "web"},)
+    assert snap.services("default") == ({"app": "api"}, {"app": "web"})

@@ -16,6 +16,8 @@ from policies.cluster.state import ClusterState
 from policies.cluster.store import (
     NODE,
     NODE_DELETE,
+    OBJECT,
+    OBJECT_DELETE,
     POD,
     POD_DELETE,
     BackgroundRefresher,
@@ -82,6 +84,27 @@ def test_a_reader_loads_the_full_snapshot_once_then_applies_only_the_new_deltas(
     assert reader.current.version == 3
     assert reader.current.state.node("n1")["requested"]["cpu"] == 750
     assert reader.current.state.node("n2")["labels"]["disk"] == "ssd"
+
+
+def test_namespace_service_and_controller_changes_reach_the_reader_as_deltas(store, writer):
+    state = _state()
+    writer.full(state, reset=True)
+    reader = SnapshotReader(store.cluster, client=store.client)
+    reader.refresh()
+    ns = state.apply_object("Namespace", {"metadata": {"name": "shop", "labels": {"team": "a"}}})
+    svc = state.apply_object(
+        "Service",
+        {"metadata": {"name": "web", "namespace": "shop"}, "spec": {"selector": {"app": "web"}}},
+    )
+    writer.deltas([(OBJECT, orjson.dumps(ns)), (OBJECT, orjson.dumps(svc))])
+    reader.refresh()
+    assert reader.current.state.namespaces() == {"shop": {"team": "a"}}
+    assert reader.current.state.services("shop") == ({"app": "web"},)
+    state.delete_object("Service/shop/web")
+    writer.deltas([(OBJECT_DELETE, "Service/shop/web"), (OBJECT, b'{"kind": "Secret"}')])
+    reader.refresh()
+    assert reader.current.state.services("shop") == ()  # the bad delta was skipped
+    assert (reader.full_loads, reader.deltas_applied) == (1, 4)
 
 
 def test_deletions_reach_the_reader_and_free_the_nodes_usage(store, writer):

@@ -226,3 +226,62 @@ def test_a_second_watcher_continues_the_history_so_readers_get_deltas(
     assert reader.full_loads == 1
     assert second.watcher.writer.epoch == first.watcher.writer.epoch
     assert reader.version > first_result.version
+
+
+def test_namespace_labels_services_and_controllers_reach_the_snapshot_under_the_printed_rbac(
+    private_plane, live_redis, cluster_name, run_watcher
+):
+    # schedweb's account holds exactly the ClusterRole `schedulerconfig --rbac` prints: if it
+    # lacked list/watch on a kind the watcher reads, the first list would fail (403)
+    from policies.schedulerconfig import extender_cluster_role
+    from tests.harness.controlplane import LIMITED_USER
+    from tests.harness.resources import namespace_create
+
+    api = private_plane.api
+    role, binding = extender_cluster_role(bind=False, name="schedweb-test")
+    binding["subjects"] = [
+        {"kind": "User", "name": LIMITED_USER, "apiGroup": "rbac.authorization.k8s.io"}
+    ]
+    api.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", role)
+    api.post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)
+    client = LiveClient(kubeconfig=private_plane.kubeconfig_for(private_plane.limited_token))
+    store = SnapshotStore(cluster_name, client=live_redis)
+    # RBAC caches refresh quickly but not instantly: the watcher's backoff retries the list
+    running = run_watcher(client=client, store=store)
+    reader = synced_reader(store, timeout=30.0)
+
+    def seen(check, what):
+        return wait_until(lambda: check(_fresh(reader)), timeout=2.0, what=what)
+
+    namespace_create(api=api, name="shop")
+    seen(lambda s: s.namespaces().get("shop", {}).get("kubernetes.io/metadata.name"), "a namespace")
+    api.patch("/api/v1/namespaces/shop", {"metadata": {"labels": {"team": "storefront"}}})
+    seen(lambda s: s.namespaces()["shop"].get("team") == "storefront", "a namespace label change")
+    api.post(
+        "/api/v1/namespaces/shop/services",
+        {
+            "metadata": {"name": "web"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]},
+        },
+    )
+    seen(lambda s: s.services("shop") == ({"app": "web"},), "a new Service")
+    template = {
+        "metadata": {"labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "x"}]},
+    }
+    api.post(
+        "/apis/apps/v1/namespaces/shop/replicasets",
+        {
+            "metadata": {"name": "web-1"},
+            "spec": {
+                "replicas": 0,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": template,
+            },
+        },
+    )
+    seen(lambda s: s.controller("ReplicaSet", "shop", "web-1"), "a new ReplicaSet")
+    api.delete("/api/v1/namespaces/shop/services/web")
+    seen(lambda s: s.services("shop") == (), "a deleted Service")
+    assert reader.full_loads == 1  # every change arrived as a delta
+    assert running.stop().status == "ok"

@@ -52,6 +52,14 @@ def test_node_edits_change_a_copy_and_leave_the_snapshot_alone(demo):
     assert described[0] == "cordon a-small-1" and "with what-if edits" in cluster.label
 
 
+def test_the_copy_keeps_namespaces_services_and_controllers(demo):
+    cluster, _, _ = edited(demo, "- cordon: a-small-1\n")
+    assert cluster.state.namespaces() == demo.state.namespaces()
+    for kind in ("Service", "ReplicaSet", "StatefulSet"):
+        assert cluster.state.objects(kind) == demo.state.objects(kind)
+    assert demo.state.objects("Service")  # the demo has some, so the check means something
+
+
 def test_nodes_are_added_like_another_and_removed(demo):
     cluster, _, _ = edited(
         demo,

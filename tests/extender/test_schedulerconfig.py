@@ -208,3 +208,28 @@ def test_bind_is_refused_where_kube_scheduler_would_send_other_profiles_binds(ca
     # A policy that targets default-scheduler itself leaves no profile out.
     [all_ours] = generate("--scheduler-name", "default-scheduler", "--bind")
     assert [p["schedulerName"] for p in all_ours["profiles"]] == ["default-scheduler"]
+
+
+def test_the_rbac_lists_and_watches_exactly_what_the_snapshot_reads():
+    # nodes and pods, plus what kube-scheduler's namespaceSelector (namespaces) and default
+    # spreading (services and the three controllers) read; pods patched for the requeue nudge
+    role = generate("--rbac")[0]
+    assert role["kind"] == "ClusterRole"
+    watched = {
+        (group, resource)
+        for rule in role["rules"]
+        if rule["verbs"] == ["list", "watch"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    assert watched == {
+        ("", "nodes"),
+        ("", "pods"),
+        ("", "namespaces"),
+        ("", "services"),
+        ("", "replicationcontrollers"),
+        ("apps", "replicasets"),
+        ("apps", "statefulsets"),
+    }
+    others = [r for r in role["rules"] if r["verbs"] != ["list", "watch"]]
+    assert others == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]}]

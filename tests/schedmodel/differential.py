@@ -31,6 +31,26 @@ import yaml
 from tests.harness import resources
 
 NAMESPACE = "diff"
+# Namespaces for namespaceSelector terms, by labels; every corpus pod lives in one of these.
+NAMESPACES = {
+    NAMESPACE: {"team": "core", "env": "prod"},
+    "diff-a": {"team": "a", "env": "prod"},
+    "diff-b": {"team": "b", "env": "dev"},
+}
+# Services (name, spec.selector) in every corpus namespace: the pods they select get the
+# system-default spreading (helper.DefaultSelector) even without a controller.
+SERVICES = (
+    ("svc-web", {"app": "web"}),
+    ("svc-cache", {"app": "cache"}),
+    ("svc-db-primary", {"app": "db", "role": "primary"}),  # selects no corpus pod
+)
+NS_SELECTORS = (
+    {"matchLabels": {"team": "a"}},
+    {"matchExpressions": [{"key": "env", "operator": "In", "values": ["prod"]}]},
+    {},
+    # nil labels satisfy it: v1.35 then matches every namespace (see plugins.incoming_namespaces)
+    {"matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["b"]}]},
+)
 SCHEDULER = "schedweb-diff"
 ZONES = ("zone-a", "zone-b", "zone-c")
 APPS = ("web", "api", "db", "cache", "batch", "ml")
@@ -283,8 +303,39 @@ def corpus_pod(rng: random.Random, name: str, owners: dict[str, str]) -> dict[st
                 "labelSelector": {"matchLabels": {"app": app}},
             }
         ]
-    meta: dict[str, Any] = {"name": name, "namespace": NAMESPACE, "labels": labels}
-    if rng.random() < 0.2 and app in owners:
+    # Namespaces and namespaceSelector terms draw from a generator of their own, so that the
+    # rest of the corpus stays what it was before they were added.
+    extra = random.Random(f"namespaces/{name}")
+    namespace = NAMESPACE
+    if extra.random() < 0.25:
+        namespace = extra.choice(("diff-a", "diff-b"))
+    if extra.random() < 0.2 and not (set(affinity) & {"podAffinity", "podAntiAffinity"}):
+        t = {
+            "labelSelector": {"matchLabels": {"app": extra.choice(APPS)}},
+            "namespaceSelector": extra.choice(NS_SELECTORS),
+            "topologyKey": extra.choice(("kubernetes.io/hostname", "topology.kubernetes.io/zone")),
+        }
+        roll = extra.random()
+        if roll < 0.35:
+            t["topologyKey"] = "kubernetes.io/hostname"
+            affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [t]}
+        elif roll < 0.5:
+            t["topologyKey"] = "topology.kubernetes.io/zone"
+            affinity["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [t]}
+        else:
+            kind = extra.choice(("podAffinity", "podAntiAffinity"))
+            affinity[kind] = {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": extra.randint(1, 100), "podAffinityTerm": t}
+                ]
+            }
+        spec["affinity"] = affinity
+    constraints = spec.get("topologySpreadConstraints") or []
+    if constraints and extra.random() < 0.25:
+        # an empty selector: kube-scheduler counts no existing pod, but the pod matches itself
+        constraints[0]["labelSelector"] = {}
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels}
+    if rng.random() < 0.2 and app in owners and namespace == NAMESPACE:
         # A ReplicaSet's pod: the system-default spreading applies (its selector is app=<app>).
         meta["ownerReferences"] = [
             {
@@ -433,9 +484,9 @@ def _wait(check, *, timeout: float, what: str):
         time.sleep(0.01)
 
 
-def _failed_event(api, name: str) -> str:
+def _failed_event(api, name: str, namespace: str) -> str:
     listed = api.get(
-        f"/api/v1/namespaces/{NAMESPACE}/events?fieldSelector=involvedObject.name%3D{name}"
+        f"/api/v1/namespaces/{namespace}/events?fieldSelector=involvedObject.name%3D{name}"
     )
     for event in listed.get("items", []):
         if event.get("reason") == "FailedScheduling":
@@ -443,24 +494,41 @@ def _failed_event(api, name: str) -> str:
     return ""
 
 
-def _outcome(api, name: str) -> tuple[str, str] | None:
+def _outcome(api, name: str, namespace: str) -> tuple[str, str] | None:
     """('bound', node) or ('failed', message) once kube-scheduler has decided, else None."""
-    pod = resources.pod_get(api=api, name=name, namespace=NAMESPACE)
+    pod = resources.pod_get(api=api, name=name, namespace=namespace)
     if pod["spec"].get("nodeName"):
         return "bound", pod["spec"]["nodeName"]
     for c in pod.get("status", {}).get("conditions", []):
         if c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable":
-            message = _failed_event(api, name)
+            message = _failed_event(api, name, namespace)
             if message:
                 return "failed", message
     return None
 
 
 def setup_cluster(plane, *, seed: int, nodes: int) -> tuple[list[dict], dict[str, str]]:
-    """Creates the namespace, the nodes and one ReplicaSet per app; returns the stored nodes and
-    app -> ReplicaSet uid."""
-    with contextlib.suppress(resources.ApiError):  # already there: a second run on this plane
-        resources.namespace_create(api=plane.api, name=NAMESPACE)
+    """Creates the labelled namespaces with their Services, the nodes and one ReplicaSet per
+    app; returns the stored nodes and app -> ReplicaSet uid."""
+    for namespace, labels in NAMESPACES.items():
+        with contextlib.suppress(resources.ApiError):  # already there: a second run on this plane
+            plane.api.post(
+                "/api/v1/namespaces",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": namespace, "labels": labels},
+                },
+            )
+        for service, selector in SERVICES:
+            with contextlib.suppress(resources.ApiError):
+                plane.api.post(
+                    f"/api/v1/namespaces/{namespace}/services",
+                    {
+                        "metadata": {"name": service},
+                        "spec": {"selector": selector, "ports": [{"port": 80}]},
+                    },
+                )
     stored = []
     for manifest in corpus_nodes(seed=seed, count=nodes):
         try:
@@ -490,6 +558,21 @@ def setup_cluster(plane, *, seed: int, nodes: int) -> tuple[list[dict], dict[str
     return stored, owners
 
 
+def cluster_objects(plane) -> list[dict[str, Any]]:
+    """The Namespaces, Services and controllers the API server holds, with their kinds (what
+    the live watcher lists for the model besides nodes and pods)."""
+    out = []
+    for kind, path in (
+        ("Namespace", "/api/v1/namespaces"),
+        ("Service", "/api/v1/services"),
+        ("ReplicationController", "/api/v1/replicationcontrollers"),
+        ("ReplicaSet", "/apis/apps/v1/replicasets"),
+        ("StatefulSet", "/apis/apps/v1/statefulsets"),
+    ):
+        out += [{**item, "kind": kind} for item in plane.api.get(path).get("items", [])]
+    return out
+
+
 def run_corpus(
     plane,
     *,
@@ -513,8 +596,8 @@ def run_corpus(
 
     rng = random.Random(seed)
     report = RunReport(weight=weight)
-    state = ClusterState.from_objects(node_objects, [])
-    created: list[str] = []
+    state = ClusterState.from_objects(node_objects, [], cluster_objects(plane))
+    created: list[tuple[str, str]] = []  # (namespace, name)
     with RecordingExtender(POLICY) as extender:
         config = yaml.safe_dump(
             scheduler_configuration(
@@ -540,8 +623,9 @@ def run_corpus(
                 manifest = corpus_pod(rng, name, owners)
                 snapshot = state.freeze()
                 extender.snapshot = LoadedCluster(snapshot, "live", "differential")
+                namespace = manifest["metadata"]["namespace"]
                 obj = resources.pod_create(api=plane.api, manifest=manifest)
-                created.append(name)
+                created.append((namespace, name))
                 cycle = cycle_run(
                     pod=pod_view(obj),
                     nodes=snapshot.nodes(),
@@ -550,7 +634,7 @@ def run_corpus(
                     profile=profile,
                 )
                 kind, value = _wait(
-                    lambda name=name: _outcome(plane.api, name),
+                    lambda name=name, namespace=namespace: _outcome(plane.api, name, namespace),
                     timeout=60,
                     what=f"{name} bound or FailedScheduling",
                 )
@@ -589,7 +673,7 @@ def run_corpus(
                                 manifest,
                             )
                         )
-                    bound = resources.pod_get(api=plane.api, name=name, namespace=NAMESPACE)
+                    bound = resources.pod_get(api=plane.api, name=name, namespace=namespace)
                     state.apply_pod(bound)
                 else:
                     report.failed += 1
@@ -605,8 +689,8 @@ def run_corpus(
                         report.disagreements.append(
                             Disagreement(name, "reasons", got_reasons, expected, manifest)
                         )
-                    resources.pod_delete(api=plane.api, name=name, namespace=NAMESPACE)
-                    created.remove(name)
+                    resources.pod_delete(api=plane.api, name=name, namespace=namespace)
+                    created.remove((namespace, name))
                 if (
                     log is not None
                     and report.disagreements
@@ -615,6 +699,6 @@ def run_corpus(
                     log(report.disagreements[-1])
         finally:
             process.stop()
-            for name in created:
-                resources.pod_delete(api=plane.api, name=name, namespace=NAMESPACE)
+            for namespace, name in created:
+                resources.pod_delete(api=plane.api, name=name, namespace=namespace)
     return report

@@ -8,12 +8,14 @@ at weights 1 and 5 (tests/schedmodel/differential.py does the work and explains 
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from tests.harness.binaries import BinariesMissing, binaries_find
 from tests.harness.controlplane import ControlPlane
 
-from .differential import run_corpus, setup_cluster
+from .differential import NAMESPACE, SERVICES, corpus_pod, run_corpus, setup_cluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -67,3 +69,34 @@ def test_kube_scheduler_filters_binds_and_explains_as_the_model_predicts(corpus_
     assert report.pick_agree >= 0.99 * report.bound
     # (c) unschedulable pods: the event's per-reason node counts are the model's
     assert report.reasons_agree == report.failed
+
+
+def test_the_corpus_covers_namespace_selectors_and_service_selected_pods():
+    # what the two runs above place (same seeds, same names): terms with a namespaceSelector
+    # of every shape, pods outside the main namespace, and pods with no controller that a
+    # Service selects (system-default spreading from the Service alone)
+    owners = {app: "uid" for app in ("web", "api", "db", "cache", "batch", "ml")}
+    pods = []
+    for weight in (1, 5):
+        rng = random.Random(1600 + weight)
+        pods += [corpus_pod(rng, f"w{weight}-{i:04d}", owners) for i in range(PODS_PER_WEIGHT)]
+    selectors = []
+    for pod in pods:
+        for section in (pod["spec"].get("affinity") or {}).values():
+            for mode in section.values():
+                if isinstance(mode, list):
+                    for t in mode:
+                        t = t.get("podAffinityTerm", t)
+                        if "namespaceSelector" in t:
+                            selectors.append(str(t["namespaceSelector"]))
+    assert len(set(selectors)) == 4 and len(selectors) >= 40, len(selectors)
+    assert sum(p["metadata"]["namespace"] != NAMESPACE for p in pods) >= 40
+    service_apps = {sel["app"] for _, sel in SERVICES if len(sel) == 1}
+    bare = [
+        p
+        for p in pods
+        if p["metadata"]["labels"]["app"] in service_apps
+        and "ownerReferences" not in p["metadata"]
+        and not p["spec"].get("topologySpreadConstraints")
+    ]
+    assert len(bare) >= 40

@@ -26,7 +26,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.utils import timezone
 
-from policies.background import CLUSTER_WATCH, task_queue
+from policies.background import CLUSTER_WATCH, DECISIONS_RECORD, task_queue
 from policies.models import SyncRun
 
 if TYPE_CHECKING:
@@ -100,6 +100,8 @@ def _locked_run(
         lock_token=token,
         lock_ttl=LOCK_TTL,
         on_synced=lambda result: _run_progress(run, result),
+        # decisions of pods deleted within seconds still learn their node (services)
+        on_bound_pods_deleted=lambda items: task_queue(DECISIONS_RECORD, items),
         **(watcher_options or {}),
     )
     if on_watcher is not None:

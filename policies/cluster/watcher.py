@@ -156,6 +156,7 @@ class ClusterWatcher:
         checkpoint_events: int = 10_000,
         checkpoint_seconds: float = 60.0,
         on_synced: Callable[[WatchResult], None] | None = None,
+        on_bound_pods_deleted: Callable[[list[dict[str, Any]]], None] | None = None,
     ) -> None:
         self.client = client
         self.store = store
@@ -170,6 +171,10 @@ class ClusterWatcher:
         self.checkpoint_events = checkpoint_events
         self.checkpoint_seconds = checkpoint_seconds
         self.on_synced = on_synced
+        # Bound pods deleted in a batch of events ({podUid, node, at}): where they ran, for
+        # records that would otherwise learn it only from a later snapshot (too late then).
+        self.on_bound_pods_deleted = on_bound_pods_deleted
+        self._deleted_bound: list[dict[str, Any]] = []
         self.state: ClusterState | None = None
         self.events = 0  # watch events applied, over all runs
         self.relists = 0  # syncs after the first (410 Gone)
@@ -482,6 +487,12 @@ class ClusterWatcher:
         if ops:
             self._gone_streak = 0
             self._publish(ops)
+        if self._deleted_bound:
+            deleted, self._deleted_bound = self._deleted_bound[:500], []
+            try:
+                self.on_bound_pods_deleted(deleted)  # type: ignore[misc]
+            except Exception:  # a record is a nicety; the snapshot is the job
+                log.exception("cluster %s: reporting deleted bound pods failed", self.store.cluster)
         if self._need_sync:
             # Relist at once after a 410; back off if relisting keeps ending in 410.
             delay = self._backoff(self._gone_streak - 1) if self._gone_streak > 1 else 0.0
@@ -510,6 +521,12 @@ class ClusterWatcher:
                 )
                 return (OBJECT_DELETE, key) if state.delete_object(key) else None
             key = _pod_key_of(obj)
+            node = (obj.get("spec") or {}).get("nodeName")
+            uid = (obj.get("metadata") or {}).get("uid")
+            if node and uid and self.on_bound_pods_deleted is not None:
+                self._deleted_bound.append(
+                    {"kind": "chosen", "podUid": str(uid), "node": str(node), "at": time.time()}
+                )
             return (POD_DELETE, key) if state.delete_pod(key) else None
         if event_type not in ("ADDED", "MODIFIED"):
             log.warning(

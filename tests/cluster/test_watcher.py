@@ -285,3 +285,38 @@ def test_namespace_labels_services_and_controllers_reach_the_snapshot_under_the_
     seen(lambda s: s.services("shop") == (), "a deleted Service")
     assert reader.full_loads == 1  # every change arrived as a delta
     assert running.stop().status == "ok"
+
+
+def test_a_bound_pod_deleted_at_once_is_reported_with_its_node(
+    control_plane, live_redis, cluster_name, names, run_watcher
+):
+    """Its decision records learn where it ran, though no snapshot ever shows it bound for
+    long (the 30 s resolver would find it gone)."""
+    import threading
+
+    api = control_plane.api
+    reported: list[dict] = []
+    lock = threading.Lock()
+
+    def record(items):
+        with lock:
+            reported.extend(items)
+
+    store = SnapshotStore(cluster_name, client=live_redis)
+    run_watcher(
+        client=LiveClient(kubeconfig=control_plane.kubeconfig),
+        store=store,
+        on_bound_pods_deleted=record,
+    )
+    synced_reader(store)
+    node, bound, pending = names("node"), names("bound"), names("pending")
+    node_create(api=api, manifest=node_manifest(name=node, cpu="4"))
+    uid = pod_create(api=api, manifest=pod_manifest(name=bound, cpu="100m"))["metadata"]["uid"]
+    pod_create(api=api, manifest=pod_manifest(name=pending, cpu="100m"))
+    pod_bind(api=api, name=bound, node=node)
+    pod_delete(api=api, name=bound)
+    pod_delete(api=api, name=pending)  # never bound: nothing to report
+    wait_until(lambda: any(r["podUid"] == uid for r in reported), timeout=5.0, what="the report")
+    with lock:
+        assert [(r["kind"], r["podUid"], r["node"]) for r in reported] == [("chosen", uid, node)]
+    node_delete(api=api, name=node)

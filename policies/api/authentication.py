@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from policies.models import ApiToken
@@ -43,3 +44,17 @@ class TokenAuthentication(authentication.BaseAuthentication):
     def authenticate_header(self, request) -> str:
         # Makes DRF answer 401 (not 403) when credentials are missing or wrong.
         return 'Bearer realm="schedweb"'
+
+
+class TokenAuthenticationScheme(OpenApiAuthenticationExtension):
+    """Names TokenAuthentication in the OpenAPI schema (the bearerAuth scheme)."""
+
+    target_class = TokenAuthentication
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A schedweb API token (swt_...).",
+        }

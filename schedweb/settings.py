@@ -132,6 +132,13 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("SCHEDWEB_CELERY_EAGER", False)
 
+# Failed sign-ins and API-token failures (policies/throttle.py): a fixed window per counter; at
+# the limit, attempts are refused (429) until the window ends, and do not extend it.
+SCHEDWEB_THROTTLE_WINDOW = env_int("SCHEDWEB_THROTTLE_WINDOW", 900)
+SCHEDWEB_LOGIN_FAILURES_PER_USER = env_int("SCHEDWEB_LOGIN_FAILURES_PER_USER", 10)
+SCHEDWEB_LOGIN_FAILURES_PER_IP = env_int("SCHEDWEB_LOGIN_FAILURES_PER_IP", 30)
+SCHEDWEB_TOKEN_FAILURES_PER_IP = env_int("SCHEDWEB_TOKEN_FAILURES_PER_IP", 30)
+
 # Cluster state: `live` (kubeconfig or in-cluster), `file` (kubectl JSON list) or `demo`.
 SCHEDWEB_KUBECONFIG = env_path("SCHEDWEB_KUBECONFIG", None)
 SCHEDWEB_KUBE_CONTEXT = env_str("SCHEDWEB_KUBE_CONTEXT", "")

@@ -8,6 +8,7 @@ from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
+from policies import throttle
 from policies.models import ApiToken
 from policies.services import hash_token
 
@@ -18,9 +19,23 @@ class TokenAuthentication(authentication.BaseAuthentication):
     keywords = ("bearer", "token")
 
     def authenticate(self, request):
+        """The token's user; failures are counted per client address (policies/throttle.py)."""
         header = authentication.get_authorization_header(request).split()
         if not header or header[0].lower().decode(errors="replace") not in self.keywords:
             return None
+        ip = throttle.client_ip(request)
+        wait = throttle.token_retry_after(ip)
+        if wait:
+            raise exceptions.Throttled(
+                wait=wait, detail="too many failed token authentications from this address"
+            )
+        try:
+            return self._authenticate(request, header)
+        except exceptions.AuthenticationFailed:
+            throttle.token_failed(ip)
+            raise
+
+    def _authenticate(self, request, header):
         if len(header) != 2:
             raise exceptions.AuthenticationFailed(
                 "malformed Authorization header: use 'Bearer <token>'"

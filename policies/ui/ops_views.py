@@ -31,7 +31,7 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from policies import selectors, services
+from policies import selectors, services, throttle
 from policies.cluster.loaded import pod_from_cluster
 from policies.cluster.sources import cluster_default
 from policies.cluster.status import cluster_status
@@ -80,6 +80,35 @@ class SignInView(LoginView):
 
     template_name = "registration/login.html"
     redirect_authenticated_user = True
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        # Too many failures for this username or from this address (policies/throttle.py): 429
+        # and the form again, unchecked, so no guess can succeed while the lockout lasts.
+        username = str(request.POST.get("username", ""))[:150]
+        wait = throttle.login_retry_after(username, throttle.client_ip(request))
+        if wait:
+            form = self.get_form_class()(request, initial={"username": username})
+            response = self.render_to_response(
+                self.get_context_data(
+                    form=form,
+                    throttled=f"Signing in is paused for this account or this address after "
+                    f"repeated failures. Try again in about {max(1, -(-wait // 60))} min.",
+                ),
+                status=429,
+            )
+            response["Retry-After"] = str(wait)
+            return response
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form: Any) -> HttpResponse:
+        throttle.login_failed(
+            str(self.request.POST.get("username", ""))[:150], throttle.client_ip(self.request)
+        )
+        return super().form_invalid(form)
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        throttle.login_succeeded(form.get_user().get_username())
+        return super().form_valid(form)
 
 
 class SignOutView(LogoutView):

@@ -27,7 +27,7 @@ class TokenAuthentication(authentication.BaseAuthentication):
         wait = throttle.token_retry_after(ip)
         if wait:
             raise exceptions.Throttled(
-                wait=wait, detail="too many failed token authentications from this address"
+                wait=wait, detail="too many failed token authentications from this address."
             )
         try:
             return self._authenticate(request, header)

@@ -111,6 +111,32 @@ class SignInView(LoginView):
         return super().form_valid(form)
 
 
+def admin_sign_in(request: HttpRequest) -> HttpResponse:
+    """Django admin's sign-in under the same throttle as /login/ (policies/throttle.py)."""
+    from django.contrib import admin
+
+    if request.method != "POST":
+        return admin.site.login(request)
+    username = str(request.POST.get("username", ""))[:150]
+    ip = throttle.client_ip(request)
+    wait = throttle.login_retry_after(username, ip)
+    if wait:
+        response = HttpResponse(
+            "Too many failed sign-ins for this account or from this address; "
+            f"try again in about {max(1, -(-wait // 60))} min.",
+            status=429,
+            content_type="text/plain; charset=utf-8",
+        )
+        response["Retry-After"] = str(wait)
+        return response
+    response = admin.site.login(request)
+    if request.user.is_authenticated:  # signed in (LoginView.form_valid ran)
+        throttle.login_succeeded(username)
+    else:  # the form again, with its error
+        throttle.login_failed(username, ip)
+    return response
+
+
 class SignOutView(LogoutView):
     """POST signs out and returns to the sign-in page with a note; GET asks to confirm."""
 

@@ -91,3 +91,16 @@ def test_failed_bearer_tokens_are_refused_with_429_json_and_retry_after(client, 
     # The same valid token from another address works.
     ok = client.get("/api/v1/me", HTTP_AUTHORIZATION=f"Bearer {raw}", REMOTE_ADDR="10.1.0.2")
     assert ok.status_code == 200
+
+
+def test_the_admin_sign_in_is_throttled_too(client, db, limits):
+    from django.contrib.auth.models import User
+
+    User.objects.create_superuser("root", password=PASSWORD)
+    for _ in range(3):
+        failed = client.post("/admin/login/", {"username": "root", "password": "wrong"})
+        assert failed.status_code == 200
+    refused = client.post("/admin/login/", {"username": "root", "password": PASSWORD})
+    assert refused.status_code == 429
+    assert int(refused["Retry-After"]) > 0
+    assert "_auth_user_id" not in client.session

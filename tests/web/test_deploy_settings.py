@@ -94,3 +94,13 @@ def test_no_template_has_an_inline_script_the_csp_would_block():
         for handler in re.findall(r"<[a-z][^>]*\son[a-z]+=", text):
             offenders.append(f"{path.relative_to(ROOT)}: {handler}")
     assert offenders == []
+
+
+def test_the_api_docs_page_has_no_inline_script(client, db):
+    import re
+
+    page = client.get("/api/docs/")
+    assert page.status_code == 200
+    tags = re.findall(r"<script\b[^>]*>", page.content.decode())
+    assert tags and all("src=" in tag for tag in tags), tags
+    assert client.get("/api/docs/?script=")["Content-Type"].startswith("application/javascript")

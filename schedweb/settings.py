@@ -10,7 +10,9 @@ from .env import database_from_url, env_bool, env_float, env_int, env_list, env_
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-DEBUG = env_bool("SCHEDWEB_DEBUG", True)
+# DEBUG pages show settings and URL lists: off unless asked for (SCHEDWEB_DEBUG=1; the test
+# settings, tests/settings.py, ask for it).
+DEBUG = env_bool("SCHEDWEB_DEBUG", False)
 # With DEBUG off the key is required: a missing one stops the start, naming the variable.
 SECRET_KEY = (
     env_str("SCHEDWEB_SECRET_KEY", "dev-only-insecure-key-change-me")
@@ -35,6 +37,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "policies.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "policies.api.errors.BodySizeLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -44,6 +47,32 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+
+# HTTPS for the pages and the API. SCHEDWEB_HTTPS=1 is the production mode (with DEBUG off): the
+# UI is reached over HTTPS, directly or through a TLS-terminating proxy. Cookies are then Secure,
+# browsers get HSTS and plain-HTTP requests are redirected; `manage.py check --deploy` is clean
+# (tests/web/test_deploy_settings.py). `make run` serves plain HTTP on 127.0.0.1 and leaves it off.
+SCHEDWEB_HTTPS = env_bool("SCHEDWEB_HTTPS", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SCHEDWEB_HTTPS
+SECURE_SSL_REDIRECT = SCHEDWEB_HTTPS and env_bool("SCHEDWEB_SSL_REDIRECT", True)
+SECURE_HSTS_SECONDS = env_int("SCHEDWEB_HSTS_SECONDS", 31_536_000) if SCHEDWEB_HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SCHEDWEB_HSTS_INCLUDE_SUBDOMAINS", True)
+# Preloading is a commitment (browsers' built-in list, slow to leave) an operator makes knowingly.
+SECURE_HSTS_PRELOAD = env_bool("SCHEDWEB_HSTS_PRELOAD", False)
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+# Behind a proxy that terminates TLS: trust its X-Forwarded-Proto. Only set this when the proxy
+# always sets (or strips) that header, or a client could claim HTTPS.
+if env_bool("SCHEDWEB_BEHIND_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Content-Security-Policy on every page and API answer (policies/security.py): scripts and styles
+# from this origin only. 'unsafe-eval' is for htmx's `hx-vals='js:...'` (the playground's
+# revision); 'unsafe-inline' for styles covers style="" attributes (bar widths, layout).
+SCHEDWEB_CSP = env_str(
+    "SCHEDWEB_CSP",
+    "default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; object-src 'none'; "
+    "base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+)
 
 ROOT_URLCONF = "schedweb.urls"
 WSGI_APPLICATION = "schedweb.wsgi.application"
@@ -118,6 +147,13 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("SCHEDWEB_CELERY_EAGER", False)
+
+# Failed sign-ins and API-token failures (policies/throttle.py): a fixed window per counter; at
+# the limit, attempts are refused (429) until the window ends, and do not extend it.
+SCHEDWEB_THROTTLE_WINDOW = env_int("SCHEDWEB_THROTTLE_WINDOW", 900)
+SCHEDWEB_LOGIN_FAILURES_PER_USER = env_int("SCHEDWEB_LOGIN_FAILURES_PER_USER", 10)
+SCHEDWEB_LOGIN_FAILURES_PER_IP = env_int("SCHEDWEB_LOGIN_FAILURES_PER_IP", 30)
+SCHEDWEB_TOKEN_FAILURES_PER_IP = env_int("SCHEDWEB_TOKEN_FAILURES_PER_IP", 30)
 
 # Cluster state: `live` (kubeconfig or in-cluster), `file` (kubectl JSON list) or `demo`.
 SCHEDWEB_KUBECONFIG = env_path("SCHEDWEB_KUBECONFIG", None)
@@ -267,6 +303,8 @@ SPECTACULAR_SETTINGS = {
         }
     },
     "SECURITY": [{"bearerAuth": []}],
+    # `verdict` and `policyVerdict` share one choice set: one name for it.
+    "ENUM_NAME_OVERRIDES": {"VerdictEnum": ["pass", "reject"]},
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

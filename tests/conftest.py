@@ -42,6 +42,25 @@ def _fast_password_hashing(settings) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _no_throttle_carry_over():
+    """Sign-in and token failure counters (policies/throttle.py) live for a window in Redis; one
+    test's failures must not refuse the next test's attempts."""
+    yield
+    import redis
+
+    from policies.redis import redis_client
+    from policies.throttle import PREFIX
+
+    try:
+        client = redis_client()
+        keys = list(client.scan_iter(match=PREFIX + "*", count=1000))
+        if keys:
+            client.delete(*keys)
+    except redis.RedisError:
+        pass  # no Redis for this test: nothing was counted
+
+
 # --- users, clients and tokens: the one place tests get them ------------------------------------
 
 

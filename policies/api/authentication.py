@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
+from policies import throttle
 from policies.models import ApiToken
 from policies.services import hash_token
 
@@ -17,9 +19,23 @@ class TokenAuthentication(authentication.BaseAuthentication):
     keywords = ("bearer", "token")
 
     def authenticate(self, request):
+        """The token's user; failures are counted per client address (policies/throttle.py)."""
         header = authentication.get_authorization_header(request).split()
         if not header or header[0].lower().decode(errors="replace") not in self.keywords:
             return None
+        ip = throttle.client_ip(request)
+        wait = throttle.token_retry_after(ip)
+        if wait:
+            raise exceptions.Throttled(
+                wait=wait, detail="too many failed token authentications from this address."
+            )
+        try:
+            return self._authenticate(request, header)
+        except exceptions.AuthenticationFailed:
+            throttle.token_failed(ip)
+            raise
+
+    def _authenticate(self, request, header):
         if len(header) != 2:
             raise exceptions.AuthenticationFailed(
                 "malformed Authorization header: use 'Bearer <token>'"
@@ -43,3 +59,17 @@ class TokenAuthentication(authentication.BaseAuthentication):
     def authenticate_header(self, request) -> str:
         # Makes DRF answer 401 (not 403) when credentials are missing or wrong.
         return 'Bearer realm="schedweb"'
+
+
+class TokenAuthenticationScheme(OpenApiAuthenticationExtension):
+    """Names TokenAuthentication in the OpenAPI schema (the bearerAuth scheme)."""
+
+    target_class = TokenAuthentication
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A schedweb API token (swt_...).",
+        }

@@ -32,7 +32,7 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from policies import selectors, services
+from policies import selectors, services, throttle
 from policies.cluster.loaded import pod_from_cluster
 from policies.cluster.sources import cluster_default
 from policies.cluster.status import cluster_status
@@ -82,6 +82,61 @@ class SignInView(LoginView):
 
     template_name = "registration/login.html"
     redirect_authenticated_user = True
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        # Too many failures for this username or from this address (policies/throttle.py): 429
+        # and the form again, unchecked, so no guess can succeed while the lockout lasts.
+        username = str(request.POST.get("username", ""))[:150]
+        wait = throttle.login_retry_after(username, throttle.client_ip(request))
+        if wait:
+            form = self.get_form_class()(request, initial={"username": username})
+            response = self.render_to_response(
+                self.get_context_data(
+                    form=form,
+                    throttled=f"Signing in is paused for this account or this address after "
+                    f"repeated failures. Try again in about {max(1, -(-wait // 60))} min.",
+                ),
+                status=429,
+            )
+            response["Retry-After"] = str(wait)
+            return response
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form: Any) -> HttpResponse:
+        throttle.login_failed(
+            str(self.request.POST.get("username", ""))[:150], throttle.client_ip(self.request)
+        )
+        return super().form_invalid(form)
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        throttle.login_succeeded(form.get_user().get_username())
+        return super().form_valid(form)
+
+
+def admin_sign_in(request: HttpRequest) -> HttpResponse:
+    """Django admin's sign-in under the same throttle as /login/ (policies/throttle.py)."""
+    from django.contrib import admin
+
+    if request.method != "POST":
+        return admin.site.login(request)
+    username = str(request.POST.get("username", ""))[:150]
+    ip = throttle.client_ip(request)
+    wait = throttle.login_retry_after(username, ip)
+    if wait:
+        response = HttpResponse(
+            "Too many failed sign-ins for this account or from this address; "
+            f"try again in about {max(1, -(-wait // 60))} min.",
+            status=429,
+            content_type="text/plain; charset=utf-8",
+        )
+        response["Retry-After"] = str(wait)
+        return response
+    response = admin.site.login(request)
+    if request.user.is_authenticated:  # signed in (LoginView.form_valid ran)
+        throttle.login_succeeded(username)
+    else:  # the form again, with its error
+        throttle.login_failed(username, ip)
+    return response
 
 
 class SignOutView(LogoutView):

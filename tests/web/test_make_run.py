@@ -59,7 +59,13 @@ def test_make_run_serves_and_ctrl_c_stops_everything_it_started(tmp_path):
         "SCHEDWEB_REDIS_URL": f"redis://127.0.0.1:{redis}/0",
         "SCHEDWEB_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
     }
-    for name in ("SCHEDWEB_KUBECONFIG", "SCHEDWEB_EXTENDER_URL", "SCHEDWEB_DEBUG"):
+    # as a developer's shell has it: the product's own settings, not the test suite's
+    for name in (
+        "SCHEDWEB_KUBECONFIG",
+        "SCHEDWEB_EXTENDER_URL",
+        "SCHEDWEB_DEBUG",
+        "DJANGO_SETTINGS_MODULE",
+    ):
         env.pop(name, None)
     log = (tmp_path / "run.log").open("w")
     proc = subprocess.Popen(

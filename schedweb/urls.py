@@ -10,7 +10,11 @@ urlpatterns = [
     path("admin/login/", admin_sign_in),  # throttled like /login/
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
+    path(
+        "api/docs/",
+        SpectacularSwaggerSplitView.as_view(url_name="schema", template_name="api_docs.html"),
+        name="api-docs",
+    ),
     path("api/v1/", include("policies.api.urls")),
     path("", include("policies.ui.urls")),
     path("", include("policies.urls")),

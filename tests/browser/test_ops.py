@@ -338,3 +338,17 @@ def test_a_user_makes_an_api_token_from_the_account_menu_and_revokes_it(
     page.wait_for_selector("#tokens-table .badge--neutral")
     assert me() == 401
     assert page.console_errors == []
+
+
+@pytest.mark.color_scheme("dark")
+def test_the_api_docs_follow_dark_mode_and_lead_back_to_the_app(live_server, page):
+    page.goto(f"{live_server.url}/api/docs/")
+    page.wait_for_selector(".swagger-ui .info")  # Swagger UI rendered the schema
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(14, 17, 22)"
+    assert "invert" in page.evaluate(
+        "getComputedStyle(document.querySelector('.swagger-ui')).filter"
+    )
+    page.click("#api-docs-back")
+    page.wait_for_url(f"{live_server.url}/**")
+    assert page.console_errors == []

@@ -286,6 +286,10 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 SPECTACULAR_SETTINGS = {
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "policies.api.errors.schema_common_errors",
+    ],
     "TITLE": "schedweb API",
     "DESCRIPTION": "Author, preview and publish CEL scheduling policies for kube-scheduler.",
     "VERSION": "1.0.0",

@@ -209,3 +209,29 @@ class BodySizeLimitMiddleware:
                         status=400,
                     )
         return self.get_response(request)
+
+
+# Answers any /api/ operation can give, whatever its view declares: 400 (a NUL in a query
+# parameter, refused by the middleware above), 401 (no or a bad credential), 403 (the role),
+# 413 (a body over the limit) and 429 (throttled guessing).
+COMMON_ERRORS = {
+    "400": "Invalid input; `errors` lists each problem with its field path.",
+    "401": "Not authenticated.",
+    "403": "The user's role does not allow this.",
+    "413": "Request body too large.",
+    "429": "Too many failed credentials from this address; see Retry-After.",
+}
+
+
+def schema_common_errors(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: COMMON_ERRORS on every operation (as Error)."""
+    ref = {"$ref": "#/components/schemas/Error"}
+    for path_item in result.get("paths", {}).values():
+        for operation in path_item.values():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            for code, text in COMMON_ERRORS.items():
+                operation["responses"].setdefault(
+                    code, {"content": {"application/json": {"schema": ref}}, "description": text}
+                )
+    return result

@@ -23,7 +23,7 @@ from django.utils import timezone
 from policies import selectors
 from policies.cluster.manifest import MAX_POD_BYTES, parse_manifest, pod_view_from_object
 from policies.engine.document import MAX_DOCUMENT_BYTES, FieldError, PolicyInvalid
-from policies.engine.testcases import expect_problems
+from policies.engine.testcases import expect_errors
 from policies.errors import (
     Conflict,
     InputError,
@@ -390,7 +390,7 @@ def _check_test_case(*, pod: str, cluster: str, expect: Any) -> None:
             parse_manifest(cluster, what="cluster")
         except InputError as exc:
             errors.append(FieldError("cluster", str(exc)).to_dict())
-    errors += [FieldError("expect", problem).to_dict() for problem in expect_problems(expect)]
+    errors += [FieldError(field, problem).to_dict() for field, problem in expect_errors(expect)]
     if errors:
         raise ServiceError("the test case is invalid", details=errors)
 

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from .cel.deadline import deadline_check
-from .testcases import expect_problems
+from .testcases import expect_errors
 
 MAX_DOCUMENT_BYTES = 256 * 1024
 MAX_RULES = 64
@@ -712,8 +712,8 @@ def _test_case(item: dict, path: str, errors: _Collector) -> dict[str, Any]:
             rule=name,
         )
     expect = item.get("expect")
-    for problem in expect_problems(expect):
-        errors.add(f"{path}.expect", problem, rule=name)
+    for sub, problem in expect_errors(expect):
+        errors.add(f"{path}.{sub}", problem, rule=name)
     return {"name": name, "pod": pod, "cluster": cluster, "expect": expect}
 
 

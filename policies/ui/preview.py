@@ -26,6 +26,7 @@ from policies.cluster.whatif import whatif_apply, whatif_parse
 from policies.engine.document import FieldError, PolicyInvalid
 from policies.engine.inputs import PodView
 from policies.engine.results import Evaluation
+from policies.engine.testcases import record_expectation
 from policies.errors import ClusterUnavailable, EvaluationTooSlow, InputError
 from policies.evaluation import (
     Preview,
@@ -86,22 +87,8 @@ def pod_manifest(*, choice: PodChoice, pod: PodView) -> str:
 
 
 def test_expectation(*, evaluation: Evaluation) -> dict[str, Any]:
-    """What the preview shows, as a test case's `expect`: whether the policy applies, every
-    node's verdict, and the winner when there is exactly one (a tie is left out: the
-    scheduler would pick at random, and a test expecting either would fail)."""
-    if not evaluation.applies:
-        return {"applies": False}
-    expect: dict[str, Any] = {
-        "applies": True,
-        "verdicts": {
-            name: "pass" if ok else "reject"
-            for name, ok in zip(evaluation.node_names, evaluation.passed)
-        },
-    }
-    winners = evaluation.winners()
-    if len(winners) == 1:
-        expect["winner"] = winners[0]
-    return expect
+    """What the preview shows, as a test case's `expect` (the engine's record_expectation)."""
+    return record_expectation(evaluation)
 
 
 # --- the pod ---------------------------------------------------------------------------------

@@ -1,0 +1,288 @@
+"""Test-case expectations: their structure, their failures as sentences, and re-recording."""
+
+from __future__ import annotations
+
+import pytest
+
+from policies.engine.document import build_spec, parse_text
+from policies.engine.results import Evaluation
+from policies.engine.testcases import (
+    check_expectations,
+    expect_errors,
+    expectation_changes,
+    record_expectation,
+    rerecord,
+)
+
+
+def evaluation(*rows: tuple[str, str | None, float, int], applies: bool = True) -> Evaluation:
+    """rows: (node, rejecting rule or None, total 0..100, extender score 0..10)."""
+    n = len(rows)
+    return Evaluation(
+        policy="p",
+        applies=applies,
+        reason="" if applies else "spec.schedulerName default-scheduler is not targeted",
+        node_names=[r[0] for r in rows],
+        passed=[r[1] is None for r in rows],
+        failed_rule=[r[1] for r in rows],
+        messages=[None if r[1] is None else "too small" for r in rows],
+        unresolvable=[False] * n,
+        errors={},
+        total=[r[2] for r in rows],
+        extender=[r[3] for r in rows],
+    )
+
+
+# a-1 and a-2 tie at 80 (extender round(80/10) = 8), b-1 scores 45 (round(4.5) = 5, halves
+# up), cp-1 is rejected by no-control-plane
+TIE = evaluation(
+    ("a-1", None, 80.0, 8),
+    ("a-2", None, 80.0, 8),
+    ("b-1", None, 45.0, 5),
+    ("cp-1", "no-control-plane", 0.0, 0),
+)
+# b-1 alone wins
+ONE = evaluation(("a-1", None, 30.0, 3), ("b-1", None, 90.0, 9), ("cp-1", "no-cp", 0.0, 0))
+THROUGH = evaluation(("a-1", None, 0.0, 0), ("b-1", None, 0.0, 0), applies=False)
+
+
+# --- structure ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expect", "path", "message"),
+    [
+        ([], "expect", "expect must be a mapping, got a list"),
+        ({}, "expect", "expect is empty: give at least one of applies, winner"),
+        ({"winer": "a"}, "expect.winer", "unknown key (use applies, winner, winnerIn"),
+        ({"applies": "yes"}, "expect.applies", "must be true or false, got a string"),
+        ({"winner": 3}, "expect.winner", "must be a node name, got a number"),
+        ({"winner": "a", "winnerIn": ["a"]}, "expect.winnerIn", "give winner (one node) or"),
+        ({"winnerIn": "a-1"}, "expect.winnerIn", "must be a non-empty list of node names"),
+        ({"winnerIn": []}, "expect.winnerIn", "must be a non-empty list of node names, got a list"),
+        ({"winnerIn": ["a", 7]}, "expect.winnerIn[1]", "must be a node name, got a number"),
+        ({"winnerIn": ["a", "a"]}, "expect.winnerIn[1]", "a is listed twice"),
+        ({"verdicts": ["a"]}, "expect.verdicts", "must map node names to values, got a list"),
+        ({"verdicts": {1: "pass"}}, "expect.verdicts", "node names must be strings, got 1"),
+        ({"verdicts": {"a": "ok"}}, "expect.verdicts.a", "must be pass or reject, got 'ok'"),
+        ({"rejectedBy": {"a": True}}, "expect.rejectedBy.a", "must be a rule name, got a boolean"),
+        ({"extenderScores": {"a": 11}}, "expect.extenderScores.a", "from 0 to 10, got 11"),
+        ({"extenderScores": {"a": True}}, "expect.extenderScores.a", "from 0 to 10, got True"),
+        ({"scores": {"a": 7}}, "expect.scores.a", "must be a mapping with atLeast and/or atMost"),
+        ({"scores": {"a": {}}}, "expect.scores.a", "must be a mapping with atLeast and/or atMost"),
+        ({"scores": {"a": {"above": 3}}}, "expect.scores.a.above", "unknown key (use atLeast"),
+        ({"scores": {"a": {"atLeast": -1}}}, "expect.scores.a.atLeast", "0 to 10, got -1"),
+        ({"scores": {"a": {"atMost": 2.5}}}, "expect.scores.a.atMost", "0 to 10, got 2.5"),
+        (
+            {"scores": {"a": {"atLeast": 7, "atMost": 3}}},
+            "expect.scores.a.atLeast",
+            "atLeast 7 is above atMost 3",
+        ),
+    ],
+)
+def test_each_malformed_shape_is_named_by_its_field_path(expect, path, message):
+    errors = expect_errors(expect)
+    assert len(errors) == 1, errors
+    assert errors[0][0] == path
+    assert message in errors[0][1]
+
+
+def test_every_problem_is_reported_at_once():
+    errors = expect_errors({"winnerIn": [1], "scores": {"a": {"atLeast": 11}}, "x": 1})
+    assert [path for path, _ in errors] == [
+        "expect.x",
+        "expect.winnerIn[0]",
+        "expect.scores.a.atLeast",
+    ]
+
+
+def test_a_hand_written_expectation_of_every_kind_is_well_formed():
+    expect = {
+        "applies": True,
+        "winnerIn": ["a-1", "a-2"],
+        "verdicts": {"b-1": "pass"},
+        "rejectedBy": {"cp-1": "no-control-plane"},
+        "extenderScores": {"b-1": 5},
+        "scores": {"a-1": {"atLeast": 7}, "b-1": {"atLeast": 4, "atMost": 6}},
+    }
+    assert expect_errors(expect) == []
+    assert check_expectations(TIE, expect) == []
+
+
+# --- failures as sentences ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("result", "expect", "failures"),
+    [
+        # winnerIn: a tie is fine when every tied node is in the set
+        (TIE, {"winnerIn": ["a-1", "a-2", "b-1"]}, []),
+        (ONE, {"winnerIn": ["a-1", "b-1"]}, []),
+        (
+            ONE,
+            {"winnerIn": ["a-1", "cp-1"]},
+            ["expected the winner among a-1, cp-1, got b-1 (total 90.00)"],
+        ),
+        (
+            TIE,
+            {"winnerIn": ["a-1", "b-1"]},
+            [
+                "expected the winner among a-1, b-1, got a-1, a-2 (total 80.00) "
+                "(a tie: the scheduler would pick at random)"
+            ],
+        ),
+        (
+            THROUGH,
+            {"winnerIn": ["a-1"]},
+            [
+                "expected the winner among a-1, but the pod passes through: "
+                "spec.schedulerName default-scheduler is not targeted"
+            ],
+        ),
+        (
+            evaluation(("a-1", "f", 0.0, 0)),
+            {"winnerIn": ["a-1"]},
+            ["expected the winner among a-1, but no node passes"],
+        ),
+        # scores: bounds on the extender score, inclusive
+        (TIE, {"scores": {"b-1": {"atLeast": 5, "atMost": 5}}}, []),
+        (
+            TIE,
+            {"scores": {"b-1": {"atLeast": 6}}},
+            ["node b-1: expected extender score at least 6, got 5"],
+        ),
+        (
+            TIE,
+            {"scores": {"a-1": {"atLeast": 2, "atMost": 7}}},
+            ["node a-1: expected extender score at least 2 and at most 7, got 8"],
+        ),
+        (
+            TIE,
+            {"scores": {"cp-1": {"atLeast": 0}}},
+            [
+                "node cp-1: expected extender score at least 0, but it is rejected "
+                "(no-control-plane: too small)"
+            ],
+        ),
+        (
+            THROUGH,
+            {"scores": {"a-1": {"atMost": 3}}},
+            [
+                "node a-1: expected extender score at most 3, but the pod passes through: "
+                "spec.schedulerName default-scheduler is not targeted"
+            ],
+        ),
+        (TIE, {"scores": {"gone": {"atLeast": 1}}}, ["node gone is not in the cluster"]),
+        # the recorded kinds keep their sentences
+        (
+            TIE,
+            {"rejectedBy": {"b-1": "no-control-plane"}},
+            ["node b-1: expected rejection by no-control-plane, got nothing (it passes)"],
+        ),
+        (
+            TIE,
+            {"verdicts": {"cp-1": "pass"}},
+            ["node cp-1: expected pass, got reject (no-control-plane: too small)"],
+        ),
+        (
+            TIE,
+            {"winner": "a-1"},
+            ["expected winner a-1, but it ties with a-2; the scheduler would pick at random"],
+        ),
+    ],
+)
+def test_each_failure_says_what_was_expected_and_what_came(result, expect, failures):
+    assert expect_errors(expect) == []
+    assert check_expectations(result, expect) == failures
+
+
+# --- recording and accepting new results -------------------------------------------------------
+
+
+def test_a_recording_has_every_verdict_and_the_single_winner():
+    assert record_expectation(ONE) == {
+        "applies": True,
+        "verdicts": {"a-1": "pass", "b-1": "pass", "cp-1": "reject"},
+        "winner": "b-1",
+    }
+    assert "winner" not in record_expectation(TIE)  # a tie is not recorded as a winner
+    assert record_expectation(THROUGH) == {"applies": False}
+
+
+@pytest.mark.parametrize(
+    ("expect", "result", "accepted"),
+    [
+        # what holds stays as written; a failing bound moves to the score it got (5)
+        (
+            {"winnerIn": ["a-1", "a-2"], "scores": {"b-1": {"atLeast": 7, "atMost": 9}}},
+            TIE,
+            {"winnerIn": ["a-1", "a-2"], "scores": {"b-1": {"atLeast": 5, "atMost": 9}}},
+        ),
+        # a winner that now ties becomes the tied set
+        ({"winner": "b-1"}, TIE, {"winnerIn": ["a-1", "a-2"]}),
+        # a winnerIn that misses takes the single winner
+        ({"winnerIn": ["a-1", "cp-1"]}, ONE, {"winner": "b-1"}),
+        # a rule that no longer rejects becomes a pass verdict; a scored node now rejected, a
+        # reject verdict; a node that left the cluster is dropped
+        (
+            {
+                "applies": True,
+                "rejectedBy": {"a-1": "no-cp", "cp-1": "old-rule"},
+                "scores": {"cp-1": {"atLeast": 1}, "gone": {"atMost": 2}},
+            },
+            ONE,
+            {"applies": True, "rejectedBy": {"cp-1": "no-cp"}, "verdicts": {"a-1": "pass"}},
+        ),
+        ({"extenderScores": {"a-1": 9, "gone": 1}}, ONE, {"extenderScores": {"a-1": 3}}),
+        # the pod now passes through: only that is expected
+        ({"winner": "a-1", "verdicts": {"a-1": "pass"}}, THROUGH, {"applies": False}),
+        # expected to pass through, now applies: recorded afresh
+        ({"applies": False}, ONE, record_expectation(ONE)),
+        # nothing left of it (its only node is gone): recorded afresh
+        ({"applies": True, "verdicts": {"gone": "pass"}}, ONE, record_expectation(ONE)),
+    ],
+)
+def test_accepting_new_results_edits_only_what_fails(expect, result, accepted):
+    assert check_expectations(result, expect) != []
+    new = rerecord(result, expect)
+    assert new == accepted
+    assert expect_errors(new) == []
+    assert check_expectations(result, new) == []
+
+
+def test_an_expectation_that_holds_is_accepted_unchanged():
+    expect = {"applies": True, "winnerIn": ["a-1", "a-2", "b-1"], "scores": {"b-1": {"atMost": 6}}}
+    assert rerecord(TIE, expect) == expect
+
+
+def test_the_review_lists_each_changed_entry_old_and_new():
+    old = {
+        "winner": "b-1",
+        "verdicts": {"a-1": "pass", "cp-1": "pass"},
+        "scores": {"b-1": {"atLeast": 7}},
+    }
+    new = {
+        "verdicts": {"a-1": "pass", "cp-1": "reject"},
+        "scores": {"b-1": {"atLeast": 5}},
+        "winnerIn": ["a-1", "a-2"],
+    }
+    assert expectation_changes(old, new) == [
+        {"path": "winner", "old": "b-1", "new": None},
+        {"path": "verdicts.cp-1", "old": "pass", "new": "reject"},
+        {"path": "scores.b-1.atLeast", "old": 7, "new": 5},
+        {"path": "winnerIn", "old": None, "new": ["a-1", "a-2"]},
+    ]
+    assert expectation_changes(old, old) == []
+
+
+def test_a_documents_malformed_expectation_points_at_its_line():
+    text = (
+        "name: p\nschedulerNames: [s]\ntests:\n  - name: t\n    pod: {metadata: {name: a}}\n"
+        "    expect:\n      scores:\n        a-1: {atLeast: 12}\n"
+    )
+    parsed = parse_text(text)
+    _, errors = build_spec(parsed.data, parsed.positions)
+    [error] = [e for e in errors if e.path.startswith("tests")]
+    assert error.path == "tests[0].expect.scores.a-1.atLeast"
+    assert "must be an integer from 0 to 10, got 12" in error.message
+    assert error.doc_line == 8

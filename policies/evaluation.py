@@ -33,7 +33,7 @@ from policies.engine.document import FieldError, PolicyInvalid
 from policies.engine.inputs import PodView
 from policies.engine.policy import CompiledPolicy, compile_policy, validate_policy
 from policies.engine.results import Evaluation
-from policies.engine.testcases import check_expectations
+from policies.engine.testcases import check_expectations, expectation_changes, rerecord
 from policies.errors import ClusterUnavailable, EvaluationTooSlow, InputError
 from policies.schedmodel.advisor import WeightAdvice, weight_advise
 from policies.schedmodel.pipeline import Cycle, cycle_run
@@ -309,8 +309,11 @@ def test_case_run(
     expect: dict[str, Any],
     default: LoadedCluster | None = None,
     base: Path | None = None,
+    review: bool = False,
 ) -> dict[str, Any]:
-    """One test case: {name, passed, failures}; an unusable pod or cluster is a failure."""
+    """One test case: {name, passed, failures}; an unusable pod or cluster is a failure. With
+    `review`, a case that fails on an evaluation also gets `proposed` (its expectation edited to
+    what the policy does now, engine.testcases.rerecord) and `changes` (old and new per entry)."""
     try:
         pod_view = pod_view_from_source(pod)
         target = test_cluster_load(cluster, default=default, base=base)
@@ -318,7 +321,12 @@ def test_case_run(
         return {"name": name, "passed": False, "failures": [str(exc)]}
     evaluation = compiled.evaluate(pod_view, target.nodes(), target.state)
     failures = check_expectations(evaluation, expect)
-    return {"name": name, "passed": not failures, "failures": failures}
+    result: dict[str, Any] = {"name": name, "passed": not failures, "failures": failures}
+    if review and failures:
+        proposed = rerecord(evaluation, expect)
+        result["proposed"] = proposed
+        result["changes"] = expectation_changes(expect, proposed)
+    return result
 
 
 def test_cases_run(
@@ -327,14 +335,30 @@ def test_cases_run(
     stored: Iterable[Any] = (),
     cluster: LoadedCluster | None = None,
     base: Path | None = None,
+    review: bool = False,
 ) -> list[dict[str, Any]]:
     """A policy's stored test cases (`stored`, PolicyTestCase rows) and then the document's own
-    `tests:`, each as {name, passed, failures}. `cluster` stands in for `snapshot`."""
-    cases = [
-        {"name": c.name, "pod": c.pod, "cluster": c.cluster, "expect": c.expect} for c in stored
+    `tests:`, each as {name, passed, failures}. `cluster` stands in for `snapshot`. `review`
+    adds what "accept new results" would write to each failing stored case (the document's
+    own cases are text: they are edited in the document)."""
+    results = [
+        test_case_run(
+            compiled=compiled,
+            default=cluster,
+            base=base,
+            review=review,
+            name=c.name,
+            pod=c.pod,
+            cluster=c.cluster,
+            expect=c.expect,
+        )
+        for c in stored
     ]
-    cases += [dict(case) for case in compiled.spec.tests]
-    return [test_case_run(compiled=compiled, default=cluster, base=base, **case) for case in cases]
+    results += [
+        test_case_run(compiled=compiled, default=cluster, base=base, **dict(case))
+        for case in compiled.spec.tests
+    ]
+    return results
 
 
 test_case_run.__test__ = False  # not pytest tests, despite their names

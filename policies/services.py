@@ -304,16 +304,19 @@ def policy_publish(
     return PublishResult(version=version, test_results=results)
 
 
-def policy_revision_from_etag(*, policy: Policy, if_match: str | None) -> int:
-    """The draft revision an If-Match names, for publish: required (428), this policy's, and
-    exact (`*` would publish whatever the draft has become: 412)."""
+def policy_revision_from_etag(
+    *, policy: Policy, if_match: str | None, action: str = "publish"
+) -> int:
+    """The draft revision an If-Match names, for publish (or accepting new test results):
+    required (428), this policy's, and exact (`*` would take whatever the draft has become:
+    412)."""
     if not if_match:
         raise PreconditionRequired(
-            f"send the draft's ETag in If-Match (currently {policy.etag}): publish takes the "
+            f"send the draft's ETag in If-Match (currently {policy.etag}): {action} takes the "
             "draft revision that was reviewed"
         )
     if if_match.strip() == "*":
-        raise PreconditionFailed(f"publish needs the draft's exact ETag (currently {policy.etag})")
+        raise PreconditionFailed(f"{action} needs the draft's exact ETag (currently {policy.etag})")
     return _revision_from_etag(if_match, policy)
 
 
@@ -419,12 +422,80 @@ def test_case_create(
 def test_case_update(
     *, actor, case: PolicyTestCase, pod: str, cluster: str, expect: dict
 ) -> PolicyTestCase:
+    """Replaces a test case's pod, cluster and expectation (hand-edited); the audit row names
+    the fields that changed."""
     _check_test_case(pod=pod, cluster=cluster, expect=expect)
     with transaction.atomic():
+        old = {"pod": case.pod, "cluster": case.cluster, "expect": case.expect}
         case.pod, case.cluster, case.expect = pod, cluster, expect
         case.save(update_fields=["pod", "cluster", "expect"])
-        _audit(actor=actor, action="testcase.update", policy_name=case.policy.name, name=case.name)
+        changed = [k for k, v in old.items() if getattr(case, k) != v]
+        _audit(
+            actor=actor,
+            action="testcase.update",
+            policy_name=case.policy.name,
+            name=case.name,
+            changed=changed,
+        )
     return case
+
+
+MAX_ACCEPT_NAMES = 1000  # more names than a policy has cases is a mistake or an attack
+
+
+def test_cases_accept(
+    *, actor, policy: Policy, revision: int, names: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """ "Accept new results": each failing stored case (of `names`, or every one) gets its
+    expectation re-recorded from the draft at `revision`, the one whose results were reviewed
+    (412 when the draft moved on). Only what fails is edited (engine.testcases.rerecord).
+    Returns [{name, expect, changes}] of the cases written, one audit row each."""
+    if names is not None:
+        if len(names) > MAX_ACCEPT_NAMES:
+            raise ServiceError(f"at most {MAX_ACCEPT_NAMES} test case names at once")
+        if not names:
+            raise ServiceError(
+                "name at least one test case (or leave cases out: every failing one)",
+                details=[FieldError("cases", "must not be empty").to_dict()],
+            )
+    with transaction.atomic():
+        locked = Policy.objects.select_for_update().get(pk=policy.pk)
+        if locked.draft_revision != revision:
+            raise PreconditionFailed(
+                f"the draft changed since its results were shown (revision {revision}, now "
+                f"{locked.draft_revision}); review the changes again"
+            )
+        cases = {c.name: c for c in locked.test_cases.select_for_update()}
+        if names is not None:
+            unknown = [
+                FieldError(f"cases[{i}]", f"policy {policy.name} has no test case {n!r}").to_dict()
+                for i, n in enumerate(names)
+                if n not in cases
+            ]
+            if unknown:
+                raise ServiceError("unknown test case names", details=unknown)
+            cases = {n: cases[n] for n in dict.fromkeys(names)}
+        compiled = policy_compile(locked.draft)
+        results = test_cases_run(compiled=compiled, stored=cases.values(), review=True)
+        accepted = []
+        for result in results:
+            if "proposed" not in result or result["name"] not in cases:
+                continue  # passes, or its pod or cluster is unusable: nothing to accept
+            case = cases[result["name"]]
+            case.expect = result["proposed"]
+            case.save(update_fields=["expect"])
+            _audit(
+                actor=actor,
+                action="testcase.accept",
+                policy_name=policy.name,
+                name=case.name,
+                revision=revision,
+                changes=result["changes"][:50],
+            )
+            accepted.append(
+                {"name": case.name, "expect": case.expect, "changes": result["changes"]}
+            )
+    return accepted
 
 
 def test_case_delete(*, actor, case: PolicyTestCase) -> None:

@@ -133,12 +133,44 @@ class TestCaseWriteSerializer(StrictSerializer):
         help_text="Empty: the current snapshot; 'demo'; or kubectl JSON/YAML of nodes and pods.",
     )
     expect = serializers.DictField(
-        help_text="applies, winner, verdicts, rejectedBy, extenderScores."
+        help_text="applies, winner, winnerIn, verdicts, rejectedBy, extenderScores, scores "
+        "(docs/policies.md, section 6)."
     )
 
 
 class TestCaseUpdateSerializer(TestCaseWriteSerializer):
     name = StrictCharField(required=False, read_only=True)
+
+
+class TestCasePatchSerializer(StrictSerializer):
+    """Any of a test case's pod, cluster and expectation; the rest is kept."""
+
+    pod = ManifestField(required=False, help_text="The pod, as an object or YAML/JSON text.")
+    cluster = StrictCharField(
+        required=False, allow_blank=True, trim_whitespace=False, max_length=4_000_000
+    )
+    expect = serializers.DictField(
+        required=False,
+        help_text="applies, winner, winnerIn, verdicts, rejectedBy, extenderScores, scores "
+        "(docs/policies.md, section 6).",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            raise serializers.ValidationError(
+                {"expect": ["give at least one of pod, cluster, expect"]}
+            )
+        return attrs
+
+
+class TestCasesAcceptSerializer(StrictSerializer):
+    cases = serializers.ListField(
+        child=StrictCharField(max_length=63),
+        required=False,
+        allow_empty=False,
+        max_length=1000,
+        help_text="The test cases to accept; left out: every failing one.",
+    )
 
 
 class TokenCreateSerializer(StrictSerializer):
@@ -162,10 +194,27 @@ class FieldErrorSerializer(serializers.Serializer):
     docColumn = serializers.IntegerField(required=False, allow_null=True)
 
 
+class ExpectationChangeSerializer(serializers.Serializer):
+    path = serializers.CharField(help_text="verdicts.cp-1, scores.a-1.atLeast, winner, ...")
+    old = serializers.JSONField(allow_null=True)
+    new = serializers.JSONField(allow_null=True)
+
+
 class TestResultSerializer(serializers.Serializer):
     name = serializers.CharField()
     passed = serializers.BooleanField()
     failures = serializers.ListField(child=serializers.CharField())
+    proposed = serializers.DictField(
+        required=False,
+        help_text="Run only, a failing stored case: the expectation 'accept new results' writes.",
+    )
+    changes = ExpectationChangeSerializer(many=True, required=False)
+
+
+class AcceptedTestCaseSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    expect = serializers.DictField()
+    changes = ExpectationChangeSerializer(many=True)
 
 
 class ConflictSerializer(serializers.Serializer):

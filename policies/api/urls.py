@@ -20,6 +20,7 @@ urlpatterns = [
     path("policies/<str:name>/versions/<id:a>/diff/<id:b>", views.VersionDiff.as_view()),
     path("policies/<str:name>/tests", views.TestCaseListCreate.as_view()),
     path("policies/<str:name>/tests/run", views.TestCaseRun.as_view()),
+    path("policies/<str:name>/tests/accept", views.TestCasesAccept.as_view()),
     path("policies/<str:name>/tests/<str:case>", views.TestCaseDetail.as_view()),
     path("validate", views.Validate.as_view()),
     path("preview", views.Preview.as_view()),

@@ -479,7 +479,7 @@ class TestCaseListCreate(ApiView):
 
 
 class TestCaseDetail(ApiView):
-    required_roles = {"GET": "viewer", "PUT": "editor", "DELETE": "editor"}
+    required_roles = {"GET": "viewer", "PUT": "editor", "PATCH": "editor", "DELETE": "editor"}
 
     def _case(self, name: str, case: str) -> PolicyTestCase:
         return get_object_or_404(
@@ -509,29 +509,61 @@ class TestCaseDetail(ApiView):
         )
         return Response(test_case_dict(updated))
 
+    @extend_schema(
+        operation_id="tests_partial_update",
+        description="Edits a test case: its expectation written by hand (or its pod or "
+        "cluster); what is left out is kept. Each problem of the expectation is a 400 naming "
+        "its field path (expect.scores.NODE.atLeast).",
+        request=s.TestCasePatchSerializer,
+        responses={200: s.TestCaseSerializer, **errors(400, 404, 413)},
+    )
+    def patch(self, request: Request, name: str, case: str) -> Response:
+        found = self._case(name, case)
+        data = self.data(s.TestCasePatchSerializer, request)
+        updated = services.test_case_update(
+            actor=request.user,
+            case=found,
+            pod=_manifest_text(data["pod"]) if "pod" in data else found.pod,
+            cluster=data.get("cluster", found.cluster),
+            expect=data.get("expect", found.expect),
+        )
+        return Response(test_case_dict(updated))
+
     @extend_schema(operation_id="tests_destroy", responses={204: None, **errors(404)})
     def delete(self, request: Request, name: str, case: str) -> Response:
         services.test_case_delete(actor=request.user, case=self._case(name, case))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class TestCaseRun(TestCaseDetail):
-    """POST runs every case; GET, PUT and DELETE reach the case named `run`, which this route
-    would otherwise hide from TestCaseDetail."""
+class _ActionOnTests(TestCaseDetail):
+    """A route tests/<action> (POST) that would hide the test case named <action> from
+    TestCaseDetail: its GET, PUT, PATCH and DELETE still reach that case."""
 
-    required_roles = {**TestCaseDetail.required_roles, "POST": "viewer"}
+    action = ""
 
     @extend_schema(exclude=True)
     def get(self, request: Request, name: str) -> Response:
-        return super().get(request, name, "run")
+        return super().get(request, name, self.action)
 
     @extend_schema(exclude=True)
     def put(self, request: Request, name: str) -> Response:
-        return super().put(request, name, "run")
+        return super().put(request, name, self.action)
+
+    @extend_schema(exclude=True)
+    def patch(self, request: Request, name: str) -> Response:
+        return super().patch(request, name, self.action)
 
     @extend_schema(exclude=True)
     def delete(self, request: Request, name: str) -> Response:
-        return super().delete(request, name, "run")
+        return super().delete(request, name, self.action)
+
+
+class TestCaseRun(_ActionOnTests):
+    """POST runs every case against the draft; a failing stored case comes with the
+    expectation "accept new results" would write (`proposed`) and what that changes."""
+
+    action = "run"
+    required_roles = {**TestCaseDetail.required_roles, "POST": "viewer"}
 
     @extend_schema(
         operation_id="tests_run",
@@ -541,7 +573,41 @@ class TestCaseRun(TestCaseDetail):
     def post(self, request: Request, name: str) -> Response:
         policy = _policy(name)
         compiled = policy_compile(policy.draft)
-        return Response(test_cases_run(compiled=compiled, stored=policy.test_cases.all()))
+        return Response(
+            test_cases_run(compiled=compiled, stored=policy.test_cases.all(), review=True)
+        )
+
+
+class TestCasesAccept(_ActionOnTests):
+    """ "Accept new results": re-records failing cases from the reviewed draft."""
+
+    action = "accept"
+    required_roles = {**TestCaseDetail.required_roles, "POST": "editor"}
+
+    @extend_schema(
+        operation_id="tests_accept",
+        description="Re-records the expectation of each failing stored test case (those in "
+        "`cases`, or every one) from the draft's results, editing only what fails: what "
+        "tests/run showed as `proposed`. Send the ETag of the draft whose results you reviewed "
+        "in If-Match: a draft that changed since gets 412 and nothing is written.",
+        parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=True)],
+        request=s.TestCasesAcceptSerializer,
+        responses={
+            200: s.AcceptedTestCaseSerializer(many=True),
+            **errors(400, 404, 412, 413, 428, 503),
+        },
+    )
+    def post(self, request: Request, name: str) -> Response:
+        policy = _policy(name)
+        data = self.data(s.TestCasesAcceptSerializer, request)
+        revision = services.policy_revision_from_etag(
+            policy=policy, if_match=request.headers.get("If-Match"), action="accepting new results"
+        )
+        return Response(
+            services.test_cases_accept(
+                actor=request.user, policy=policy, revision=revision, names=data.get("cases")
+            )
+        )
 
 
 # --- audit, tokens, me ----------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import re
 import uuid
 from typing import Any
 
+import yaml
 from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
@@ -622,16 +623,44 @@ def _test_rows(policy: Policy, results: list[dict[str, Any]] | None) -> list[dic
                 "case": case,
                 "pod": pod,
                 "cluster": case.cluster if case.cluster in ("", "demo") else "inline",
-                "winner": expect.get("winner", ""),
-                "applies": expect.get("applies"),
-                "verdicts": len(expect.get("verdicts") or {}),
+                "expects": expect_summary(expect),
+                "expect_yaml": yaml.safe_dump(
+                    expect, sort_keys=False, default_flow_style=None, width=80
+                ),
                 "result": by_name.get(case.name),
             }
         )
+        rows[-1]["expect_rows"] = text_rows(rows[-1]["expect_yaml"])
     # the document's own `tests:` run too (publish runs them); listed after the stored ones
     stored = {r["case"].name for r in rows}
     extra = [r for r in results or [] if r["name"] not in stored]
     return rows + [{"case": None, "name": r["name"], "result": r} for r in extra]
+
+
+def text_rows(text: str) -> int:
+    """A textarea's height for `text`: its lines and one more, 4 to 20."""
+    return max(4, min(20, text.count("\n") + 2))
+
+
+def expect_summary(expect: dict[str, Any]) -> str:
+    """A test case's expectation in a few words, for the list (the YAML is one click away)."""
+    if expect.get("applies") is False:
+        return "passes through"
+    parts = []
+    if "winner" in expect:
+        parts.append(f"winner {expect['winner']}")
+    if "winnerIn" in expect:
+        parts.append(f"winner among {len(expect['winnerIn'])}")
+    for key, one, many in (
+        ("verdicts", "verdict", "verdicts"),
+        ("rejectedBy", "rejection by a rule", "rejections by a rule"),
+        ("extenderScores", "exact score", "exact scores"),
+        ("scores", "score bound", "score bounds"),
+    ):
+        count = len(expect.get(key) or {})
+        if count:
+            parts.append(f"{count} {one if count == 1 else many}")
+    return " · ".join(parts) or "the policy applies"
 
 
 def _run_tests(policy: Policy, document: str) -> tuple[list[dict[str, Any]] | None, str]:
@@ -659,6 +688,9 @@ def _tests_context(
         "tests_against": against,
         "tests_passed": sum(1 for r in results or [] if r["passed"]),
         "tests_total": len(results or []),
+        "failing_cases": sum(
+            1 for r in rows if r["case"] is not None and r["result"] and not r["result"]["passed"]
+        ),
         **_abilities(request),
     }
 

@@ -18,6 +18,7 @@
 /policies/<name>/draft                       save the draft with If-Match (POST)
 /policies/<name>/preview-all[/<job>]         background preview of all pending pods
 /policies/<name>/tests/[add|run|delete]      test cases
+/policies/<name>/tests/[expect|review|accept] edit an expectation; review and accept new results
 /policies/<name>/versions/                   history, publish, rollback, deactivate
 /policies/<name>/versions/<a>/diff/<b>       side-by-side diff (a, b: a number or draft)
 /_dev/components/[preview]                   the component gallery (404 unless DEBUG)
@@ -27,7 +28,15 @@ from django.urls import path
 
 from policies.numbers import id_converter_register
 
-from . import cluster_page, gallery, ops_views, share_views, token_page, transfer_views
+from . import (
+    cluster_page,
+    gallery,
+    ops_views,
+    share_views,
+    test_expect_views,
+    token_page,
+    transfer_views,
+)
 from . import policy_views as views
 
 id_converter_register()
@@ -66,6 +75,21 @@ urlpatterns = [
     path("policies/<slug:name>/tests/add", views.test_add, name="policy-test-add"),
     path("policies/<slug:name>/tests/run", views.tests_run, name="policy-tests-run"),
     path("policies/<slug:name>/tests/delete", views.test_delete, name="policy-test-delete"),
+    path(
+        "policies/<slug:name>/tests/expect",
+        test_expect_views.test_expect_save,
+        name="policy-test-expect",
+    ),
+    path(
+        "policies/<slug:name>/tests/review",
+        test_expect_views.tests_review,
+        name="policy-tests-review",
+    ),
+    path(
+        "policies/<slug:name>/tests/accept",
+        test_expect_views.tests_accept,
+        name="policy-tests-accept",
+    ),
     path("policies/<slug:name>/versions/", views.versions_page, name="policy-versions"),
     path("policies/<slug:name>/publish", views.publish, name="policy-publish"),
     path("policies/<slug:name>/rollback", views.rollback, name="policy-rollback"),

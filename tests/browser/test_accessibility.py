@@ -87,3 +87,60 @@ def test_no_page_has_a_serious_or_critical_accessibility_violation(
         ctx.close()
     problems = {path: found for path, found in problems.items() if found}
     assert problems == {}, "\n".join(f"{p}: {v}" for p, found in problems.items() for v in found)
+
+
+@pytest.mark.skipif(not AXE, reason="axe-core missing: run scripts/axe-core.sh")
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize(
+    "viewport",
+    [{"width": 1440, "height": 900}, {"width": 390, "height": 844}],
+    ids=["desktop", "phone"],
+)
+def test_test_case_expectations_their_errors_and_the_review_have_no_serious_violation(
+    browser, live_server, scheme, viewport
+):
+    """The Test cases page's states added with hand-written expectations (issue 12): an
+    expectation open for editing, refused with its field path, the review of new results, and
+    the same read-only for a viewer."""
+    editor = make_user("edna", "editor")
+    make_user("vic", "viewer")
+    policy = services.policy_create(
+        actor=editor, document=(EXAMPLES / "seed-003-name-length.yaml").read_text()
+    )
+    services.test_case_create(
+        actor=editor,
+        policy=policy,
+        name="abc",
+        pod=(EXAMPLES / "pods" / "abc.yaml").read_text(),
+        cluster="demo",
+        expect={"winnerIn": ["a-gpu-1"], "scores": {"cp-1": {"atMost": 5}}},
+    )
+    script = AXE[-1].read_text()
+    problems: dict[str, list[str]] = {}
+    for user in ("edna", "vic"):
+        ctx = browser.new_context(
+            viewport=viewport, color_scheme=scheme, reduced_motion="reduce", bypass_csp=True
+        )
+        ctx.set_default_timeout(15000)
+        page = ctx.new_page()
+        try:
+            page.goto(f"{live_server.url}/login/?next=/policies/seed-003-name-length/tests/")
+            page.fill("#id_username", user)
+            page.fill("#id_password", PASSWORD)
+            page.press("#id_password", "Enter")
+            page.wait_for_url("**/tests/")
+            page.click("tr[data-expect='abc'] summary")
+            if user == "edna":
+                page.fill("tr[data-expect='abc'] textarea", "scores: {cp-1: {atMost: 11}}")
+                page.click("tr[data-expect='abc'] button[type=submit]")
+                page.wait_for_selector(".pg-expect-errors")
+                page.add_script_tag(content=script)
+                problems[f"{user}: a refused expectation"] = _violations(page)
+            page.click("#review-changes-button")
+            page.wait_for_selector("#tests-review-card")
+            page.add_script_tag(content=script)
+            problems[f"{user}: the review"] = _violations(page)
+        finally:
+            ctx.close()
+    problems = {state: found for state, found in problems.items() if found}
+    assert problems == {}, "\n".join(f"{s}: {v}" for s, found in problems.items() for v in found)

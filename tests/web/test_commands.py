@@ -461,3 +461,87 @@ def test_policy_test_reports_a_malformed_pod_as_a_failure(tmp_path, pod, message
     path.write_text(_doc_with_case("demo", pod))
     code, out, _ = run("policy", "test", str(path))
     assert code == 1 and f"{path}: case: FAIL" in out and message in out
+
+
+@pytest.mark.django_db
+def test_hand_written_and_accepted_expectations_survive_export_import_and_policy_test(
+    tmp_path, settings
+):
+    """Issue 12: hand-written kinds (winnerIn, score bounds, rejectedBy, verdicts) and accepted
+    new results go out with `policy export`, come in elsewhere through the browser's import,
+    and `policy test` runs them as tests (a bound the policy misses fails, saying so)."""
+    import yaml
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from policies import services
+    from policies.models import Policy
+    from tests.conftest import client_for, make_user
+
+    settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
+    source = EXAMPLES / "seed-003-name-length.yaml"
+    run("policy", "import", str(source))
+    policy = Policy.objects.get(name="seed-003-name-length")
+    editor = make_user("ed", "editor")
+    short = "metadata: {name: abc, namespace: default}\nspec: {schedulerName: schedweb}\n"
+    long = "metadata: {name: abcdefg, namespace: default}\nspec: {schedulerName: schedweb}\n"
+    # 20 - size(name), minmax over the demo nodes: cp-1 (16) 100 -> 10, a-gpu-1 (13) between
+    # the longest (worker-medium-a-1, 3) and cp-1: (13-3)/(16-3) = 76.9 -> 8
+    hand = {
+        "winnerIn": ["cp-1", "a-gpu-1"],
+        "scores": {"cp-1": {"atLeast": 9}, "a-gpu-1": {"atLeast": 7, "atMost": 9}},
+        "verdicts": {"a-small-1": "pass"},
+    }
+    for name, pod, expect in (
+        ("short-names-win", short, hand),
+        ("long-pod", long, {"rejectedBy": {"cp-1": "an-old-rule-name"}}),
+    ):
+        services.test_case_create(
+            actor=editor, policy=policy, name=name, pod=pod, cluster="demo", expect=expect
+        )
+    accepted = services.test_cases_accept(
+        actor=editor, policy=policy, revision=policy.draft_revision
+    )
+    assert accepted == [
+        {
+            "name": "long-pod",
+            "expect": {"rejectedBy": {"cp-1": "short-pod-name"}},
+            "changes": [
+                {
+                    "path": "rejectedBy.cp-1",
+                    "old": "an-old-rule-name",
+                    "new": "short-pod-name",
+                }
+            ],
+        }
+    ]
+    exported = tmp_path / "exported.yaml"
+    assert run("policy", "export", policy.name, "-o", str(exported))[0] == 0
+    tests = {t["name"]: t["expect"] for t in yaml.safe_load(exported.read_text())["tests"]}
+    assert tests == {
+        "short-names-win": hand,
+        "long-pod": {"rejectedBy": {"cp-1": "short-pod-name"}},
+    }
+
+    policy.delete()  # elsewhere: no such policy, no recorded cases
+    answer = client_for("editor", "importer").post(
+        "/policies/import",
+        {"file": SimpleUploadedFile("p.yaml", exported.read_bytes())},
+        follow=True,
+    )
+    assert b"(2 test cases in it)" in answer.content
+    again = tmp_path / "again.yaml"
+    assert run("policy", "export", policy.name, "-o", str(again))[0] == 0
+    assert again.read_text() == exported.read_text()
+    code, out, _ = run("policy", "test", str(again))
+    assert code == 0 and out.splitlines()[-1] == "2 of 2 test cases passed"
+
+    data = yaml.safe_load(again.read_text())
+    [case] = [t for t in data["tests"] if t["name"] == "short-names-win"]
+    case["expect"]["scores"]["a-gpu-1"]["atMost"] = 7
+    case["expect"]["winnerIn"] = ["a-gpu-1"]
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(yaml.safe_dump(data, sort_keys=False))
+    code, out, _ = run("policy", "test", str(broken))
+    assert code == 1
+    assert "node a-gpu-1: expected extender score at least 7 and at most 7, got 8" in out
+    assert "expected the winner among a-gpu-1, got cp-1 (total 100.00)" in out

@@ -572,10 +572,10 @@ class TestCaseRun(_ActionOnTests):
     )
     def post(self, request: Request, name: str) -> Response:
         policy = _policy(name)
-        compiled = policy_compile(policy.draft)
-        return Response(
-            test_cases_run(compiled=compiled, stored=policy.test_cases.all(), review=True)
-        )
+        with request_guard():  # a slow policy is stopped (503), as a preview is
+            compiled = policy_compile(policy.draft)
+            results = test_cases_run(compiled=compiled, stored=policy.test_cases.all(), review=True)
+        return Response(results)
 
 
 class TestCasesAccept(_ActionOnTests):
@@ -603,11 +603,11 @@ class TestCasesAccept(_ActionOnTests):
         revision = services.policy_revision_from_etag(
             policy=policy, if_match=request.headers.get("If-Match"), action="accepting new results"
         )
-        return Response(
-            services.test_cases_accept(
+        with request_guard():  # the cases run under the draft's row lock: never for long
+            accepted = services.test_cases_accept(
                 actor=request.user, policy=policy, revision=revision, names=data.get("cases")
             )
-        )
+        return Response(accepted)
 
 
 # --- audit, tokens, me ----------------------------------------------------------------------------

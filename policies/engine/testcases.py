@@ -35,6 +35,7 @@ EXPECT_KEYS = (
     "scores",
 )
 BOUND_KEYS = ("atLeast", "atMost")
+MAX_NODE_NAME = 253  # a Kubernetes object name (DNS subdomain); longer cannot be a node
 EXTENDER_MAX = 10  # the extender protocol's score range is 0..10
 
 
@@ -59,6 +60,26 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
+def _short(value: Any) -> str:
+    """repr(value), cut to a length an error message can carry (the input may be hostile)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _key(key: Any) -> str:
+    """An unknown key as its field path shows it: short ones as they are."""
+    return key if isinstance(key, str) and len(key) <= 63 else _short(key)
+
+
+def _node_name_problem(name: Any) -> str:
+    """Why `name` cannot be a node name, or ""."""
+    if not isinstance(name, str) or not name:
+        return f"node names must be strings, got {_short(name)}"
+    if len(name) > MAX_NODE_NAME:
+        return f"node name {_short(name)} is longer than {MAX_NODE_NAME} characters"
+    return ""
+
+
 def _node_map(expect: dict, key: str, out: list[tuple[str, str]]) -> dict[str, Any]:
     """expect[key] as a mapping from node names, or {} with an error in `out`."""
     value = expect[key]
@@ -67,8 +88,9 @@ def _node_map(expect: dict, key: str, out: list[tuple[str, str]]) -> dict[str, A
         return {}
     good = {}
     for name, item in value.items():
-        if not isinstance(name, str) or not name:
-            out.append((f"expect.{key}", f"node names must be strings, got {name!r}"))
+        problem = _node_name_problem(name)
+        if problem:
+            out.append((f"expect.{key}", problem))
         else:
             good[name] = item
     return good
@@ -83,11 +105,14 @@ def expect_errors(expect: Any) -> list[tuple[str, str]]:
         out.append(("expect", f"expect is empty: give at least one of {', '.join(EXPECT_KEYS)}"))
     for key in expect:
         if key not in EXPECT_KEYS:
-            out.append((f"expect.{key}", f"unknown key (use {', '.join(EXPECT_KEYS)})"))
+            out.append((f"expect.{_key(key)}", f"unknown key (use {', '.join(EXPECT_KEYS)})"))
     if "applies" in expect and not isinstance(expect["applies"], bool):
         out.append(("expect.applies", f"must be true or false, got {_kind(expect['applies'])}"))
-    if "winner" in expect and not (isinstance(expect["winner"], str) and expect["winner"]):
-        out.append(("expect.winner", f"must be a node name, got {_kind(expect['winner'])}"))
+    if "winner" in expect:
+        if not (isinstance(expect["winner"], str) and expect["winner"]):
+            out.append(("expect.winner", f"must be a node name, got {_kind(expect['winner'])}"))
+        elif _node_name_problem(expect["winner"]):
+            out.append(("expect.winner", _node_name_problem(expect["winner"])))
     if "winner" in expect and "winnerIn" in expect:
         out.append(("expect.winnerIn", "give winner (one node) or winnerIn (a set), not both"))
     if "winnerIn" in expect:
@@ -101,6 +126,8 @@ def expect_errors(expect: Any) -> list[tuple[str, str]]:
             for i, name in enumerate(value):
                 if not isinstance(name, str) or not name:
                     out.append((f"expect.winnerIn[{i}]", f"must be a node name, got {_kind(name)}"))
+                elif _node_name_problem(name):
+                    out.append((f"expect.winnerIn[{i}]", _node_name_problem(name)))
                 elif name in seen:
                     out.append((f"expect.winnerIn[{i}]", f"{name} is listed twice"))
                 else:
@@ -108,7 +135,9 @@ def expect_errors(expect: Any) -> list[tuple[str, str]]:
     if "verdicts" in expect:
         for name, verdict in _node_map(expect, "verdicts", out).items():
             if verdict not in ("pass", "reject"):
-                out.append((f"expect.verdicts.{name}", f"must be pass or reject, got {verdict!r}"))
+                out.append(
+                    (f"expect.verdicts.{name}", f"must be pass or reject, got {_short(verdict)}")
+                )
     if "rejectedBy" in expect:
         for name, rule in _node_map(expect, "rejectedBy", out).items():
             if not isinstance(rule, str) or not rule:
@@ -119,7 +148,7 @@ def expect_errors(expect: Any) -> list[tuple[str, str]]:
                 out.append(
                     (
                         f"expect.extenderScores.{name}",
-                        f"must be an integer from 0 to {EXTENDER_MAX}, got {score!r}",
+                        f"must be an integer from 0 to {EXTENDER_MAX}, got {_short(score)}",
                     )
                 )
     if "scores" in expect:
@@ -134,10 +163,13 @@ def _bounds_errors(path: str, bounds: Any) -> list[tuple[str, str]]:
     out = []
     for key, value in bounds.items():
         if key not in BOUND_KEYS:
-            out.append((f"{path}.{key}", "unknown key (use atLeast, atMost)"))
+            out.append((f"{path}.{_key(key)}", "unknown key (use atLeast, atMost)"))
         elif not _is_int(value) or not 0 <= value <= EXTENDER_MAX:
             out.append(
-                (f"{path}.{key}", f"must be an integer from 0 to {EXTENDER_MAX}, got {value!r}")
+                (
+                    f"{path}.{key}",
+                    f"must be an integer from 0 to {EXTENDER_MAX}, got {_short(value)}",
+                )
             )
     low, high = bounds.get("atLeast"), bounds.get("atMost")
     if not out and low is not None and high is not None and low > high:

@@ -179,3 +179,14 @@ def test_a_case_named_accept_is_still_reachable_by_its_name(api, created):
     response = api.patch(f"{TESTS}/accept", {"expect": {"applies": False}}, format="json")
     assert response.status_code == 200 and response.json()["expect"] == {"applies": False}
     assert api.delete(f"{TESTS}/accept").status_code == 204
+
+
+def test_running_and_accepting_stop_a_slow_policy_with_503(clients, case, settings):
+    editor = clients["editor"]
+    tag = etag(editor)
+    settings.SCHEDWEB_PREVIEW_SECONDS = 1e-9  # any work at all outlasts it
+    ran = editor.post(f"{TESTS}/run")
+    accepted = editor.post(f"{TESTS}/accept", {}, format="json", HTTP_IF_MATCH=tag)
+    assert (ran.status_code, accepted.status_code) == (503, 503)
+    assert "SCHEDWEB_PREVIEW_SECONDS" in accepted.json()["detail"]
+    assert PolicyTestCase.objects.get(name="web").expect == WRONG

@@ -87,6 +87,26 @@ def test_each_malformed_shape_is_named_by_its_field_path(expect, path, message):
     assert message in errors[0][1]
 
 
+def test_hostile_sizes_are_cut_short_in_paths_and_messages():
+    huge = "x" * 100_000
+    errors = expect_errors(
+        {
+            huge: 1,
+            "winner": "n" * 254,
+            "verdicts": {"a": huge},
+            "scores": {"a": {huge: 1}},
+        }
+    )
+    assert [path for path, _ in errors] == [
+        "expect.'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...",
+        "expect.winner",
+        "expect.verdicts.a",
+        "expect.scores.a.'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...",
+    ]
+    assert "is longer than 253 characters" in errors[1][1]
+    assert all(len(message) < 120 for _, message in errors)
+
+
 def test_every_problem_is_reported_at_once():
     errors = expect_errors({"winnerIn": [1], "scores": {"a": {"atLeast": 11}}, "x": 1})
     assert [path for path, _ in errors] == [

@@ -181,3 +181,16 @@ def test_without_htmx_the_forms_still_work(clients, seed003):
     saved = clients["editor"].post(f"{BASE}/expect", {"case": "abc", "expect": "winner: cp-1"})
     assert saved.status_code == 302 and saved["Location"] == f"{BASE}/"
     assert stored() == {"winner": "cp-1"}
+
+
+def test_review_and_accept_stop_a_slow_policy_in_words(clients, seed003, settings):
+    revision = Policy.objects.get(pk=seed003.pk).draft_revision
+    settings.SCHEDWEB_PREVIEW_SECONDS = 1e-9  # any work at all outlasts it
+    review = clients["viewer"].post(f"{BASE}/review", **HTMX).content.decode()
+    assert "The test cases could not run: the policy took longer than" in review
+    accepted = clients["editor"].post(
+        f"{BASE}/accept", {"revision": revision, "cases": ["abc"]}, **HTMX
+    )
+    assert accepted.status_code == 422
+    assert "The test cases could not run" in accepted.content.decode()
+    assert stored() == WRONG

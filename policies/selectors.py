@@ -104,6 +104,7 @@ def policy_export_text(*, policy, text: str) -> str:
     added to its `tests:` (those whose name the document does not already use), so a Git
     workflow's `policy test` runs them and an import elsewhere keeps them. A recorded case's
     empty cluster (the current snapshot) is written as `snapshot`."""
+    from policies.engine.testcases import expect_canonical
     from policies.engine.tests_section import with_tests
 
     data = yaml.safe_load(text) or {}
@@ -113,7 +114,7 @@ def policy_export_text(*, policy, text: str) -> str:
             "name": case.name,
             "pod": yaml.safe_load(case.pod),
             "cluster": case.cluster or "snapshot",
-            "expect": case.expect,
+            "expect": expect_canonical(case.expect),
         }
         for case in policy.test_cases.order_by("name")
         if case.name not in taken

@@ -22,6 +22,7 @@ from policies import selectors, services
 from policies.cluster.loaded import pod_from_cluster
 from policies.cluster.manifest import pod_view_from_source
 from policies.cluster.sources import cluster_default, cluster_load
+from policies.engine.testcases import expect_canonical
 from policies.evaluation import (
     policy_compile,
     policy_validate,
@@ -436,7 +437,7 @@ def test_case_dict(case: PolicyTestCase) -> dict[str, Any]:
         "name": case.name,
         "pod": case.pod,
         "cluster": case.cluster,
-        "expect": case.expect,
+        "expect": expect_canonical(case.expect),
         "createdAt": _iso(case.created_at),
     }
 

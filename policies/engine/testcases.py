@@ -383,6 +383,29 @@ def rerecord(evaluation: Evaluation, expect: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def expect_canonical(expect: Any) -> Any:
+    """`expect` in one order whatever the storage (PostgreSQL's jsonb sorts keys its own way):
+    kinds in EXPECT_KEYS order, node maps by node name, atLeast before atMost. What the UI
+    shows, the API answers and `policy export` writes."""
+    if not isinstance(expect, dict):
+        return expect
+    rank = {key: i for i, key in enumerate(EXPECT_KEYS)}
+    out: dict[Any, Any] = {}
+    for key in sorted(expect, key=lambda k: (rank.get(k, len(rank)), str(k))):
+        value = expect[key]
+        if isinstance(value, dict):
+            value = {
+                name: (
+                    {b: item[b] for b in sorted(item, key=lambda b: (b not in BOUND_KEYS, b))}
+                    if isinstance(item, dict)
+                    else item
+                )
+                for name, item in sorted(value.items(), key=lambda kv: str(kv[0]))
+            }
+        out[key] = value
+    return out
+
+
 def _leaves(expect: dict[str, Any]) -> dict[str, Any]:
     """`expect` flattened to dotted paths (node maps one level down, score bounds two)."""
     out: dict[str, Any] = {}
@@ -399,11 +422,18 @@ def _leaves(expect: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _change_order(path: str) -> tuple[int, str]:
+    """Kinds in EXPECT_KEYS order, then paths by name: the same order whatever the storage
+    (PostgreSQL's jsonb does not keep the order of keys)."""
+    kind = path.split(".", 1)[0]
+    return (EXPECT_KEYS.index(kind) if kind in EXPECT_KEYS else len(EXPECT_KEYS), path)
+
+
 def expectation_changes(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
-    """What replacing `old` by `new` changes: [{path, old, new}] in `old`'s order then `new`'s,
-    None for a side that has no such entry."""
+    """What replacing `old` by `new` changes: [{path, old, new}], None for a side that has no
+    such entry, ordered by kind (EXPECT_KEYS) and then path."""
     before, after = _leaves(old), _leaves(new)
-    paths = list(before) + [p for p in after if p not in before]
+    paths = sorted(set(before) | set(after), key=_change_order)
     return [
         {"path": p, "old": before.get(p), "new": after.get(p)}
         for p in paths

@@ -30,6 +30,7 @@ from policies.cluster.sources import CLUSTER_KEYS, cluster_for
 from policies.cluster.whatif import MAX_WHATIF_BYTES
 from policies.engine.compare import rule_changes
 from policies.engine.document import PolicyInvalid
+from policies.engine.testcases import expect_canonical
 from policies.errors import (
     ClusterUnavailable,
     Conflict,
@@ -625,7 +626,7 @@ def _test_rows(policy: Policy, results: list[dict[str, Any]] | None) -> list[dic
                 "cluster": case.cluster if case.cluster in ("", "demo") else "inline",
                 "expects": expect_summary(expect),
                 "expect_yaml": yaml.safe_dump(
-                    expect, sort_keys=False, default_flow_style=None, width=80
+                    expect_canonical(expect), sort_keys=False, default_flow_style=None, width=80
                 ),
                 "result": by_name.get(case.name),
             }

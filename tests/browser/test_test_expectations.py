@@ -127,9 +127,9 @@ def test_an_editor_edits_reviews_and_accepts_with_the_keyboard(
         page.wait_for_function("document.activeElement?.id === 'tests-review-h'")
         rows = page.locator(".pg-review-table tbody tr").all_inner_texts()
         assert [r.split("\t") for r in rows] == [
+            ["winner", "(none)", "cp-1"],
             ["winnerIn", "a-gpu-1, b-gpu-2", "(removed)"],
             ["scores.cp-1.atMost", "7", "10"],
-            ["winner", "(none)", "cp-1"],
         ]
         fits(page, size)
         screenshot(page, f"test-expect-review-{scheme}-{size}", full_page=True)

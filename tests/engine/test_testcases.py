@@ -8,6 +8,7 @@ from policies.engine.document import build_spec, parse_text
 from policies.engine.results import Evaluation
 from policies.engine.testcases import (
     check_expectations,
+    expect_canonical,
     expect_errors,
     expectation_changes,
     record_expectation,
@@ -286,12 +287,14 @@ def test_the_review_lists_each_changed_entry_old_and_new():
         "scores": {"b-1": {"atLeast": 5}},
         "winnerIn": ["a-1", "a-2"],
     }
+    # by kind (applies, winner, winnerIn, verdicts, ...), then path, whatever the keys' order
     assert expectation_changes(old, new) == [
         {"path": "winner", "old": "b-1", "new": None},
+        {"path": "winnerIn", "old": None, "new": ["a-1", "a-2"]},
         {"path": "verdicts.cp-1", "old": "pass", "new": "reject"},
         {"path": "scores.b-1.atLeast", "old": 7, "new": 5},
-        {"path": "winnerIn", "old": None, "new": ["a-1", "a-2"]},
     ]
+    assert expectation_changes(dict(reversed(old.items())), new) == expectation_changes(old, new)
     assert expectation_changes(old, old) == []
 
 
@@ -306,3 +309,19 @@ def test_a_documents_malformed_expectation_points_at_its_line():
     assert error.path == "tests[0].expect.scores.a-1.atLeast"
     assert "must be an integer from 0 to 10, got 12" in error.message
     assert error.doc_line == 8
+
+
+def test_the_canonical_order_is_the_same_whatever_order_the_storage_keeps():
+    # PostgreSQL's jsonb gives keys back shortest first: scores before winnerIn, cp-1 first
+    stored = {
+        "scores": {"cp-1": {"atMost": 9, "atLeast": 2}, "a-gpu-1": {"atLeast": 1}},
+        "verdicts": {"cp-1": "pass", "a-small-1": "reject"},
+        "winnerIn": ["cp-1", "a-gpu-1"],
+    }
+    canonical = expect_canonical(stored)
+    assert canonical == stored
+    assert list(canonical) == ["winnerIn", "verdicts", "scores"]
+    assert list(canonical["verdicts"]) == ["a-small-1", "cp-1"]
+    assert list(canonical["scores"]) == ["a-gpu-1", "cp-1"]
+    assert list(canonical["scores"]["cp-1"]) == ["atLeast", "atMost"]
+    assert canonical["winnerIn"] == ["cp-1", "a-gpu-1"]  # a list keeps its order

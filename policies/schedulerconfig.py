@@ -149,7 +149,7 @@ def second_scheduler_manifests(setup: SchedulerSetup) -> list[dict[str, Any]]:
         {"name": "config", "mountPath": "/etc/schedweb", "readOnly": True}
     ]
     volumes: list[dict[str, Any]] = [{"name": "config", "configMap": {"name": f"{name}-config"}}]
-    pod_security: dict[str, Any] = {}
+    pod_security: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
     if secret_files:
         mounts.append({"name": "extender-tls", "mountPath": TLS_MOUNT, "readOnly": True})
         volumes.append(
@@ -159,7 +159,7 @@ def second_scheduler_manifests(setup: SchedulerSetup) -> list[dict[str, Any]]:
                 "secret": {"secretName": tls_secret_name(setup), "defaultMode": 0o440},
             }
         )
-        pod_security = {"fsGroup": SCHEDULER_UID}
+        pod_security["fsGroup"] = SCHEDULER_UID
     return [
         {
             "apiVersion": "v1",
@@ -222,7 +222,7 @@ def second_scheduler_manifests(setup: SchedulerSetup) -> list[dict[str, Any]]:
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": f"{name}-config", "namespace": setup.namespace},
-            "data": {"scheduler-config.yaml": yaml.safe_dump(config, sort_keys=False)},
+            "data": {"scheduler-config.yaml": dump_yaml(config)},
         },
         {
             "apiVersion": "apps/v1",
@@ -261,17 +261,21 @@ def second_scheduler_manifests(setup: SchedulerSetup) -> list[dict[str, Any]]:
                                     }
                                 },
                                 "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                                # Nothing privileged: kube-scheduler writes no file (its
+                                # serving certificate is generated in memory).
                                 "securityContext": {
                                     "privileged": False,
                                     "allowPrivilegeEscalation": False,
                                     "runAsNonRoot": True,
                                     "runAsUser": SCHEDULER_UID,
+                                    "readOnlyRootFilesystem": True,
+                                    "capabilities": {"drop": ["ALL"]},
                                 },
                                 "volumeMounts": mounts,
                             }
                         ],
                         "volumes": volumes,
-                        **({"securityContext": pod_security} if pod_security else {}),
+                        "securityContext": pod_security,
                     },
                 },
             },
@@ -370,7 +374,25 @@ def rbac_command(*, bind: bool) -> str:
     return "python manage.py schedulerconfig --rbac " + ("--bind" if bind else "--no-bind")
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """YAML a person pastes and reads: no anchors or aliases (`&id001`; a dict used twice, such
+    as a Deployment's labels, is written out twice) and multi-line strings as literal blocks
+    (`|`: the ConfigMap's KubeSchedulerConfiguration reads as YAML, not one escaped string)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_PlainDumper.add_representer(str, _represent_str)
+
+
 def dump_yaml(documents: list[dict[str, Any]] | dict[str, Any]) -> str:
+    """Generated objects as plain YAML (_PlainDumper), in the order they were built."""
     if isinstance(documents, dict):
-        return yaml.safe_dump(documents, sort_keys=False)
-    return yaml.safe_dump_all(documents, sort_keys=False)
+        return yaml.dump(documents, Dumper=_PlainDumper, sort_keys=False)
+    return yaml.dump_all(documents, Dumper=_PlainDumper, sort_keys=False)

@@ -182,7 +182,8 @@ def test_a_second_scheduler_over_tls_mounts_only_the_ca_and_over_http_nothing():
     assert config["extenders"][0]["tlsConfig"] == {"caFile": "/etc/schedweb-tls/ca.crt"}
     plain = generate("--manifests", "--url", "http://127.0.0.1:8443/extender/", *MTLS[2:])
     pod = plain[6]["spec"]["template"]["spec"]
-    assert [v["name"] for v in pod["volumes"]] == ["config"] and "securityContext" not in pod
+    assert [v["name"] for v in pod["volumes"]] == ["config"]
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}  # no fsGroup
 
 
 @pytest.mark.django_db

@@ -1,0 +1,157 @@
+"""The Helm chart (deploy/helm/schedweb/): lint, render with each value set, every object
+accepted by the real kube-apiserver (server-side dry run), no privileged settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.deploy.chart import (
+    VALUE_SETS,
+    chart_render,
+    dry_run_create,
+    helm,
+    pod_specs,
+)
+from tests.harness.kubeapi import ApiError
+
+pytestmark = pytest.mark.cluster
+
+SETS = sorted(p.name.removesuffix("-values.yaml") for p in VALUE_SETS.glob("*-values.yaml"))
+
+
+def namespace_ensure(api, name: str, labels: dict[str, str] | None = None) -> None:
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    if labels:
+        body["metadata"]["labels"] = labels
+    try:
+        api.post("/api/v1/namespaces", body)
+    except ApiError as err:
+        if err.status != 409:
+            raise
+
+
+def test_the_value_sets_cover_defaults_external_services_a_second_scheduler_and_bind():
+    assert SETS == ["bind", "default", "external", "scheduler"]
+
+
+@pytest.mark.parametrize("value_set", SETS)
+def test_helm_lint_is_clean_with_each_value_set(value_set):
+    done = helm(
+        "lint",
+        "--strict",
+        str(VALUE_SETS.parent),
+        "-f",
+        str(VALUE_SETS / f"{value_set}-values.yaml"),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[ERROR]" not in done.stdout and "[WARNING]" not in done.stdout, done.stdout
+
+
+def test_without_a_database_url_the_chart_refuses_to_render_and_says_which_value():
+    done = helm("template", "schedweb", str(VALUE_SETS.parent))
+    assert done.returncode != 0
+    assert "database.url is required" in done.stderr
+
+
+@pytest.mark.parametrize("value_set", SETS)
+def test_every_object_of_each_value_set_is_accepted_by_the_api_server(control_plane, value_set):
+    api = control_plane.api
+    namespace_ensure(api, "schedweb")
+    objects = chart_render(values=[value_set])
+    refused = []
+    for obj in objects:
+        try:
+            dry_run_create(api, obj)
+        except ApiError as err:
+            refused.append(f"{obj['kind']}/{obj['metadata']['name']}: {err}")
+    assert refused == []
+    kinds = {obj["kind"] for obj in objects}
+    assert {"Deployment", "Service", "PodDisruptionBudget", "Job", "ClusterRole"} <= kinds
+    if value_set in ("scheduler", "bind"):
+        assert "ConfigMap" in kinds  # the second scheduler's KubeSchedulerConfiguration
+
+
+def _components(objects):
+    return {obj["metadata"]["name"]: obj for obj in objects if obj["kind"] in ("Deployment", "Job")}
+
+
+def test_the_defaults_run_web_and_extender_twice_beat_once_and_migrations_as_a_hook():
+    deployments = _components(chart_render(values=["default"]))
+    assert deployments["schedweb-web"]["spec"]["replicas"] >= 2
+    assert deployments["schedweb-extender"]["spec"]["replicas"] >= 2
+    beat = deployments["schedweb-beat"]["spec"]
+    assert beat["replicas"] == 1 and beat["strategy"] == {"type": "Recreate"}
+    hook = deployments["schedweb-migrate"]["metadata"]["annotations"]["helm.sh/hook"]
+    assert hook == "pre-install,pre-upgrade"
+    extender = deployments["schedweb-extender"]["spec"]["template"]["spec"]
+    container = extender["containers"][0]
+    assert container["readinessProbe"]["exec"]["command"][-1] == "/readyz"
+    assert container["livenessProbe"]["exec"]["command"][-1] == "/healthz"
+    assert container["lifecycle"]["preStop"] == {"sleep": {"seconds": 5}}
+    assert extender["terminationGracePeriodSeconds"] > 5
+    assert container["resources"]["requests"]
+    assert extender["affinity"]["podAntiAffinity"]
+
+
+def test_the_defaults_store_no_data_in_an_empty_dir():
+    """/tmp is the only emptyDir (bounded); PostgreSQL is external, Redis keeps nothing on disk."""
+    for where, spec in pod_specs(chart_render(values=["default"])):
+        for volume in spec.get("volumes", []):
+            if "emptyDir" in volume:
+                assert volume["name"] == "tmp" and volume["emptyDir"]["sizeLimit"], where
+
+
+@pytest.mark.parametrize("value_set", ["default", "scheduler"])
+def test_no_container_has_privileged_settings(value_set):
+    """Non-root, read-only root filesystem, no privilege escalation, every capability dropped,
+    no host namespaces or host paths."""
+    problems = []
+    for where, spec in pod_specs(chart_render(values=[value_set])):
+        pod = spec.get("securityContext", {})
+        for key in ("hostNetwork", "hostPID", "hostIPC"):
+            if spec.get(key):
+                problems.append(f"{where}: {key}")
+        if any("hostPath" in v for v in spec.get("volumes", [])):
+            problems.append(f"{where}: hostPath")
+        for container in spec["containers"] + spec.get("initContainers", []):
+            ctx = container.get("securityContext", {})
+            name = f"{where}/{container['name']}"
+            if not (ctx.get("runAsNonRoot") or pod.get("runAsNonRoot")):
+                problems.append(f"{name}: may run as root")
+            if ctx.get("runAsUser", pod.get("runAsUser")) == 0:
+                problems.append(f"{name}: runAsUser 0")
+            if ctx.get("readOnlyRootFilesystem") is not True:
+                problems.append(f"{name}: writable root filesystem")
+            if ctx.get("allowPrivilegeEscalation") is not False:
+                problems.append(f"{name}: privilege escalation allowed")
+            if ctx.get("privileged"):
+                problems.append(f"{name}: privileged")
+            if ctx.get("capabilities", {}).get("drop") != ["ALL"]:
+                problems.append(f"{name}: capabilities not all dropped")
+            if ctx.get("capabilities", {}).get("add"):
+                problems.append(f"{name}: capabilities added")
+    assert problems == []
+
+
+@pytest.mark.parametrize("value_set", ["default", "scheduler"])
+def test_every_pod_passes_the_restricted_pod_security_standard_of_the_api_server(
+    control_plane, value_set
+):
+    """The API server's own PodSecurity admission, enforcing `restricted`, admits a Pod made
+    from each pod template (dry run)."""
+    api = control_plane.api
+    namespace = "schedweb-restricted"
+    namespace_ensure(api, namespace, {"pod-security.kubernetes.io/enforce": "restricted"})
+    refused = []
+    for where, spec in pod_specs(chart_render(values=[value_set])):
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "probe", "namespace": namespace},
+            "spec": spec,
+        }
+        try:
+            dry_run_create(api, pod)
+        except ApiError as err:
+            refused.append(f"{where}: {err}")
+    assert refused == []

@@ -324,14 +324,21 @@ def extender_urls(*, prefix: str) -> dict[str, str]:
     return {verb: base + verb for verb in ("filter", "prioritize", "preempt", "bind")}
 
 
-def extender_cluster_role(*, bind: bool, name: str = "schedweb-extender") -> list[dict[str, Any]]:
+def extender_cluster_role(
+    *,
+    bind: bool,
+    name: str = "schedweb-extender",
+    service_account: str = "schedweb",
+    namespace: str = "schedweb",
+) -> list[dict[str, Any]]:
     """The RBAC schedweb itself needs, least privilege for the verbs enabled: list/watch nodes
     and pods (the snapshot), and namespaces, services, replicationcontrollers, apps
     replicasets and statefulsets (what kube-scheduler's InterPodAffinity namespaceSelector and
     PodTopologySpread system defaults read, so the preview models them), patch pods (the
     requeue nudge annotation); only when it binds
     (SCHEDWEB_EXTENDER_BIND), create pods/binding and get pods (a bind answered 409 reads the
-    pod to tell "already on that node" from a conflict, policies/cluster/live.py)."""
+    pod to tell "already on that node" from a conflict, policies/cluster/live.py). The chart's
+    ClusterRole is this one (tests/deploy/test_rbac_live.py compares them)."""
     pod_verbs = ["get", "patch"] if bind else ["patch"]
     rules: list[dict[str, Any]] = [
         {
@@ -359,7 +366,9 @@ def extender_cluster_role(*, bind: bool, name: str = "schedweb-extender") -> lis
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
             "metadata": {"name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": "schedweb", "namespace": "schedweb"}],
+            "subjects": [
+                {"kind": "ServiceAccount", "name": service_account, "namespace": namespace}
+            ],
             "roleRef": {
                 "kind": "ClusterRole",
                 "name": name,

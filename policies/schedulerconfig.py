@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -316,6 +317,33 @@ def second_scheduler_yaml(setup: SchedulerSetup) -> str:
         "# First create the Secret with the extender's CA and kube-scheduler's client certificate:\n"
         f"#   {command}\n{text}"
     )
+
+
+MAX_URL_LENGTH = 2048
+
+
+def extender_url_problem(url: str) -> str:
+    """Why `url` cannot be an extender urlPrefix ("" when it can), for the CLI's --url and the
+    Connect page's field alike: http(s) with a host, no query, fragment or credentials, the path
+    ending in /extender/ (the listener answers /extender/<verb> only). Plain http stays allowed
+    (the Connect page says the listener speaks it on loopback only)."""
+    if len(url) > MAX_URL_LENGTH:
+        return f"at most {MAX_URL_LENGTH} characters"
+    if any(c.isspace() for c in url):
+        return "no spaces"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        parts.port  # noqa: B018  (raises ValueError for a port that is not a number)
+    except ValueError as exc:
+        return f"not a URL: {exc}"
+    if parts.scheme not in ("https", "http") or not host:
+        return "an https:// URL with a host, e.g. https://schedweb-extender.schedweb.svc:8443/extender/"
+    if parts.username is not None or parts.query or parts.fragment:
+        return "no user, query or fragment: the verbs are appended to it"
+    if not parts.path.endswith("/extender/"):
+        return "the path ends with /extender/ (the listener answers /extender/<verb>)"
+    return ""
 
 
 def extender_urls(*, prefix: str) -> dict[str, str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shlex
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,10 +48,12 @@ from policies.redis import redis_client
 from policies.schedmodel.pipeline import SCORE_PLUGINS
 from policies.schedulerconfig import (
     MANAGED_RESOURCE,
+    MAX_URL_LENGTH,
     BindScopeError,
     SchedulerSetup,
     dump_yaml,
     extender_cluster_role,
+    extender_url_problem,
     extender_urls,
     rbac_command,
     scheduler_configuration,
@@ -567,6 +570,13 @@ DEFAULT_LEASE = "kube-scheduler"  # the lease kube-scheduler's own RBAC role is 
 class ConnectForm(forms.Form):
     """The options of the generated configuration; the defaults suit most installations."""
 
+    url = forms.CharField(
+        required=False,
+        max_length=MAX_URL_LENGTH,
+        label="Extender URL",
+        help_text="urlPrefix as kube-scheduler reaches the extender. Empty: SCHEDWEB_EXTENDER_URL.",
+    )
+
     scheduler_names = forms.CharField(
         required=False,
         max_length=1000,
@@ -598,6 +608,12 @@ class ConnectForm(forms.Form):
     # The output tab on show, so that a re-render (and a shared link) keeps it.
     tab = forms.ChoiceField(required=False, choices=[(t, t) for t in CONNECT_TABS])
 
+    def clean_url(self) -> str:
+        url = self.cleaned_data["url"].strip()
+        if url and (problem := extender_url_problem(url)):
+            raise forms.ValidationError(f"Not an extender URL: {problem}.")
+        return url
+
     def clean_scheduler_names(self) -> list[str]:
         names: list[str] = []
         for raw in self.cleaned_data["scheduler_names"].split(","):
@@ -619,6 +635,8 @@ class ConnectForm(forms.Form):
 def _cli(*, names: list[str], data: dict[str, Any], extra: str = "") -> str:
     """The `schedulerconfig` command line that prints the same configuration."""
     parts = ["python manage.py schedulerconfig"]
+    if data.get("url") and data["url"] != settings.SCHEDWEB_EXTENDER_URL:
+        parts.append(f"--url {shlex.quote(data['url'])}")
     parts += [f"--scheduler-name {n}" for n in names]
     if extra:
         parts.append(extra)
@@ -636,7 +654,7 @@ def _cli(*, names: list[str], data: dict[str, Any], extra: str = "") -> str:
 def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
     """Generated YAML for both scopings, the second scheduler and the extender's RBAC."""
     names = data["scheduler_names"] or selectors.scheduler_names_active() or ["schedweb"]
-    url = settings.SCHEDWEB_EXTENDER_URL
+    url = data.get("url") or settings.SCHEDWEB_EXTENDER_URL
     common = {
         "extender_url": url,
         "scheduler_names": tuple(names),
@@ -730,6 +748,7 @@ def connect(request: HttpRequest) -> HttpResponse:
         "active_names": selectors.scheduler_names_active(),
         "tab": tab if tab in CONNECT_TABS else CONNECT_TABS[0],
         "sp": scheduler_profile_context(),
+        "default_url": settings.SCHEDWEB_EXTENDER_URL,
     }
     template = "ops/_connect.html" if request.headers.get("HX-Request") else "ops/connect.html"
     return _page(request, template, context, status=status)

@@ -1,0 +1,215 @@
+"""The chart in motion: its second scheduler, run as the stock kube-scheduler with the chart's
+ConfigMap content and a token of the chart's ServiceAccount, schedules through the extender over
+mutual TLS beside a default scheduler holding its own lease; and two extender processes (two
+replicas of the chart's extender Deployment) serve a publish within 2 s, one carrying on when the
+other is killed.
+
+Own control plane and stack (module fixtures, tests/e2e/conftest.py); the stack's extender speaks
+mutual TLS with certificates of scripts/extender-certs.sh.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import yaml
+
+from tests.deploy.chart import chart_render
+from tests.harness import resources
+
+from .conftest import create_pod, make_nodes, wait_until
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+NAMESPACE = "schedweb"
+POLICY = """\
+name: chart-steer
+schedulerNames: [schedweb]
+filters:
+  - name: only-chart-nodes
+    expression: node.name.startsWith("chart-")
+"""
+# The second scheduler's Secret, as `kubectl create secret` makes it from extender-certs.sh's
+# files: key in the Secret (the file name under the pod's mount) -> file here.
+SECRET_FILES = {"ca.crt": "ca.crt", "tls.crt": "client.crt", "tls.key": "client.key"}
+MOUNT = "/etc/schedweb-tls/"
+
+
+@pytest.fixture(scope="module")
+def nodes(plane) -> list[str]:
+    names = [f"chart-{i:02d}" for i in range(2)] + [f"other-{i:02d}" for i in range(2)]
+    make_nodes(plane.api, names)
+    return names
+
+
+@pytest.fixture(scope="module")
+def policy(stack):
+    version = stack.publish(POLICY, "chart")
+    stack.wait_serving("chart-steer", version)
+    yield version
+    stack.deactivate("chart-steer")
+
+
+def _create(api, obj) -> dict:
+    kind_paths = {
+        "ServiceAccount": f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts",
+        "ConfigMap": f"/api/v1/namespaces/{NAMESPACE}/configmaps",
+        "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        "Role": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}/roles",
+        "RoleBinding": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}/rolebindings",
+    }
+    return api.post(kind_paths[obj["kind"]], obj)
+
+
+def _installed_scheduler(plane) -> tuple[str, str]:
+    """Creates the chart's second-scheduler objects (all but its Deployment) for real; returns
+    the ConfigMap's scheduler-config.yaml as the API server stores it and a token of the
+    scheduler's ServiceAccount."""
+    api = plane.api
+    resources.namespace_create(api=api, name=NAMESPACE)
+    rendered = chart_render(
+        values=["default"], set_values={"scheduler.enabled": "true"}, namespace=NAMESPACE
+    )
+    mine = [
+        o
+        for o in rendered
+        if o["metadata"]["name"].startswith("schedweb-scheduler") and o["kind"] != "Deployment"
+    ]
+    assert sorted(o["kind"] for o in mine) == sorted(
+        [
+            "ServiceAccount",
+            "ClusterRoleBinding",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+            "ConfigMap",
+        ]
+    )
+    stored = {}
+    for obj in mine:
+        stored[obj["kind"]] = _create(api, obj)
+    config_text = stored["ConfigMap"]["data"]["scheduler-config.yaml"]
+    token = api.post(
+        f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/schedweb-scheduler/token",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+    )["status"]["token"]
+    return config_text, token
+
+
+def _as_run_here(config_text: str, *, stack, kubeconfig) -> dict:
+    """The chart's configuration where this test runs it: only what the pod's surroundings
+    provide is replaced - the Service's DNS name by the stack's loopback listener, the Secret's
+    mount by the certificate files, in-cluster credentials by a kubeconfig with the token."""
+    config = yaml.safe_load(config_text)
+    [extender] = config["extenders"]
+    assert extender["urlPrefix"] == "https://schedweb-extender.schedweb.svc:8443/extender/"
+    extender["urlPrefix"] = f"{stack.extender_url}/extender/"
+    for field, path in extender["tlsConfig"].items():
+        assert path.startswith(MOUNT), field
+        extender["tlsConfig"][field] = str(stack.tls_dir / SECRET_FILES[path.removeprefix(MOUNT)])
+    assert "clientConnection" not in config  # in a pod: the ServiceAccount's token
+    config["clientConnection"] = {"kubeconfig": str(kubeconfig)}
+    return config
+
+
+def _lease_holder(api, namespace: str, name: str) -> str:
+    try:
+        lease = api.get(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}")
+    except Exception:  # not created yet
+        return ""
+    return lease["spec"].get("holderIdentity") or ""
+
+
+def test_the_charts_second_scheduler_schedules_through_the_extender_beside_the_default_one(
+    plane, stack, nodes, policy
+):
+    config_text, token = _installed_scheduler(plane)
+    config = _as_run_here(config_text, stack=stack, kubeconfig=plane.kubeconfig_for(token))
+    assert config["leaderElection"] == {
+        "leaderElect": True,
+        "resourceLock": "leases",
+        "resourceNamespace": NAMESPACE,
+        "resourceName": "schedweb-scheduler",
+    }
+    assert [p["schedulerName"] for p in config["profiles"]] == ["schedweb"]
+    default = {"leaderElection": {"leaderElect": True}}  # kube-system/kube-scheduler, admin
+    with (
+        plane.start_scheduler(default, leader_election=True),
+        plane.start_scheduler(config, leader_election=True),
+    ):
+        api = plane.api
+        default_holder = wait_until(
+            lambda: _lease_holder(api, "kube-system", "kube-scheduler"),
+            timeout=30,
+            what="the default scheduler's lease",
+        )
+        ours = wait_until(
+            lambda: _lease_holder(api, NAMESPACE, "schedweb-scheduler"),
+            timeout=30,
+            what="the second scheduler's lease",
+        )
+        assert default_holder != ours
+        for i in range(3):
+            create_pod(api, f"chart-pod-{i}")
+        create_pod(api, "plain-pod", scheduler="default-scheduler")
+        for i in range(3):
+            node = resources.pod_wait_bound(api=api, name=f"chart-pod-{i}", timeout=30)
+            assert node.startswith("chart-")  # the extender's filter, through mutual TLS
+        assert resources.pod_wait_bound(api=api, name="plain-pod", timeout=30) in nodes
+        # Each kept its lease all along.
+        assert _lease_holder(api, "kube-system", "kube-scheduler") == default_holder
+        assert _lease_holder(api, NAMESPACE, "schedweb-scheduler") == ours
+
+
+def _filter(replica, names: list[str]) -> list[str]:
+    body = {
+        "Pod": {
+            "metadata": {"name": "replica-check", "namespace": "default", "uid": "replica-uid"},
+            "spec": {"schedulerName": "schedweb", "containers": [{"name": "c", "image": "i"}]},
+        },
+        "Nodes": None,
+        "NodeNames": names,
+    }
+    status, answer = replica.request("POST", "/extender/filter", body)
+    assert status == 200, answer
+    return answer["NodeNames"]
+
+
+def _all_serve(replicas, label: str) -> bool:
+    # Several answers in a row per replica: each of its worker processes very likely answered.
+    return all(all(label in replica.served().values() for _ in range(8)) for replica in replicas)
+
+
+def test_two_extender_replicas_serve_a_publish_within_two_seconds_and_survive_each_other(
+    stack, nodes, policy
+):
+    first, second = stack.start_extender_replica(), stack.start_extender_replica()
+    try:
+        wait_until(lambda: _all_serve([first, second], f"chart-steer/v{policy}"), timeout=10)
+        changed = POLICY.replace('startsWith("chart-")', 'startsWith("chart-0")')
+        start = time.monotonic()
+        version = stack.publish(changed, "replicas")
+        wait_until(
+            lambda: _all_serve([first, second], f"chart-steer/v{version}"),
+            timeout=2.0,
+            interval=0.02,
+            what="both replicas serving the new version",
+        )
+        print(f"both replicas served v{version} {time.monotonic() - start:.2f} s after publish")
+        assert _filter(second, nodes) == ["chart-00", "chart-01"]
+
+        first.process.stop(grace=0)  # killed
+        assert first.request("GET", "/healthz")[0] == 0
+        assert _filter(second, nodes) == ["chart-00", "chart-01"]
+        version = stack.publish(POLICY.replace('"chart-"', '"chart-00"'), "after the kill")
+        wait_until(
+            lambda: _all_serve([second], f"chart-steer/v{version}"),
+            timeout=2.0,
+            interval=0.02,
+            what="the surviving replica serving a later publish",
+        )
+        assert _filter(second, nodes) == ["chart-00"]
+    finally:
+        first.stop()
+        second.stop()

@@ -155,3 +155,38 @@ def test_every_pod_passes_the_restricted_pod_security_standard_of_the_api_server
         except ApiError as err:
             refused.append(f"{where}: {err}")
     assert refused == []
+
+
+def _env(container) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in container["env"] if "value" in e}
+
+
+@pytest.mark.django_db
+def test_the_web_probes_reach_the_health_views_through_the_charts_production_settings(
+    settings, client
+):
+    """The kubelet's GET with the probe's headers passes the host check and is not redirected
+    to HTTPS under the settings the chart gives the web pods."""
+    web = next(
+        o
+        for o in chart_render(values=["default"])
+        if o["kind"] == "Deployment" and o["metadata"]["name"] == "schedweb-web"
+    )
+    container = web["spec"]["template"]["spec"]["containers"][0]
+    env = _env(container)
+    assert (env["SCHEDWEB_HTTPS"], env["SCHEDWEB_BEHIND_PROXY"]) == ("1", "1")
+    settings.ALLOWED_HOSTS = env["SCHEDWEB_ALLOWED_HOSTS"].split(",")
+    settings.SECURE_SSL_REDIRECT = True
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    for probe in ("livenessProbe", "readinessProbe"):
+        get = container[probe]["httpGet"]
+        headers = {h["name"]: h["value"] for h in get["httpHeaders"]}
+        response = client.get(
+            get["path"],
+            HTTP_HOST=headers["Host"],
+            HTTP_X_FORWARDED_PROTO=headers["X-Forwarded-Proto"],
+        )
+        assert response.status_code in (200, 503), (probe, response.status_code)  # answered
+        bare = client.get(get["path"], HTTP_HOST=headers["Host"])
+        assert bare.status_code == 301  # without the header: the redirect the header avoids
+    assert client.get("/healthz", HTTP_HOST="10.1.2.3:8000").status_code == 400

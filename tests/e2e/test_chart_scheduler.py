@@ -213,3 +213,23 @@ def test_two_extender_replicas_serve_a_publish_within_two_seconds_and_survive_ea
     finally:
         first.stop()
         second.stop()
+
+
+def test_the_extender_pods_probe_answers_only_with_a_client_certificate(stack):
+    """schedweb/probe.py, the chart's exec probe, against the mutual-TLS listener."""
+    from schedweb.probe import probe
+
+    environ = {
+        "SCHEDWEB_EXTENDER_PORT": str(stack.extender_port),
+        "SCHEDWEB_PROBE_HOST": "localhost",  # a name of the server certificate and allowed
+        "SCHEDWEB_EXTENDER_CLIENT_CA": str(stack.tls_dir / "ca.crt"),
+        "SCHEDWEB_PROBE_CERT": str(stack.tls_dir / "client.crt"),
+        "SCHEDWEB_PROBE_KEY": str(stack.tls_dir / "client.key"),
+    }
+    assert probe("/healthz", environ=environ) == ""
+    assert probe("/readyz", environ=environ) == ""
+    assert "HTTP 404" in probe("/nothing-here", environ=environ)
+    no_cert = {k: v for k, v in environ.items() if not k.startswith("SCHEDWEB_PROBE_C")}
+    assert probe("/healthz", environ=no_cert)  # refused in or right after the handshake
+    wrong_name = {**environ, "SCHEDWEB_PROBE_HOST": "elsewhere.example"}
+    assert "certificate" in probe("/healthz", environ=wrong_name).lower()

@@ -129,3 +129,7 @@ tolerations: {{- toYaml . | nindent 2 }}
 {{- define "schedweb.probeSecretName" -}}
 {{- .Values.tls.probeSecret | default (printf "%s-extender-probe" (include "schedweb.fullname" .)) -}}
 {{- end -}}
+
+{{- define "schedweb.probeHeaders" -}}
+[{name: Host, value: {{ include "schedweb.webHost" . }}}, {name: X-Forwarded-Proto, value: https}]
+{{- end -}}

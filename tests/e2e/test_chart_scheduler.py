@@ -233,3 +233,60 @@ def test_the_extender_pods_probe_answers_only_with_a_client_certificate(stack):
     assert probe("/healthz", environ=no_cert)  # refused in or right after the handshake
     wrong_name = {**environ, "SCHEDWEB_PROBE_HOST": "elsewhere.example"}
     assert "certificate" in probe("/healthz", environ=wrong_name).lower()
+
+
+def test_an_extender_told_to_stop_answers_the_call_in_flight_before_it_exits(stack, nodes, policy):
+    """Draining, as the chart's extender pods stop: SIGTERM to the listener's main process (what
+    the kubelet sends after preStop) while a filter call is half sent; the call still gets its
+    answer, then the process exits."""
+    import json
+    import os
+    import signal
+    import socket
+
+    replica = stack.start_extender_replica()
+    try:
+        wait_until(lambda: "schedweb" in replica.served(), timeout=10, what="the policy served")
+        body = json.dumps(
+            {
+                "Pod": {
+                    "metadata": {"name": "drain", "namespace": "default", "uid": "drain-uid"},
+                    "spec": {"schedulerName": "schedweb", "containers": [{"name": "c"}]},
+                },
+                "Nodes": None,
+                "NodeNames": nodes,
+            }
+        ).encode()
+        head = (
+            f"POST /extender/filter HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n"
+        ).encode()
+        context = stack.ssl_context(client_cert=True)
+        with (
+            socket.create_connection(("127.0.0.1", replica.port), timeout=20) as raw,
+            context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+        ):
+            tls.sendall(head + body[:10])
+            # The worker must have read the headers before the signal (a connection without a
+            # request is closed at shutdown, as it should be); nothing outside shows that moment,
+            # so this is a margin, about a thousand times what reading them takes.
+            time.sleep(1.0)
+            os.kill(replica.process.pid, signal.SIGTERM)  # the main process only, as the kubelet
+            log = replica.process.log_path
+            wait_until(
+                lambda: log.read_text(errors="replace").count("Shutting down") >= stack.web_workers,
+                timeout=10,
+                what="both worker processes shutting down",
+            )
+            tls.sendall(body[10:])
+            answer = b""
+            while chunk := tls.recv(65536):
+                answer += chunk
+        status_line, _, rest = answer.partition(b"\r\n")
+        assert status_line == b"HTTP/1.1 200 OK", answer[:300]
+        verdict = json.loads(rest.split(b"\r\n\r\n", 1)[1])
+        assert sorted(verdict["NodeNames"]) == [n for n in sorted(nodes) if n.startswith("chart-")]
+        wait_until(lambda: replica.process.exit_code is not None, timeout=15, what="the exit")
+    finally:
+        replica.stop()

@@ -190,3 +190,72 @@ def test_the_web_probes_reach_the_health_views_through_the_charts_production_set
         bare = client.get(get["path"], HTTP_HOST=headers["Host"])
         assert bare.status_code == 301  # without the header: the redirect the header avoids
     assert client.get("/healthz", HTTP_HOST="10.1.2.3:8000").status_code == 400
+
+
+def _named(objects, kind: str, name: str):
+    return next(o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name)
+
+
+def test_only_the_second_scheduler_and_the_listed_peers_may_reach_the_extender_port():
+    alone = _named(chart_render(values=["default"]), "NetworkPolicy", "schedweb-extender")
+    assert alone["spec"]["ingress"] == []  # no scheduler, no peer: nothing reaches it
+    peer = {"ipBlock": {"cidr": "192.0.2.0/28"}}
+    policy = _named(
+        chart_render(
+            values=["scheduler"],
+            set_values={"networkPolicy.extenderFrom[0].ipBlock.cidr": "192.0.2.0/28"},
+        ),
+        "NetworkPolicy",
+        "schedweb-extender",
+    )
+    [rule] = policy["spec"]["ingress"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 8443}]
+    scheduler = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "schedweb"}},
+        "podSelector": {
+            "matchLabels": {
+                "app.kubernetes.io/name": "schedweb-scheduler",
+                "app.kubernetes.io/part-of": "schedweb",
+            }
+        },
+    }
+    assert rule["from"] == [scheduler, peer]
+    deployment = _named(chart_render(values=["scheduler"]), "Deployment", "schedweb-scheduler")
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert scheduler["podSelector"]["matchLabels"].items() <= labels.items()
+
+
+def test_cert_manager_issues_the_server_probe_and_scheduler_certificates():
+    objects = chart_render(
+        values=["scheduler"],
+        set_values={
+            "tls.certManager.enabled": "true",
+            "tls.certManager.issuerRef.name": "ca-issuer",
+        },
+    )
+    certificates = {o["spec"]["secretName"]: o for o in objects if o["kind"] == "Certificate"}
+    assert set(certificates) == {
+        "schedweb-extender-tls",
+        "schedweb-extender-probe",
+        "schedweb-scheduler-extender-tls",
+    }
+    server = certificates["schedweb-extender-tls"]["spec"]
+    assert "schedweb-extender.schedweb.svc" in server["dnsNames"]
+    assert server["usages"][0] == "server auth"
+    for client in ("schedweb-extender-probe", "schedweb-scheduler-extender-tls"):
+        assert certificates[client]["spec"]["usages"][0] == "client auth"
+        assert certificates[client]["spec"]["issuerRef"]["name"] == "ca-issuer"
+    # The Secrets the pods mount are the ones issued.
+    extender = _named(objects, "Deployment", "schedweb-extender")["spec"]["template"]["spec"]
+    mounted = {v["secret"]["secretName"] for v in extender["volumes"] if "secret" in v}
+    assert mounted == {"schedweb-extender-tls", "schedweb-extender-probe"}
+    done = helm(
+        "template",
+        "schedweb",
+        str(VALUE_SETS.parent),
+        "-f",
+        str(VALUE_SETS / "default-values.yaml"),
+        "--set",
+        "tls.certManager.enabled=true",
+    )
+    assert done.returncode != 0 and "tls.certManager.issuerRef.name is required" in done.stderr

@@ -562,6 +562,7 @@ def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
 # A Kubernetes schedulerName is a DNS-1123 subdomain: lower-case alphanumerics, '-' and '.',
 # starting and ending alphanumeric, at most 253 characters.
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 MAX_SCHEDULER_NAMES = 10
 CONNECT_TABS = ("profile", "resource", "manifests", "rbac")
 DEFAULT_LEASE = "kube-scheduler"  # the lease kube-scheduler's own RBAC role is limited to
@@ -607,6 +608,22 @@ class ConnectForm(forms.Form):
     )
     # The output tab on show, so that a re-render (and a shared link) keeps it.
     tab = forms.ChoiceField(required=False, choices=[(t, t) for t in CONNECT_TABS])
+
+    namespace = forms.CharField(
+        required=False,
+        max_length=63,
+        label="Second scheduler's namespace",
+        help_text="Where its Deployment, ServiceAccount, ConfigMap and lease go. Empty: kube-system.",
+    )
+
+    def clean_namespace(self) -> str:
+        namespace = self.cleaned_data["namespace"].strip()
+        if namespace and not _DNS_LABEL.fullmatch(namespace):
+            raise forms.ValidationError(
+                f"{namespace!r} is not a namespace name: lower-case letters, digits and '-', "
+                "starting and ending with a letter or digit"
+            )
+        return namespace
 
     def clean_url(self) -> str:
         url = self.cleaned_data["url"].strip()
@@ -670,7 +687,12 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
     # its kubeconfig): it must keep its lease, the only one system:kube-scheduler may update.
     profile = SchedulerSetup(**common, scoping="profile", lease_name=DEFAULT_LEASE)
     resource = SchedulerSetup(**common, scoping="resource", lease_name=DEFAULT_LEASE)
-    second = SchedulerSetup(**common, scoping="profile", keep_default_profile=False)
+    second = SchedulerSetup(
+        **common,
+        scoping="profile",
+        keep_default_profile=False,
+        namespace=data.get("namespace") or "kube-system",
+    )
     return {
         "names": names,
         "url": url,
@@ -684,7 +706,12 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
         "opt_in_pod": dump_yaml(_opt_in_pod(names[0])),
         "cli_profile": _cli(names=names, data=data, extra=""),
         "cli_resource": _cli(names=names, data=data, extra="--scoping resource"),
-        "cli_manifests": _cli(names=names, data=data, extra="--manifests"),
+        "cli_manifests": _cli(
+            names=names,
+            data=data,
+            extra="--manifests"
+            + (f" --namespace {data['namespace']}" if data.get("namespace") else ""),
+        ),
         "cli_rbac": rbac_command(bind=data["bind"]),
     }
 

@@ -80,3 +80,31 @@ def test_the_generated_yaml_has_no_anchors_and_the_configuration_as_a_literal_bl
     text = _cli("--no-bind")
     assert "&id" not in text and "*id" not in text
     assert "  scheduler-config.yaml: |\n    apiVersion: kubescheduler.config.k8s.io/v1\n" in text
+
+
+def test_the_connect_page_in_the_charts_web_pod_shows_the_charts_second_scheduler(settings):
+    """The Connect page, with the settings the chart gives the web pods and the release's
+    namespace typed in, shows the chart's second-scheduler objects."""
+    from tests.conftest import client_for
+
+    rendered = chart_render(values=["default"], set_values={"scheduler.enabled": "true"})
+    web = next(
+        o for o in rendered if o["kind"] == "Deployment" and o["metadata"]["name"] == "schedweb-web"
+    )
+    env = {
+        e["name"]: e["value"]
+        for e in web["spec"]["template"]["spec"]["containers"][0]["env"]
+        if "value" in e
+    }
+    settings.SCHEDWEB_EXTENDER_URL = env["SCHEDWEB_EXTENDER_URL"]
+    for name in ("CA", "CERT", "KEY"):
+        setattr(
+            settings,
+            f"SCHEDWEB_EXTENDER_SCHEDULER_{name}",
+            env[f"SCHEDWEB_EXTENDER_SCHEDULER_{name}"],
+        )
+    params = {"weight": "1", "node_cache_capable": "on", "namespace": "schedweb"}
+    out = client_for("viewer").get("/connect/", params).context["out"]
+    shown = [d for d in yaml.safe_load_all(out["manifests"]) if d]
+    assert _parsed(shown) == _parsed(_chart_scheduler(["default"], {"scheduler.enabled": "true"}))
+    assert "--namespace schedweb" in out["cli_manifests"]

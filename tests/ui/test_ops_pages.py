@@ -657,6 +657,7 @@ def test_the_cli_prints_the_same_rbac_as_the_connect_page(bind):
             {"weight": "1", "scheduler_names": ",".join(f"s{i}" for i in range(11))},
             "at most 10 scheduler names",
         ),
+        ({"weight": "1", "namespace": "Kube_System"}, "is not a namespace name"),
         ({"weight": "1", "url": "ftp://x/extender/"}, "an https:// URL with a host"),
         ({"weight": "1", "url": "https://x:8443/"}, "the path ends with /extender/"),
         ({"weight": "1", "url": "https://x:8443/extender/?a=1"}, "no user, query or fragment"),

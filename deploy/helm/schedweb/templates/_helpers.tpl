@@ -102,6 +102,12 @@ podAntiAffinity:
   value: {{ include "schedweb.extenderUrl" . | quote }}
 - name: SCHEDWEB_METRICS_DIR
   value: /tmp/metrics
+- name: SCHEDWEB_EXTENDER_SCHEDULER_CA
+  value: {{ .Values.schedulerTlsFiles.ca | quote }}
+- name: SCHEDWEB_EXTENDER_SCHEDULER_CERT
+  value: {{ .Values.schedulerTlsFiles.cert | quote }}
+- name: SCHEDWEB_EXTENDER_SCHEDULER_KEY
+  value: {{ .Values.schedulerTlsFiles.key | quote }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
 {{- end }}

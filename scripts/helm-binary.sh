@@ -2,7 +2,7 @@
 # Builds the stock helm CLI that the chart tests run (`helm lint`, `helm template`) from the
 # helm.sh/helm/v3 version pinned in tests/harness/helm/go.mod, through the go command's module proxy, with
 # the toolchain scripts/k8s-binaries.sh installs, into .cache/helm/<version>/helm (git-ignored).
-# A stamp of go.mod + go.sum makes later runs return at once (cold: about 3 minutes on 2 cores).
+# A stamp of go.mod + go.sum makes later runs return at once (cold, modules downloaded and compiled: 272 s measured on a loaded 2-core machine).
 #   scripts/helm-binary.sh          # build if missing or stale; prints the binary's path
 #   scripts/helm-binary.sh --force  # rebuild even if the stamp matches
 #   scripts/helm-binary.sh tidy     # after changing the version in go.mod: go mod tidy

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -149,7 +150,7 @@ def second_scheduler_manifests(setup: SchedulerSetup) -> list[dict[str, Any]]:
         {"name": "config", "mountPath": "/etc/schedweb", "readOnly": True}
     ]
     volumes: list[dict[str, Any]] = [{"name": "config", "configMap": {"name": f"{name}-config"}}]
-    pod_security: dict[str, Any] = {}
+    pod_security: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
     if secret_files:
         mounts.append({"name": "extender-tls", "mountPath": TLS_MOUNT, "readOnly": True})
         volumes.append(
@@ -159,7 +160,7 @@ def second_scheduler_manifests(setup: SchedulerSetup) -> list[dict[str, Any]]:
                 "secret": {"secretName": tls_secret_name(setup), "defaultMode": 0o440},
             }
         )
-        pod_security = {"fsGroup": SCHEDULER_UID}
+        pod_security["fsGroup"] = SCHEDULER_UID
     return [
         {
             "apiVersion": "v1",
@@ -222,7 +223,7 @@ def second_scheduler_manifests(setup: SchedulerSetup) -> list[dict[str, Any]]:
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": f"{name}-config", "namespace": setup.namespace},
-            "data": {"scheduler-config.yaml": yaml.safe_dump(config, sort_keys=False)},
+            "data": {"scheduler-config.yaml": dump_yaml(config)},
         },
         {
             "apiVersion": "apps/v1",
@@ -261,17 +262,21 @@ def second_scheduler_manifests(setup: SchedulerSetup) -> list[dict[str, Any]]:
                                     }
                                 },
                                 "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                                # Nothing privileged: kube-scheduler writes no file (its
+                                # serving certificate is generated in memory).
                                 "securityContext": {
                                     "privileged": False,
                                     "allowPrivilegeEscalation": False,
                                     "runAsNonRoot": True,
                                     "runAsUser": SCHEDULER_UID,
+                                    "readOnlyRootFilesystem": True,
+                                    "capabilities": {"drop": ["ALL"]},
                                 },
                                 "volumeMounts": mounts,
                             }
                         ],
                         "volumes": volumes,
-                        **({"securityContext": pod_security} if pod_security else {}),
+                        "securityContext": pod_security,
                     },
                 },
             },
@@ -314,20 +319,54 @@ def second_scheduler_yaml(setup: SchedulerSetup) -> str:
     )
 
 
+MAX_URL_LENGTH = 2048
+
+
+def extender_url_problem(url: str) -> str:
+    """Why `url` cannot be an extender urlPrefix ("" when it can), for the CLI's --url and the
+    Connect page's field alike: http(s) with a host, no query, fragment or credentials, the path
+    ending in /extender/ (the listener answers /extender/<verb> only). Plain http stays allowed
+    (the Connect page says the listener speaks it on loopback only)."""
+    if len(url) > MAX_URL_LENGTH:
+        return f"at most {MAX_URL_LENGTH} characters"
+    if any(c.isspace() for c in url):
+        return "no spaces"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        parts.port  # noqa: B018  (raises ValueError for a port that is not a number)
+    except ValueError as exc:
+        return f"not a URL: {exc}"
+    if parts.scheme not in ("https", "http") or not host:
+        return "an https:// URL with a host, e.g. https://schedweb-extender.schedweb.svc:8443/extender/"
+    if parts.username is not None or parts.query or parts.fragment:
+        return "no user, query or fragment: the verbs are appended to it"
+    if not parts.path.endswith("/extender/"):
+        return "the path ends with /extender/ (the listener answers /extender/<verb>)"
+    return ""
+
+
 def extender_urls(*, prefix: str) -> dict[str, str]:
     """The exact URLs kube-scheduler calls: prefix + verb, no trailing slash (protocol P14)."""
     base = prefix if prefix.endswith("/") else prefix + "/"
     return {verb: base + verb for verb in ("filter", "prioritize", "preempt", "bind")}
 
 
-def extender_cluster_role(*, bind: bool, name: str = "schedweb-extender") -> list[dict[str, Any]]:
+def extender_cluster_role(
+    *,
+    bind: bool,
+    name: str = "schedweb-extender",
+    service_account: str = "schedweb",
+    namespace: str = "schedweb",
+) -> list[dict[str, Any]]:
     """The RBAC schedweb itself needs, least privilege for the verbs enabled: list/watch nodes
     and pods (the snapshot), and namespaces, services, replicationcontrollers, apps
     replicasets and statefulsets (what kube-scheduler's InterPodAffinity namespaceSelector and
     PodTopologySpread system defaults read, so the preview models them), patch pods (the
     requeue nudge annotation); only when it binds
     (SCHEDWEB_EXTENDER_BIND), create pods/binding and get pods (a bind answered 409 reads the
-    pod to tell "already on that node" from a conflict, policies/cluster/live.py)."""
+    pod to tell "already on that node" from a conflict, policies/cluster/live.py). The chart's
+    ClusterRole is this one (tests/deploy/test_rbac_live.py compares them)."""
     pod_verbs = ["get", "patch"] if bind else ["patch"]
     rules: list[dict[str, Any]] = [
         {
@@ -355,7 +394,9 @@ def extender_cluster_role(*, bind: bool, name: str = "schedweb-extender") -> lis
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
             "metadata": {"name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": "schedweb", "namespace": "schedweb"}],
+            "subjects": [
+                {"kind": "ServiceAccount", "name": service_account, "namespace": namespace}
+            ],
             "roleRef": {
                 "kind": "ClusterRole",
                 "name": name,
@@ -370,7 +411,25 @@ def rbac_command(*, bind: bool) -> str:
     return "python manage.py schedulerconfig --rbac " + ("--bind" if bind else "--no-bind")
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """YAML a person pastes and reads: no anchors or aliases (`&id001`; a dict used twice, such
+    as a Deployment's labels, is written out twice) and multi-line strings as literal blocks
+    (`|`: the ConfigMap's KubeSchedulerConfiguration reads as YAML, not one escaped string)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_PlainDumper.add_representer(str, _represent_str)
+
+
 def dump_yaml(documents: list[dict[str, Any]] | dict[str, Any]) -> str:
+    """Generated objects as plain YAML (_PlainDumper), in the order they were built."""
     if isinstance(documents, dict):
-        return yaml.safe_dump(documents, sort_keys=False)
-    return yaml.safe_dump_all(documents, sort_keys=False)
+        return yaml.dump(documents, Dumper=_PlainDumper, sort_keys=False)
+    return yaml.dump_all(documents, Dumper=_PlainDumper, sort_keys=False)

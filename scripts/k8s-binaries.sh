@@ -6,6 +6,7 @@
 #   scripts/k8s-binaries.sh          # build if missing or stale; prints the binaries folder
 #   scripts/k8s-binaries.sh --force  # rebuild even if the stamp matches
 #   scripts/k8s-binaries.sh tidy     # after editing versions in go.mod: go mod tidy
+#   scripts/k8s-binaries.sh toolchain  # install the Go toolchain only; prints its go binary
 # The Go toolchain is installed the same way everywhere: the golang.org/toolchain module zip from
 # the proxy, checked against the hash sum.golang.org publishes for it. Any Go already on the
 # machine is ignored.
@@ -13,8 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 case ${1:-} in
-"" | --force | tidy) ;;
-*) echo "usage: $0 [--force | tidy]" >&2; exit 2 ;;
+"" | --force | tidy | toolchain) ;;
+*) echo "usage: $0 [--force | tidy | toolchain]" >&2; exit 2 ;;
 esac
 mod_dir=$root/tests/harness
 
@@ -84,6 +85,12 @@ PY
   mv "$unpacked" "$goroot"
 }
 
+if [[ ${1:-} == toolchain ]]; then
+  # For scripts/helm-binary.sh: one toolchain, installed and verified in one place.
+  [[ -x $go && $("$go" env GOVERSION 2>/dev/null) == "$go_version" ]] || install_toolchain
+  echo "$go"
+  exit 0
+fi
 if [[ ${1:-} == tidy ]]; then
   [[ -x $go ]] || install_toolchain
   cd "$mod_dir" && exec "$go" mod tidy

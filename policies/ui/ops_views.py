@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shlex
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,10 +48,12 @@ from policies.redis import redis_client
 from policies.schedmodel.pipeline import SCORE_PLUGINS
 from policies.schedulerconfig import (
     MANAGED_RESOURCE,
+    MAX_URL_LENGTH,
     BindScopeError,
     SchedulerSetup,
     dump_yaml,
     extender_cluster_role,
+    extender_url_problem,
     extender_urls,
     rbac_command,
     scheduler_configuration,
@@ -559,6 +562,7 @@ def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
 # A Kubernetes schedulerName is a DNS-1123 subdomain: lower-case alphanumerics, '-' and '.',
 # starting and ending alphanumeric, at most 253 characters.
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 MAX_SCHEDULER_NAMES = 10
 CONNECT_TABS = ("profile", "resource", "manifests", "rbac")
 DEFAULT_LEASE = "kube-scheduler"  # the lease kube-scheduler's own RBAC role is limited to
@@ -566,6 +570,13 @@ DEFAULT_LEASE = "kube-scheduler"  # the lease kube-scheduler's own RBAC role is 
 
 class ConnectForm(forms.Form):
     """The options of the generated configuration; the defaults suit most installations."""
+
+    url = forms.CharField(
+        required=False,
+        max_length=MAX_URL_LENGTH,
+        label="Extender URL",
+        help_text="urlPrefix as kube-scheduler reaches the extender. Empty: SCHEDWEB_EXTENDER_URL.",
+    )
 
     scheduler_names = forms.CharField(
         required=False,
@@ -598,6 +609,28 @@ class ConnectForm(forms.Form):
     # The output tab on show, so that a re-render (and a shared link) keeps it.
     tab = forms.ChoiceField(required=False, choices=[(t, t) for t in CONNECT_TABS])
 
+    namespace = forms.CharField(
+        required=False,
+        max_length=63,
+        label="Second scheduler's namespace",
+        help_text="Where its Deployment, ServiceAccount, ConfigMap and lease go. Empty: kube-system.",
+    )
+
+    def clean_namespace(self) -> str:
+        namespace = self.cleaned_data["namespace"].strip()
+        if namespace and not _DNS_LABEL.fullmatch(namespace):
+            raise forms.ValidationError(
+                f"{namespace!r} is not a namespace name: lower-case letters, digits and '-', "
+                "starting and ending with a letter or digit"
+            )
+        return namespace
+
+    def clean_url(self) -> str:
+        url = self.cleaned_data["url"].strip()
+        if url and (problem := extender_url_problem(url)):
+            raise forms.ValidationError(f"Not an extender URL: {problem}.")
+        return url
+
     def clean_scheduler_names(self) -> list[str]:
         names: list[str] = []
         for raw in self.cleaned_data["scheduler_names"].split(","):
@@ -619,6 +652,8 @@ class ConnectForm(forms.Form):
 def _cli(*, names: list[str], data: dict[str, Any], extra: str = "") -> str:
     """The `schedulerconfig` command line that prints the same configuration."""
     parts = ["python manage.py schedulerconfig"]
+    if data.get("url") and data["url"] != settings.SCHEDWEB_EXTENDER_URL:
+        parts.append(f"--url {shlex.quote(data['url'])}")
     parts += [f"--scheduler-name {n}" for n in names]
     if extra:
         parts.append(extra)
@@ -636,7 +671,7 @@ def _cli(*, names: list[str], data: dict[str, Any], extra: str = "") -> str:
 def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
     """Generated YAML for both scopings, the second scheduler and the extender's RBAC."""
     names = data["scheduler_names"] or selectors.scheduler_names_active() or ["schedweb"]
-    url = settings.SCHEDWEB_EXTENDER_URL
+    url = data.get("url") or settings.SCHEDWEB_EXTENDER_URL
     common = {
         "extender_url": url,
         "scheduler_names": tuple(names),
@@ -652,7 +687,12 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
     # its kubeconfig): it must keep its lease, the only one system:kube-scheduler may update.
     profile = SchedulerSetup(**common, scoping="profile", lease_name=DEFAULT_LEASE)
     resource = SchedulerSetup(**common, scoping="resource", lease_name=DEFAULT_LEASE)
-    second = SchedulerSetup(**common, scoping="profile", keep_default_profile=False)
+    second = SchedulerSetup(
+        **common,
+        scoping="profile",
+        keep_default_profile=False,
+        namespace=data.get("namespace") or "kube-system",
+    )
     return {
         "names": names,
         "url": url,
@@ -666,7 +706,12 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
         "opt_in_pod": dump_yaml(_opt_in_pod(names[0])),
         "cli_profile": _cli(names=names, data=data, extra=""),
         "cli_resource": _cli(names=names, data=data, extra="--scoping resource"),
-        "cli_manifests": _cli(names=names, data=data, extra="--manifests"),
+        "cli_manifests": _cli(
+            names=names,
+            data=data,
+            extra="--manifests"
+            + (f" --namespace {data['namespace']}" if data.get("namespace") else ""),
+        ),
         "cli_rbac": rbac_command(bind=data["bind"]),
     }
 
@@ -730,6 +775,7 @@ def connect(request: HttpRequest) -> HttpResponse:
         "active_names": selectors.scheduler_names_active(),
         "tab": tab if tab in CONNECT_TABS else CONNECT_TABS[0],
         "sp": scheduler_profile_context(),
+        "default_url": settings.SCHEDWEB_EXTENDER_URL,
     }
     template = "ops/_connect.html" if request.headers.get("HX-Request") else "ops/connect.html"
     return _page(request, template, context, status=status)

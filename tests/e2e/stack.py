@@ -253,6 +253,31 @@ class SchedwebStack:
             what="the extender's /readyz",
         )
 
+    def start_extender_replica(self) -> ExtenderReplica:
+        """One more extender listener on a port of its own, same settings and Redis: what a
+        second replica of the chart's extender Deployment is. The caller stops it."""
+        (port,) = free_ports(count=1)
+        env = {
+            **self.env,
+            "SCHEDWEB_EXTENDER_PORT": str(port),
+            "SCHEDWEB_EXTENDER_URL": f"https://127.0.0.1:{port}/extender/",
+        }
+        process = ManagedProcess(
+            name=f"extender-{port}",
+            argv=[VENV_BIN / "python", "-m", "schedweb.extender_server"],
+            log_path=self.workdir / f"extender-{port}.log",
+            env=env,
+            cwd=ROOT,
+        )
+        replica = ExtenderReplica(stack=self, port=port, process=process)
+        process.start()
+        process.wait_ready(
+            check=lambda: replica.request("GET", "/readyz")[0] in (200, 503),
+            timeout=60,
+            what="the replica's /readyz",
+        )
+        return replica
+
     def stop_extender(self) -> None:
         if self.extender is not None:
             self.extender.stop(grace=5)
@@ -302,11 +327,19 @@ class SchedwebStack:
             return status, raw.decode(errors="replace")
 
     def extender_request(
-        self, method: str, path: str, body: Any = None, *, client_cert: bool = True
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        client_cert: bool = True,
+        base: str = "",
     ) -> tuple[int, Any]:
-        """A request to the extender's listener (kube-scheduler's certificate unless told not)."""
+        """A request to the extender's listener (kube-scheduler's certificate unless told not);
+        `base` another listener's https://127.0.0.1:<port>."""
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.extender_url + path, data=data, method=method)
+        url = (base or self.extender_url) + path
+        request = urllib.request.Request(url, data=data, method=method)
         request.add_header("Content-Type", "application/json")
         context = self.ssl_context(client_cert=client_cert)
         try:
@@ -383,3 +416,27 @@ class SchedwebStack:
             self.env["SCHEDWEB_KUBECONFIG"],
             *extra,
         )
+
+
+class ExtenderReplica:
+    """A further extender listener of a SchedwebStack (start_extender_replica)."""
+
+    def __init__(self, *, stack: SchedwebStack, port: int, process: ManagedProcess) -> None:
+        self.stack = stack
+        self.port = port
+        self.process = process
+        self.url = f"https://127.0.0.1:{port}"
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        try:
+            return self.stack.extender_request(method, path, body, base=self.url)
+        except (urllib.error.URLError, OSError):
+            return 0, None
+
+    def served(self) -> dict[str, str]:
+        """The policy versions this replica answers with (its /readyz), by scheduler name."""
+        _, body = self.request("GET", "/readyz")
+        return body.get("extender", {}).get("policies", {}) if isinstance(body, dict) else {}
+
+    def stop(self) -> None:
+        self.process.stop(grace=5)

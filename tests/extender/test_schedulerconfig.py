@@ -182,7 +182,8 @@ def test_a_second_scheduler_over_tls_mounts_only_the_ca_and_over_http_nothing():
     assert config["extenders"][0]["tlsConfig"] == {"caFile": "/etc/schedweb-tls/ca.crt"}
     plain = generate("--manifests", "--url", "http://127.0.0.1:8443/extender/", *MTLS[2:])
     pod = plain[6]["spec"]["template"]["spec"]
-    assert [v["name"] for v in pod["volumes"]] == ["config"] and "securityContext" not in pod
+    assert [v["name"] for v in pod["volumes"]] == ["config"]
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}  # no fsGroup
 
 
 @pytest.mark.django_db
@@ -233,3 +234,19 @@ def test_the_rbac_lists_and_watches_exactly_what_the_snapshot_reads():
     }
     others = [r for r in role["rules"] if r["verbs"] != ["list", "watch"]]
     assert others == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]}]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("schedweb:8443/extender/", "an https:// URL with a host"),
+        ("https://schedweb:8443/", "the path ends with /extender/"),
+        ("https://user@schedweb:8443/extender/", "no user, query or fragment"),
+    ],
+)
+def test_a_url_that_cannot_be_an_extender_prefix_is_refused_with_the_reason(url, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        call_command("schedulerconfig", "--url", url, "--scheduler-name", "schedweb")
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err

@@ -261,15 +261,19 @@ class ControlPlane:
         *,
         extra_args: Sequence[str] = (),
         timeout: float | None = None,
+        leader_election: bool = False,
     ) -> SchedulerProcess:
         """Start a stock kube-scheduler with this KubeSchedulerConfiguration and wait until ready.
 
-        clientConnection.kubeconfig defaults to the admin kubeconfig; leader election is off.
+        clientConnection.kubeconfig defaults to the admin kubeconfig; leader election is off
+        unless `leader_election` (then the configuration's leaderElection is used as it is).
         Stopped by stop() at the latest; `with cp.start_scheduler(...)` stops it sooner.
         """
         if self._pki is None or not self.url:
             raise ControlPlaneError("start() the control plane first")
-        config = scheduler_config(config=config_yaml, kubeconfig=self.kubeconfig)
+        config = scheduler_config(
+            config=config_yaml, kubeconfig=self.kubeconfig, leader_election=leader_election
+        )
         (port,) = free_ports(count=1)
         scheduler = SchedulerProcess(
             binary=self.bin_dir / "kube-scheduler",

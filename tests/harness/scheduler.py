@@ -19,8 +19,13 @@ API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
 
 
-def scheduler_config(*, config: str | Mapping[str, Any], kubeconfig: Path) -> dict[str, Any]:
-    """Parse and complete a KubeSchedulerConfiguration; ValueError says what is wrong with it."""
+def scheduler_config(
+    *, config: str | Mapping[str, Any], kubeconfig: Path, leader_election: bool = False
+) -> dict[str, Any]:
+    """Parse and complete a KubeSchedulerConfiguration; ValueError says what is wrong with it.
+
+    Leader election stays off unless `leader_election` (schedulers that must each hold their
+    own lease, as a second scheduler beside the default one does)."""
     if isinstance(config, str):
         try:
             parsed = yaml.safe_load(config)
@@ -41,6 +46,8 @@ def scheduler_config(*, config: str | Mapping[str, Any], kubeconfig: Path) -> di
     connection = parsed.setdefault("clientConnection", {})
     connection.setdefault("kubeconfig", str(kubeconfig))
     election = parsed.setdefault("leaderElection", {})
+    if leader_election:
+        return parsed
     if election.get("leaderElect", False):
         raise ValueError("leaderElection.leaderElect must stay false: test schedulers run alone")
     election["leaderElect"] = False

@@ -57,6 +57,16 @@ def test_a_scheduler_config_keeps_its_own_kubeconfig_and_is_not_mutated():
     assert "leaderElection" not in given
 
 
+def test_a_scheduler_config_keeps_its_leader_election_when_asked_to():
+    election = {"leaderElect": True, "resourceNamespace": "ns", "resourceName": "mine"}
+
+    config = scheduler_config(
+        config={"leaderElection": election}, kubeconfig=KUBECONFIG, leader_election=True
+    )
+
+    assert config["leaderElection"] == election
+
+
 @pytest.mark.parametrize(
     ("config", "error"),
     [

@@ -657,6 +657,12 @@ def test_the_cli_prints_the_same_rbac_as_the_connect_page(bind):
             {"weight": "1", "scheduler_names": ",".join(f"s{i}" for i in range(11))},
             "at most 10 scheduler names",
         ),
+        ({"weight": "1", "namespace": "Kube_System"}, "is not a namespace name"),
+        ({"weight": "1", "url": "ftp://x/extender/"}, "an https:// URL with a host"),
+        ({"weight": "1", "url": "https://x:8443/"}, "the path ends with /extender/"),
+        ({"weight": "1", "url": "https://x:8443/extender/?a=1"}, "no user, query or fragment"),
+        ({"weight": "1", "url": "https://x:port/extender/"}, "not a URL"),
+        ({"weight": "1", "url": "https://x/" + "a" * 3000 + "/extender/"}, "at most 2048"),
     ],
 )
 def test_bad_options_are_a_422_with_the_error_at_the_field(params, message):
@@ -825,3 +831,26 @@ def test_a_malformed_or_oversized_recorded_manifest_is_dropped_not_stored():
     for manifest in ("[1]", "{bad", "{" + " " * MAX_DECISION_POD_BYTES + "}", 7):
         services.decisions_store(batch=[{**item, "podManifest": manifest}])
         assert Decision.objects.order_by("-pk").first().pod_manifest == ""
+
+
+def test_the_connect_page_takes_the_extender_url_and_prints_what_the_cli_prints_for_it(settings):
+    """The URL field (in a cluster: the chart's extender Service) reaches every output, and the
+    command the page shows prints the same second-scheduler manifests."""
+    url = "https://schedweb-extender.schedweb.svc:8443/extender/"
+    settings.SCHEDWEB_EXTENDER_SCHEDULER_CA = "/etc/schedweb/ca.crt"
+    settings.SCHEDWEB_EXTENDER_SCHEDULER_CERT = "/etc/schedweb/client.crt"
+    settings.SCHEDWEB_EXTENDER_SCHEDULER_KEY = "/etc/schedweb/client.key"
+    params = {"weight": "1", "node_cache_capable": "on", "url": url, "tab": "manifests"}
+    response = client_for("viewer").get("/connect/", params)
+    assert response.status_code == 200
+    out = response.context["out"]
+    assert out["urls"]["filter"] == url + "filter"
+    assert yaml.safe_load(out["resource"])["extenders"][0]["urlPrefix"] == url
+    command = out["cli_manifests"]
+    assert f"--url {url}" in command and command in html.unescape(response.content.decode())
+    printed = io.StringIO()
+    call_command(*shlex.split(command)[2:], stdout=printed)
+    assert printed.getvalue() == out["manifests"]
+    assert "&id0" not in out["manifests"] and "scheduler-config.yaml: |" in out["manifests"]
+    body = response.content.decode()
+    assert 'name="url"' in body and 'type="url"' in body

@@ -29,6 +29,7 @@ from policies.schedulerconfig import (
     SchedulerSetup,
     dump_yaml,
     extender_cluster_role,
+    extender_url_problem,
     scheduler_configuration,
     second_scheduler_yaml,
 )
@@ -164,6 +165,11 @@ class Command(BaseCommand):
             rbac = extender_cluster_role(bind=options["bind"])
             self.stdout.write(dump_yaml(rbac), ending="")
             return
+        if problem := extender_url_problem(options["url"]):
+            self.stderr.write(
+                f"error: --url {options['url'][:200]!r} is not an extender URL: {problem}"
+            )
+            sys.exit(2)
         names = tuple(options["names"] or scheduler_names_active() or ["schedweb"])
         separate = options["second_scheduler"] or options["manifests"]
         setup = SchedulerSetup(

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# axe-core (the accessibility checker the browser tests run in Chromium), from the npm registry:
-# a pinned version, checked against the registry's sha512 integrity, cached in .cache/axe/.
+# axe-core (the accessibility checker the browser tests run in Chromium), fetched by npm from its
+# configured registry (npm's default unless the machine says otherwise: no registry host is named
+# here): a pinned version, checked against the registry's sha512 integrity, cached in .cache/axe/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=4.14.1
@@ -10,7 +11,9 @@ dir=.cache/axe
 mkdir -p "$dir"
 tmp=$(mktemp -d "$dir/.download.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-curl -fsSL "https://registry.npmjs.org/axe-core/-/axe-core-$version.tgz" -o "$tmp/axe.tgz"
+command -v npm >/dev/null || { echo "axe-core: npm is needed (Debian: apt-get install npm; scripts/bootstrap.sh dev does)"; exit 1; }
+(cd "$tmp" && npm pack --silent --cache "$PWD/npm-cache" "axe-core@$version" >/dev/null)
+mv "$tmp/axe-core-$version.tgz" "$tmp/axe.tgz"
 got="sha512-$(openssl dgst -sha512 -binary "$tmp/axe.tgz" | base64 -w0)"
 [[ $got == "$integrity" ]] || { echo "axe-core: integrity mismatch ($got)"; exit 1; }
 tar -xzf "$tmp/axe.tgz" -C "$tmp" package/axe.min.js

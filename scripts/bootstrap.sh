@@ -12,6 +12,8 @@ command -v redis-server >/dev/null || need_pkgs+=(redis-server)
 if [[ $mode == dev ]]; then
   [[ -x /usr/lib/postgresql/15/bin/initdb ]] || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_pkgs+=(postgresql)
   command -v chromium >/dev/null || need_pkgs+=(chromium)
+  command -v go >/dev/null || need_pkgs+=(golang-go)   # only fetches the pinned Go (scripts/k8s-binaries.sh)
+  command -v npm >/dev/null || need_pkgs+=(npm)        # only fetches axe-core (scripts/axe-core.sh)
 fi
 if ((${#need_pkgs[@]})); then
   echo "bootstrap: installing Debian packages: ${need_pkgs[*]}"

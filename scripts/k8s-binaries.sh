@@ -7,9 +7,11 @@
 #   scripts/k8s-binaries.sh --force  # rebuild even if the stamp matches
 #   scripts/k8s-binaries.sh tidy     # after editing versions in go.mod: go mod tidy
 #   scripts/k8s-binaries.sh toolchain  # install the Go toolchain only; prints its go binary
-# The Go toolchain is installed the same way everywhere: the golang.org/toolchain module zip from
-# the proxy, checked against the hash sum.golang.org publishes for it. Any Go already on the
-# machine is ignored.
+# The Go toolchain is installed the same way everywhere: the golang.org/toolchain module, fetched
+# by whatever `go` the machine has (Debian's golang-go will do; scripts/bootstrap.sh dev installs
+# it) with the go command's default module proxy and checksum database (or whatever GOPROXY and
+# GOSUMDB say: no registry host is named here), and checked against the hash sum.golang.org
+# publishes for it. That first `go` builds nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -20,7 +22,8 @@ esac
 mod_dir=$root/tests/harness
 
 # h1: hashes of golang.org/toolchain v0.0.1-go<version>.linux-<arch> as published by
-# sum.golang.org (`curl https://sum.golang.org/lookup/golang.org/toolchain@v0.0.1-go1.26.5.linux-amd64`).
+# the checksum database (the Sum that `go mod download -json golang.org/toolchain@v0.0.1-go1.26.5.linux-amd64`
+# prints).
 declare -A toolchain_h1=(
   [go1.26.5.linux-amd64]='h1:/yCM7qVQu6sYYUewQ39rtTtRMYMHdbP9oNjgp+lEV9w='
   [go1.26.5.linux-arm64]='h1:UHSk3bG/La7y0Yct6mGksNBsq5i/8jxM+TAKPjB6jUM='
@@ -29,8 +32,8 @@ declare -A toolchain_h1=(
 die() { echo "k8s-binaries: $*" >&2; exit 1; }
 temp_dirs=()
 trap 'rm -rf "${temp_dirs[@]}"' EXIT
-for cmd in curl python3 flock sha256sum; do
-  command -v $cmd >/dev/null || die "$cmd is needed (Debian: apt-get install curl python3 util-linux coreutils)"
+for cmd in python3 flock sha256sum; do
+  command -v $cmd >/dev/null || die "$cmd is needed (Debian: apt-get install python3 util-linux coreutils)"
 done
 
 go_version=$(awk '$1 == "toolchain" {print $2}' "$mod_dir/go.mod")
@@ -50,7 +53,8 @@ out=$root/.cache/k8s/$k8s_version
 mkdir -p "$root/.cache/go" "$root/.cache/go-toolchain" "$root/.cache/k8s"
 
 # Everything Go writes stays under .cache/go; nothing reaches ~/go or ~/.cache.
-export GOTOOLCHAIN=local GOPROXY=https://proxy.golang.org GOSUMDB=sum.golang.org GONOSUMDB= GOPRIVATE=
+# The module proxy and checksum database are the go command's defaults (or GOPROXY/GOSUMDB's).
+export GOTOOLCHAIN=local
 export GOPATH=$root/.cache/go/path GOMODCACHE=$root/.cache/go/mod GOCACHE=$root/.cache/go/build
 # Static binaries like the release's; two compile jobs (K8S_BUILD_JOBS) to share the 2 cores.
 export GOENV=off GOTELEMETRY=off GOWORK=off CGO_ENABLED=0 GOFLAGS=-p=${K8S_BUILD_JOBS:-2}
@@ -58,15 +62,21 @@ unset GOROOT
 go=$goroot/bin/go
 
 install_toolchain() {
-  local url=https://proxy.golang.org/golang.org/toolchain/@v/v0.0.1-$toolchain.zip
-  local tmp
+  local fetch_go tmp zip extracted
+  fetch_go=$(command -v go) || die "a go command is needed to fetch Go $go_version (Debian: apt-get install golang-go; scripts/bootstrap.sh dev does)"
   tmp=$(mktemp -d "$root/.cache/go-toolchain/.download.XXXXXX")
   temp_dirs+=("$tmp")
-  echo "k8s-binaries: downloading Go $go_version ($url)" >&2
-  curl -fsSL --retry 3 -o "$tmp/go.zip" "$url" || die "could not download $url"
+  echo "k8s-binaries: fetching Go $go_version (the golang.org/toolchain module) with $("$fetch_go" env GOVERSION 2>/dev/null || echo "$fetch_go")" >&2
+  # The module's zip (kept in the module cache) and its extracted copy (removed below: ours is
+  # extracted from the zip once its hash is checked).
+  read -r zip extracted < <(cd "$tmp" && GOFLAGS= "$fetch_go" mod download -json "golang.org/toolchain@v0.0.1-$toolchain" |
+    python3 -c 'import json, sys; info = json.load(sys.stdin); sys.exit(info["Error"]) if info.get("Error") else print(info["Zip"], info.get("Dir", ""))') ||
+    true
+  [[ -f ${zip:-} ]] || die "could not fetch golang.org/toolchain@v0.0.1-$toolchain"
+  if [[ -n ${extracted:-} && -d $extracted ]]; then chmod -R u+w "$extracted" && rm -rf "$extracted"; fi
   # dirhash Hash1, as cmd/go computes it for go.sum: sha256 over the sorted lines
   # "<sha256 hex of file>  <name in zip>\n", base64-encoded, prefixed "h1:".
-  python3 - "$tmp/go.zip" "$expected_h1" "$tmp/unpacked" <<'PY' || die "checksum mismatch for $toolchain: refusing to install it"
+  python3 - "$zip" "$expected_h1" "$tmp/unpacked" <<'PY' || die "checksum mismatch for $toolchain: refusing to install it"
 import base64, hashlib, sys, zipfile
 
 path, expected, dest = sys.argv[1:]

@@ -10,7 +10,8 @@ pods into V1Pod models takes minutes; orjson takes about 2 s.
 Failures are classified into a `KubeError` whose `kind` the UI shows as is:
 
     unauthorized  401: the API server rejected the credentials
-    forbidden     403: the account needs list and watch on the KINDS below (RBAC)
+    forbidden     403: the account needs list and watch on the KINDS below (RBAC); a refused
+                  patch or bind says what the API server refused
     unreachable   connection refused, DNS, timeout, TLS: cannot connect to https://...
     gone          410: the resource version is too old; the caller relists (`Gone`)
     config        the kubeconfig / in-cluster configuration cannot be loaded
@@ -25,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -383,7 +385,12 @@ class LiveClient:
         if status == 401:
             return KubeError("unauthorized", _UNAUTHORIZED, http_status=401)
         if status == 403:
-            message = f"{_FORBIDDEN}: {detail}" if detail else _FORBIDDEN
+            # The watcher's lists and watches get the whole list of what it needs; a refused
+            # patch (requeue nudge) or bind says what was refused, in the API server's words.
+            if not detail or re.search(r"cannot (list|watch) ", detail):
+                message = f"{_FORBIDDEN}: {detail}" if detail else _FORBIDDEN
+            else:
+                message = f"forbidden (RBAC): {detail}"
             return KubeError("forbidden", message, http_status=403)
         if status == 410:
             return Gone(f"gone: {detail or 'the resource version is too old'}")

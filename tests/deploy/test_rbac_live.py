@@ -145,6 +145,9 @@ def test_the_watcher_and_the_requeue_nudge_run_with_the_charts_account_and_nothi
             namespace=release.namespace, name=pod, uid=got["metadata"]["uid"], node=node
         )
     assert refused_bind.value.http_status == 403
+    # the message names what was refused, not the watcher's list-and-watch needs
+    assert 'cannot create resource "pods/binding"' in str(refused_bind.value)
+    assert "list and watch" not in str(refused_bind.value)
     with pytest.raises(ApiError) as refused_node:
         release.as_account.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {"x": "y"}}})
     assert refused_node.value.status == 403

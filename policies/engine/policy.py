@@ -26,6 +26,7 @@ from .cel import (
     Program,
     compile_expression,
     policy_env,
+    queue_env,
     types,
 )
 from .cel.deadline import deadline_check, deadline_get, deadline_passed, monotonic
@@ -43,6 +44,7 @@ from .document import (
 from .helpers import ClusterFunctions
 from .inputs import ClusterView, NodeView, PodView
 from .positions import document_position
+from .queue import QueueKey, clamp, namespace_view
 from .results import Evaluation, RuleError
 
 DEFAULT_COST_LIMIT = 1_000_000
@@ -208,6 +210,13 @@ class CompiledPolicy:
             self._compile(r.name, f"scores[{i}].expression", r.expression, env, _NUMBER)
             for i, r in enumerate(spec.scores)
         ]
+        self.queue = (
+            self._compile(
+                "queue", "queue.expression", spec.queue.expression, queue_env(), (types.INT,)
+            )
+            if spec.queue is not None
+            else None
+        )
         for i, rule in enumerate(self.match_conditions):
             if rule is not None and rule.program.references & (
                 {"node"} | {f"variables.{v}" for v in self.variables}
@@ -236,6 +245,7 @@ class CompiledPolicy:
             *self.filters,
             *self.messages,
             *self.scores,
+            self.queue,
         ]
         total = 0
         for rule in rules:
@@ -482,6 +492,52 @@ class CompiledPolicy:
             evaluation.total = [0.0] * n
             evaluation.extender = [0] * n
         return evaluation
+
+    def queue_key(
+        self,
+        pod: PodView,
+        namespace_labels: Mapping[str, str] | None = None,
+        cluster: ClusterView | None = None,
+    ) -> QueueKey:
+        """The pod's queue key (its priority under this policy), clamped into queue.min..max.
+
+        No key when the policy has no `queue:`, does not target the pod's schedulerName, or a
+        matchCondition is false; an evaluation error (or a matchCondition's) is a keyless
+        result with `error` set: the admission webhook then follows failurePolicy."""
+        if self.queue is None or self.spec.queue is None:
+            return QueueKey(None, reason="the policy has no queue")
+        if not self.applies_to(pod):
+            return QueueKey(
+                None,
+                reason=f"spec.schedulerName {pod.get('schedulerName', '')!r} is not targeted by this policy",
+            )
+        base = {"pod": pod, "cluster": ClusterFunctions(cluster, pod), "variables": {}}
+        for rule in self.match_conditions:
+            try:
+                value = rule.program.evaluate(base, cost_limit=self.cost_limit)
+            except CelError as exc:
+                return QueueKey(
+                    None,
+                    reason=f"matchCondition {rule.name} could not be evaluated: {exc}",
+                    error=True,
+                )
+            if value is not True:
+                return QueueKey(None, reason=f"matchCondition {rule.name} is false")
+        activation = {
+            "pod": pod,
+            "namespaceObject": namespace_view(pod["namespace"], namespace_labels),
+        }
+        try:
+            raw = self.queue.program.evaluate(activation, cost_limit=self.cost_limit)
+        except CelError as exc:
+            return QueueKey(None, reason=f"queue key could not be evaluated: {exc}", error=True)
+        if type(raw) is not int:  # a dyn expression (a label through `object`) gave another type
+            return QueueKey(
+                None,
+                reason=f"queue key must evaluate to an int, got {_cel_type_name(raw)}",
+                error=True,
+            )
+        return QueueKey(clamp(raw, self.spec.queue.min, self.spec.queue.max), raw)
 
     def variable_values(
         self, pod: PodView, node: NodeView, cluster: ClusterView | None = None

@@ -7,15 +7,17 @@ expect:
   verdicts: {cp-1: reject, a-small-1: pass}
   rejectedBy: {cp-1: no-control-plane}
   extenderScores: {a-small-1: 7}
+  queueKey: 11                  # the pod's queue key (its priority); null: the pod gets none
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .queue import QueueKey
 from .results import Evaluation
 
-EXPECT_KEYS = ("applies", "winner", "verdicts", "rejectedBy", "extenderScores")
+EXPECT_KEYS = ("applies", "winner", "verdicts", "rejectedBy", "extenderScores", "queueKey")
 
 
 def expect_problems(expect: Any) -> list[str]:
@@ -32,6 +34,10 @@ def expect_problems(expect: Any) -> list[str]:
         problems.append("expect.applies must be true or false")
     if "winner" in expect and not isinstance(expect["winner"], str):
         problems.append("expect.winner must be a node name")
+    if "queueKey" in expect and (
+        isinstance(expect["queueKey"], bool) or not isinstance(expect["queueKey"], int | type(None))
+    ):
+        problems.append("expect.queueKey must be an integer or null")
     for key, allowed in (("verdicts", (str,)), ("rejectedBy", (str,)), ("extenderScores", (int,))):
         value = expect.get(key)
         if value is None:
@@ -48,9 +54,17 @@ def expect_problems(expect: Any) -> list[str]:
     return problems
 
 
-def check_expectations(evaluation: Evaluation, expect: dict[str, Any]) -> list[str]:
-    """Every way `evaluation` differs from `expect`, as sentences; [] when it matches."""
+def check_expectations(
+    evaluation: Evaluation, expect: dict[str, Any], queue_key: QueueKey | None = None
+) -> list[str]:
+    """Every way `evaluation` (and the pod's `queue_key`) differs from `expect`, as sentences;
+    [] when it matches."""
     failures: list[str] = []
+    if "queueKey" in expect:
+        got = queue_key.key if queue_key is not None else None
+        if got != expect["queueKey"]:
+            why = f" ({queue_key.reason})" if queue_key is not None and queue_key.reason else ""
+            failures.append(f"expected queue key {expect['queueKey']}, got {got}{why}")
     index = {name: i for i, name in enumerate(evaluation.node_names)}
 
     def node_index(name: str) -> int | None:

@@ -351,6 +351,36 @@ class LiveClient:
         response.read()
         response.release_conn()
 
+    def priority_class_names(self) -> set[str]:
+        """Names of the cluster's PriorityClasses (the queue classes the worker manages)."""
+        from kubernetes import client as k8s
+
+        api = k8s.SchedulingV1Api(self._core().api_client)
+        response = self._open(
+            api.list_priority_class, {"limit": 5000}, timeout=(CONNECT_TIMEOUT, 30.0)
+        )
+        try:
+            data = orjson.loads(response.read())
+        finally:
+            response.release_conn()
+        return {item["metadata"]["name"] for item in data.get("items") or []}
+
+    def priority_class_create(self, manifest: dict[str, Any]) -> None:
+        """Creates a PriorityClass; one that exists already (another worker) is fine."""
+        from kubernetes import client as k8s
+
+        api = k8s.SchedulingV1Api(self._core().api_client)
+        try:
+            response = self._open(
+                api.create_priority_class, {"body": manifest}, timeout=(CONNECT_TIMEOUT, 10.0)
+            )
+        except KubeError as exc:
+            if exc.http_status == 409:
+                return
+            raise
+        response.read()
+        response.release_conn()
+
     def pod_node(self, *, namespace: str, name: str) -> str:
         """The node a pod is bound to ("" while pending)."""
         response = self._open(

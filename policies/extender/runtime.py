@@ -144,6 +144,8 @@ class ExtenderRuntime:
         self.redis_ok = True
         self.last_error = ""
         self.started_at = time.time()
+        # key ranges whose queue PriorityClasses exist (policies/queue_classes.py)
+        self.class_ranges: tuple[tuple[int, int], ...] = ()
         self._initial_load()
         self.extender = Extender(
             policies=lambda: self.registry.by_scheduler,
@@ -180,6 +182,24 @@ class ExtenderRuntime:
             except Exception as db_exc:  # nothing to serve: pods pass through until Redis has a set
                 log.error("extender start: no policies (%s; database: %s)", problem, db_exc)
         self.snapshots.refresh()
+        self._refresh_classes()
+
+    def _refresh_classes(self) -> None:
+        from policies.queue_classes import queue_classes_read
+
+        with contextlib.suppress(Exception):  # Redis down: keep the ranges we hold
+            self.class_ranges = queue_classes_read(self.redis)
+
+    def class_ready(self, value: int) -> bool:
+        """The PriorityClass of queue key `value` exists (as the worker last reported)."""
+        return any(low <= value <= high for low, high in self.class_ranges)
+
+    def namespace_labels(self, namespace: str):
+        """A namespace's labels from the snapshot (None when the snapshot has no such one)."""
+        snapshot = self.snapshots.current()
+        if snapshot is None:
+            return None
+        return snapshot.state.namespaces().get(namespace)
 
     def _run(self) -> None:
         last_metrics = last_decisions = time.monotonic()
@@ -189,6 +209,7 @@ class ExtenderRuntime:
                 self.redis_ok = True
             except Exception as exc:
                 self.redis_ok, self.last_error = False, f"redis: {exc}"
+            self._refresh_classes()
             before = self.snapshots.current()
             try:
                 self.snapshots.refresh()

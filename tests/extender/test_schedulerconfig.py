@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 
 import pytest
@@ -233,3 +234,34 @@ def test_the_rbac_lists_and_watches_exactly_what_the_snapshot_reads():
     }
     others = [r for r in role["rules"] if r["verbs"] != ["list", "watch"]]
     assert others == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]}]
+
+
+# --- the queue webhook (issue 11) ------------------------------------------------------------
+
+
+def test_the_queue_webhook_configuration_has_one_webhook_per_policy_scoped_away_from_kube_system():
+    from policies.schedulerconfig import QueuePolicy, queue_webhook_configuration
+
+    config = queue_webhook_configuration(
+        extender_url="https://10.0.0.5:8443/extender/",
+        policies=[
+            QueuePolicy("seed-002-queue", "Ignore", ("schedweb",)),
+            QueuePolicy("batch", "Fail", ("batch-a", "batch-b")),
+        ],
+        ca_bundle="-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+    )
+    assert config["kind"] == "MutatingWebhookConfiguration"
+    first, second = config["webhooks"]
+    assert first["name"] == "seed-002-queue.queue.schedweb.io"
+    assert (first["failurePolicy"], second["failurePolicy"]) == ("Ignore", "Fail")
+    assert first["clientConfig"]["url"] == "https://10.0.0.5:8443/admission/queue"
+    assert base64.b64decode(first["clientConfig"]["caBundle"]).startswith(b"-----BEGIN")
+    assert second["matchConditions"] == [
+        {
+            "name": "scheduler-name",
+            "expression": "object.spec.schedulerName in ['batch-a', 'batch-b']",
+        }
+    ]
+    (namespaces,) = first["namespaceSelector"]["matchExpressions"]
+    assert namespaces["operator"] == "NotIn" and "kube-system" in namespaces["values"]
+    assert first["rules"][0]["operations"] == ["CREATE"] and first["sideEffects"] == "None"

@@ -29,8 +29,10 @@ from policies.schedulerconfig import (
     SchedulerSetup,
     dump_yaml,
     extender_cluster_role,
+    queue_webhook_configuration,
     scheduler_configuration,
     second_scheduler_yaml,
+    webhook_url,
 )
 from policies.selectors import scheduler_names_active
 
@@ -191,11 +193,34 @@ class Command(BaseCommand):
         try:
             if options["manifests"]:
                 self.stdout.write(second_scheduler_yaml(setup), ending="")
+                self._queue_webhook(setup)
             else:
                 self.stdout.write(dump_yaml(scheduler_configuration(setup)), ending="")
         except BindScopeError as exc:
             self.stderr.write(f"error: {exc}")
             sys.exit(2)
+
+    def _queue_webhook(self, setup: SchedulerSetup) -> None:
+        """With --manifests and an active policy with `queue:`: the MutatingWebhookConfiguration
+        that gives its pods their queue key as priority (caBundle: the --ca-file's CA)."""
+        from policies.queue_classes import queue_policies_active
+
+        policies = queue_policies_active()
+        if not policies:
+            return
+        ca = Path(setup.tls_ca_file).read_text() if setup.tls_ca_file else ""
+        config = queue_webhook_configuration(
+            extender_url=setup.extender_url, policies=policies, ca_bundle=ca
+        )
+        self.stdout.write(
+            "---\n# The queue webhook (policies with queue:): kube-apiserver sends new pods of "
+            "their schedulerNames to\n# "
+            + webhook_url(setup.extender_url)
+            + "; with mutual TLS, kube-apiserver needs --admission-control-config-file\n"
+            "# naming a kubeconfig with its client certificate (docs/policies.md, section 5b).\n"
+            + dump_yaml(config),
+            ending="",
+        )
 
     def _advise(self, options) -> None:
         try:

@@ -1,0 +1,132 @@
+"""Answering kube-apiserver's AdmissionReview for pods: the queue key as the pod's priority.
+
+Verified against kube-apiserver v1.35.8 (tests/e2e/test_queue_admission.py, docs/policies.md):
+the built-in Priority admission plugin runs before mutating webhooks and again after a webhook
+changed the object, and then refuses a pod whose `spec.priority` or `spec.preemptionPolicy`
+differ from what its `priorityClassName` gives ("the integer value of priority (0) must not be
+provided in pod spec; priority admission controller computed 7 ...") or whose class does not
+exist. So the patch sets all three together, and only to a class the worker has created:
+either the pod is admitted with the whole mutation or, under Fail, refused - never half.
+
+Answers come from process memory (the active policies, the snapshot's namespace labels, the
+classes the worker reported), like the extender's; nothing here imports Django or kubernetes.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from policies.cluster.convert import ConversionError, pod_view
+
+from .classes import PREEMPTION_POLICY, class_name
+
+PATH = "/admission/queue"
+
+
+class ReviewInvalid(ValueError):
+    """The body is not an AdmissionReview for a pod (400)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status: int
+    body: bytes
+    policy: str = ""  # X-Schedweb-Policy: which active version decided
+
+
+def _review(uid: str, response: dict[str, Any]) -> bytes:
+    return orjson.dumps(
+        {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "response": {"uid": uid, **response},
+        }
+    )
+
+
+def _refuse(uid: str, message: str) -> dict[str, Any]:
+    return {"allowed": False, "status": {"code": 403, "reason": "Forbidden", "message": message}}
+
+
+def admission_answer(
+    body: bytes,
+    *,
+    policies: Mapping[str, Any],
+    namespace_labels: Callable[[str], Mapping[str, str] | None],
+    class_ready: Callable[[int], bool],
+) -> Answer:
+    """The AdmissionReview answer for `body`.
+
+    `policies` maps schedulerName -> ServedPolicy (the extender's registry); a pod whose
+    schedulerName no active policy with `queue:` targets is allowed unchanged. A key's patch
+    needs its PriorityClass to exist (`class_ready`); without it, and on an evaluation error,
+    the policy's failurePolicy decides: Ignore admits the pod unchanged, Fail refuses it.
+    """
+    try:
+        review = orjson.loads(body)
+        request = review["request"]
+        uid = request["uid"]
+        if not isinstance(uid, str):
+            raise TypeError("request.uid must be a string")
+        obj = request["object"]
+        if not isinstance(obj, dict):
+            raise TypeError("request.object must be an object")
+    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ReviewInvalid(f"not an AdmissionReview: {exc}") from None
+    kind = (request.get("kind") or {}).get("kind")
+    if kind != "Pod" or request.get("operation") != "CREATE":
+        return Answer(200, _review(uid, {"allowed": True}))
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    served = policies.get(spec.get("schedulerName") or "default-scheduler")
+    if served is None or served.compiled.spec.queue is None:
+        return Answer(200, _review(uid, {"allowed": True}))
+    compiled = served.compiled
+    namespace = request.get("namespace") or (obj.get("metadata") or {}).get("namespace") or ""
+    metadata = {**(obj.get("metadata") or {}), "namespace": namespace}
+    metadata.setdefault("name", metadata.get("generateName") or "")
+    fail = compiled.spec.failure_policy == "Fail"
+    try:
+        pod = pod_view({**obj, "metadata": metadata})
+    except ConversionError as exc:
+        return _decide(uid, served, fail, f"the pod cannot be read: {exc}")
+    key = compiled.queue_key(pod, namespace_labels(namespace))
+    if key.key is None:
+        if key.error:
+            return _decide(uid, served, fail, key.reason)
+        return Answer(200, _review(uid, {"allowed": True}), served.label)
+    if not class_ready(key.key):
+        return _decide(
+            uid,
+            served,
+            fail,
+            f"PriorityClass {class_name(key.key)} (queue key {key.key}) does not exist yet; "
+            "schedweb's worker creates it",
+        )
+    patch = [
+        {"op": "add", "path": "/spec/priorityClassName", "value": class_name(key.key)},
+        {"op": "add", "path": "/spec/priority", "value": key.key},
+        {"op": "add", "path": "/spec/preemptionPolicy", "value": PREEMPTION_POLICY},
+    ]
+    response = {
+        "allowed": True,
+        "patchType": "JSONPatch",
+        "patch": base64.b64encode(orjson.dumps(patch)).decode(),
+    }
+    return Answer(200, _review(uid, response), served.label)
+
+
+def _decide(uid: str, served: Any, fail: bool, reason: str) -> Answer:
+    """No key for the pod: admitted unchanged (Ignore) or refused with the reason (Fail)."""
+    if fail:
+        message = f"schedweb policy {served.label} (failurePolicy Fail): {reason}"
+        return Answer(200, _review(uid, _refuse(uid, message)), served.label)
+    return Answer(200, _review(uid, {"allowed": True}), served.label)
+
+
+def invalid_answer(message: str) -> Answer:
+    return Answer(400, orjson.dumps({"error": "bad_request", "detail": message}))

@@ -326,7 +326,7 @@ def extender_cluster_role(*, bind: bool, name: str = "schedweb-extender") -> lis
     and pods (the snapshot), and namespaces, services, replicationcontrollers, apps
     replicasets and statefulsets (what kube-scheduler's InterPodAffinity namespaceSelector and
     PodTopologySpread system defaults read, so the preview models them), patch pods (the
-    requeue nudge annotation); only when it binds
+    requeue nudge annotation), list and create priorityclasses (the queue keys'); only when it binds
     (SCHEDWEB_EXTENDER_BIND), create pods/binding and get pods (a bind answered 409 reads the
     pod to tell "already on that node" from a conflict, policies/cluster/live.py)."""
     pod_verbs = ["get", "patch"] if bind else ["patch"]
@@ -342,6 +342,12 @@ def extender_cluster_role(*, bind: bool, name: str = "schedweb-extender") -> lis
             "verbs": ["list", "watch"],
         },
         {"apiGroups": [""], "resources": ["pods"], "verbs": pod_verbs},
+        # the queue keys' PriorityClasses (policies/queue_classes.py): listed, created if missing
+        {
+            "apiGroups": ["scheduling.k8s.io"],
+            "resources": ["priorityclasses"],
+            "verbs": ["list", "create"],
+        },
     ]
     if bind:
         rules.append({"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]})

@@ -20,6 +20,7 @@ import re
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -52,9 +53,12 @@ from policies.schedulerconfig import (
     dump_yaml,
     extender_cluster_role,
     extender_urls,
+    queue_webhook_configuration,
     rbac_command,
     scheduler_configuration,
     second_scheduler_yaml,
+    webhook_admission_configuration,
+    webhook_url,
 )
 from policies.ui.access import page_access
 from policies.ui.context import role
@@ -560,7 +564,7 @@ def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
 # starting and ending alphanumeric, at most 253 characters.
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 MAX_SCHEDULER_NAMES = 10
-CONNECT_TABS = ("profile", "resource", "manifests", "rbac")
+CONNECT_TABS = ("profile", "resource", "manifests", "webhook", "rbac")
 DEFAULT_LEASE = "kube-scheduler"  # the lease kube-scheduler's own RBAC role is limited to
 
 
@@ -662,12 +666,40 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
         "resource": dump_yaml(scheduler_configuration(resource)),
         "manifests": second_scheduler_yaml(second),
         "rbac": dump_yaml(extender_cluster_role(bind=data["bind"])),
+        "webhook": _queue_webhook(url),
         "managed_resource": MANAGED_RESOURCE,
         "opt_in_pod": dump_yaml(_opt_in_pod(names[0])),
         "cli_profile": _cli(names=names, data=data, extra=""),
         "cli_resource": _cli(names=names, data=data, extra="--scoping resource"),
         "cli_manifests": _cli(names=names, data=data, extra="--manifests"),
         "cli_rbac": rbac_command(bind=data["bind"]),
+    }
+
+
+def _queue_webhook(url: str) -> dict[str, Any]:
+    """The queue webhook's configuration (active policies with `queue:`), and the admission
+    configuration that gives kube-apiserver its client certificate (mutual TLS)."""
+    from policies.queue_classes import queue_policies_active
+
+    policies = queue_policies_active()
+    ca_file = settings.SCHEDWEB_EXTENDER_SCHEDULER_CA
+    try:
+        ca = Path(ca_file).read_text() if ca_file else ""
+    except OSError:
+        ca = ""
+    return {
+        "policies": [p.name for p in policies],
+        "config": dump_yaml(
+            queue_webhook_configuration(extender_url=url, policies=policies, ca_bundle=ca)
+        )
+        if policies
+        else "",
+        "admission": webhook_admission_configuration(
+            webhook_url=webhook_url(url),
+            cert_file="/etc/kubernetes/pki/schedweb-webhook-client.crt",
+            key_file="/etc/kubernetes/pki/schedweb-webhook-client.key",
+        ),
+        "url": webhook_url(url),
     }
 
 

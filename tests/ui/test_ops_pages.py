@@ -825,3 +825,28 @@ def test_a_malformed_or_oversized_recorded_manifest_is_dropped_not_stored():
     for manifest in ("[1]", "{bad", "{" + " " * MAX_DECISION_POD_BYTES + "}", 7):
         services.decisions_store(batch=[{**item, "podManifest": manifest}])
         assert Decision.objects.order_by("-pk").first().pod_manifest == ""
+
+
+def test_the_connect_page_gives_the_queue_webhook_of_active_queue_policies(publisher, settings):
+    settings.SCHEDWEB_EXTENDER_URL = "https://10.0.0.7:8443/extender/"
+    viewer = client_for("viewer")
+    out = viewer.get("/connect/?tab=webhook").context["out"]
+    assert out["webhook"]["config"] == ""  # no active policy has a queue: nothing to send
+    document = (EXAMPLES / "seed-002-queue.yaml").read_text()
+    policy = services.policy_create(actor=publisher, document=document)
+    services.policy_publish(
+        actor=publisher, policy=policy, message="queue", revision=policy.draft_revision
+    )
+    response = viewer.get("/connect/?tab=webhook")
+    out = response.context["out"]
+    config = yaml.safe_load(out["webhook"]["config"])
+    (webhook,) = config["webhooks"]
+    assert webhook["name"] == "seed-002-queue.queue.schedweb.io"
+    assert webhook["failurePolicy"] == "Ignore"
+    assert webhook["clientConfig"]["url"] == "https://10.0.0.7:8443/admission/queue"
+    assert "kube-system" in webhook["namespaceSelector"]["matchExpressions"][0]["values"]
+    admission, kubeconfig = yaml.safe_load_all(out["webhook"]["admission"])
+    assert admission["kind"] == "AdmissionConfiguration"
+    assert kubeconfig["users"][0]["name"] == "10.0.0.7:8443"
+    html = response.content.decode()
+    assert 'id="config-webhook"' in html and 'id="tab-webhook"' in html

@@ -27,25 +27,26 @@ log = logging.getLogger(__name__)
 CLASSES_KEY = "schedweb:queue:classes"
 
 
-def _queue_specs():
-    """(spec of every active policy with a `queue:`), in name order."""
+def _admission_specs():
+    """The spec of every active policy with a `queue:` or a `gang:`, in name order."""
     for entry in active_policies_entries():
         try:
             spec = policy_compile(entry["document"]).spec
         except PolicyInvalid:
             continue
-        if spec.queue is not None:
+        if spec.queue is not None or spec.gang is not None:
             yield spec
 
 
 def queue_policies_active() -> list[QueuePolicy]:
-    """The active policies with a `queue:`: one webhook each in the generated configuration."""
-    return [QueuePolicy(s.name, s.failure_policy, s.scheduler_names) for s in _queue_specs()]
+    """The active policies with a `queue:` or `gang:` (the webhook sets priorities and links
+    gang members): one webhook each in the generated configuration."""
+    return [QueuePolicy(s.name, s.failure_policy, s.scheduler_names) for s in _admission_specs()]
 
 
 def queue_ranges_active() -> list[tuple[int, int]]:
     """min..max of every active policy with a `queue:`, merged where they overlap."""
-    ranges = [(s.queue.min, s.queue.max) for s in _queue_specs()]
+    ranges = [(s.queue.min, s.queue.max) for s in _admission_specs() if s.queue is not None]
     merged: list[tuple[int, int]] = []
     for low, high in sorted(ranges):
         if merged and low <= merged[-1][1] + 1:

@@ -326,7 +326,7 @@ def extender_cluster_role(*, bind: bool, name: str = "schedweb-extender") -> lis
     and pods (the snapshot), and namespaces, services, replicationcontrollers, apps
     replicasets and statefulsets (what kube-scheduler's InterPodAffinity namespaceSelector and
     PodTopologySpread system defaults read, so the preview models them), patch pods (the
-    requeue nudge annotation), list and create priorityclasses (the queue keys'); only when it binds
+    requeue nudge annotation), list and create priorityclasses and workloads (queue keys, gangs); only when it binds
     (SCHEDWEB_EXTENDER_BIND), create pods/binding and get pods (a bind answered 409 reads the
     pod to tell "already on that node" from a conflict, policies/cluster/live.py)."""
     pod_verbs = ["get", "patch"] if bind else ["patch"]
@@ -342,10 +342,11 @@ def extender_cluster_role(*, bind: bool, name: str = "schedweb-extender") -> lis
             "verbs": ["list", "watch"],
         },
         {"apiGroups": [""], "resources": ["pods"], "verbs": pod_verbs},
-        # the queue keys' PriorityClasses (policies/queue_classes.py): listed, created if missing
+        # the queue keys' PriorityClasses (policies/queue_classes.py) and the gangs' Workloads
+        # (policies/gangs.py; an alpha API in 1.35): listed, created if missing
         {
             "apiGroups": ["scheduling.k8s.io"],
-            "resources": ["priorityclasses"],
+            "resources": ["priorityclasses", "workloads"],
             "verbs": ["list", "create"],
         },
     ]

@@ -24,6 +24,7 @@ import orjson
 from policies.cluster.convert import ConversionError, pod_view
 
 from .classes import PREEMPTION_POLICY, class_name
+from .workloads import MODE_WORKLOAD, workload_ref
 
 PATH = "/admission/queue"
 
@@ -59,13 +60,16 @@ def admission_answer(
     policies: Mapping[str, Any],
     namespace_labels: Callable[[str], Mapping[str, str] | None],
     class_ready: Callable[[int], bool],
+    gang_mode: str = "",
 ) -> Answer:
     """The AdmissionReview answer for `body`.
 
     `policies` maps schedulerName -> ServedPolicy (the extender's registry); a pod whose
-    schedulerName no active policy with `queue:` targets is allowed unchanged. A key's patch
-    needs its PriorityClass to exist (`class_ready`); without it, and on an evaluation error,
-    the policy's failurePolicy decides: Ignore admits the pod unchanged, Fail refuses it.
+    schedulerName no active policy with `queue:` or `gang:` targets is allowed unchanged.
+    A key's patch needs its PriorityClass to exist (`class_ready`); without it, and on an
+    evaluation error, the policy's failurePolicy decides: Ignore admits the pod unchanged (no
+    part of the patch), Fail refuses it. With `gang_mode` "workload" (the cluster serves the
+    Workload API), a gang member also gets `spec.workloadRef` to its group's Workload.
     """
     try:
         review = orjson.loads(body)
@@ -83,7 +87,7 @@ def admission_answer(
         return Answer(200, _review(uid, {"allowed": True}))
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
     served = policies.get(spec.get("schedulerName") or "default-scheduler")
-    if served is None or served.compiled.spec.queue is None:
+    if served is None or (served.compiled.spec.queue is None and served.compiled.spec.gang is None):
         return Answer(200, _review(uid, {"allowed": True}))
     compiled = served.compiled
     namespace = request.get("namespace") or (obj.get("metadata") or {}).get("namespace") or ""
@@ -94,24 +98,40 @@ def admission_answer(
         pod = pod_view({**obj, "metadata": metadata})
     except ConversionError as exc:
         return _decide(uid, served, fail, f"the pod cannot be read: {exc}")
-    key = compiled.queue_key(pod, namespace_labels(namespace))
-    if key.key is None:
+    labels = namespace_labels(namespace)
+    patch: list[dict[str, Any]] = []
+    if compiled.spec.queue is not None:
+        key = compiled.queue_key(pod, labels)
         if key.error:
             return _decide(uid, served, fail, key.reason)
+        if key.key is not None:
+            if not class_ready(key.key):
+                return _decide(
+                    uid,
+                    served,
+                    fail,
+                    f"PriorityClass {class_name(key.key)} (queue key {key.key}) does not exist "
+                    "yet; schedweb's worker creates it",
+                )
+            patch += [
+                {"op": "add", "path": "/spec/priorityClassName", "value": class_name(key.key)},
+                {"op": "add", "path": "/spec/priority", "value": key.key},
+                {"op": "add", "path": "/spec/preemptionPolicy", "value": PREEMPTION_POLICY},
+            ]
+    if (
+        compiled.spec.gang is not None
+        and gang_mode == MODE_WORKLOAD
+        and not spec.get("workloadRef")
+    ):
+        gang = compiled.gang_of(pod, labels)
+        if gang.error:
+            return _decide(uid, served, fail, gang.reason)
+        if gang.member:
+            patch.append(
+                {"op": "add", "path": "/spec/workloadRef", "value": workload_ref(gang.group)}
+            )
+    if not patch:
         return Answer(200, _review(uid, {"allowed": True}), served.label)
-    if not class_ready(key.key):
-        return _decide(
-            uid,
-            served,
-            fail,
-            f"PriorityClass {class_name(key.key)} (queue key {key.key}) does not exist yet; "
-            "schedweb's worker creates it",
-        )
-    patch = [
-        {"op": "add", "path": "/spec/priorityClassName", "value": class_name(key.key)},
-        {"op": "add", "path": "/spec/priority", "value": key.key},
-        {"op": "add", "path": "/spec/preemptionPolicy", "value": PREEMPTION_POLICY},
-    ]
     response = {
         "allowed": True,
         "patchType": "JSONPatch",

@@ -381,6 +381,27 @@ class LiveClient:
         response.read()
         response.release_conn()
 
+    def request_json(self, method: str, path: str, body: Any = None) -> Any:
+        """A JSON request to any API path (APIs the generated client lacks: the alpha Workload
+        API); KubeError on failure, with the HTTP status (404: the API is not served)."""
+
+        def call(**kwargs: Any) -> Any:
+            return self._core().api_client.call_api(
+                path,
+                method,
+                header_params={"Accept": "application/json", "Content-Type": "application/json"},
+                body=body,
+                auth_settings=["BearerToken"],
+                _return_http_data_only=True,
+                **kwargs,
+            )
+
+        response = self._open(call, {}, timeout=(CONNECT_TIMEOUT, 30.0))
+        try:
+            return orjson.loads(response.read() or b"null")
+        finally:
+            response.release_conn()
+
     def pod_node(self, *, namespace: str, name: str) -> str:
         """The node a pod is bound to ("" while pending)."""
         response = self._open(

@@ -83,6 +83,7 @@ TOP_LEVEL_FIELDS = (
     "filters",
     "scores",
     "queue",
+    "gang",
     "tests",
 )
 RULE_FIELDS = {
@@ -181,6 +182,25 @@ class QueueSpec:
     max: int
 
 
+# `gang:` reads seed 002's labels unless told otherwise: podGroup names the group, minAvailable
+# its size; a pod without them (or with a minAvailable that is not a number) is in no gang.
+GANG_FIELDS = ("group", "minCount")
+GANG_DEFAULT_GROUP = 'has(pod.labels.podGroup) ? pod.labels.podGroup : ""'
+GANG_DEFAULT_MIN_COUNT = (
+    'has(pod.labels.minAvailable) && pod.labels.minAvailable.matches("^[0-9]{1,9}$")'
+    " ? int(pod.labels.minAvailable) : 0"
+)
+
+
+@dataclass(frozen=True)
+class GangSpec:
+    """`gang:`: which group a pod belongs to (a CEL string, "" for none) and how many members
+    the group needs before any is placed (a CEL int; below 2 means no gang)."""
+
+    group: str = GANG_DEFAULT_GROUP
+    min_count: str = GANG_DEFAULT_MIN_COUNT
+
+
 @dataclass(frozen=True)
 class PolicySpec:
     """A structurally valid policy document (its CEL is checked by `compile_policy`)."""
@@ -194,6 +214,7 @@ class PolicySpec:
     filters: tuple[FilterRule, ...] = ()
     scores: tuple[ScoreRule, ...] = ()
     queue: QueueSpec | None = None
+    gang: GangSpec | None = None
     tests: tuple[dict[str, Any], ...] = ()
     document: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -521,9 +542,10 @@ def build_spec(
     scores = tuple(_score_rule(item, f"scores[{i}]", errors) for i, item in lists["scores"])
     tests = tuple(_test_case(item, f"tests[{i}]", errors) for i, item in lists["tests"])
     queue = _queue_section(data, errors) if "queue" in data else None
+    gang = _gang_section(data, errors) if "gang" in data else None
 
-    if "queue" in data:
-        pass  # a queue order alone is a policy (seed 002's QueueSort has no filter or score)
+    if "queue" in data or "gang" in data:
+        pass  # a queue order or a gang alone is a policy (seed 002's plugin has no score)
     elif (
         not lists["filters"]
         and not lists["scores"]
@@ -554,6 +576,7 @@ def build_spec(
         filters=filters,  # type: ignore[arg-type]
         scores=scores,  # type: ignore[arg-type]
         queue=queue,
+        gang=gang,
         tests=tests,  # type: ignore[arg-type]
         document=data,
     )
@@ -767,6 +790,27 @@ def _queue_section(data: dict, errors: _Collector) -> QueueSpec | None:
         return None
     # With bad bounds the expression is still returned, so its CEL is checked too.
     return QueueSpec(expression=expression, min=bounds.get("min", 0), max=bounds.get("max", 0))
+
+
+def _gang_section(data: dict, errors: _Collector) -> GangSpec | None:
+    """`gang: {group, minCount}`, each defaulting to seed 002's labels (`gang: {}`)."""
+    item = data.get("gang")
+    if item is None:
+        item = {}
+    if not isinstance(item, dict):
+        errors.add("gang", f"gang must be a mapping (group, minCount), got {_type_name(item)}")
+        return None
+    for field_name in item:
+        if field_name not in GANG_FIELDS:
+            errors.add(
+                f"gang.{field_name}",
+                f"unknown field '{field_name}'{_suggest(str(field_name), GANG_FIELDS)}",
+            )
+    group = _expression(item, "gang", errors, key="group", required=False)
+    min_count = _expression(item, "gang", errors, key="minCount", required=False)
+    return GangSpec(
+        group=group or GANG_DEFAULT_GROUP, min_count=min_count or GANG_DEFAULT_MIN_COUNT
+    )
 
 
 def _test_case(item: dict, path: str, errors: _Collector) -> dict[str, Any]:

@@ -64,3 +64,27 @@ def queue_order(keys: Sequence[tuple[PodView, QueueKey]]) -> list[tuple[PodView,
         return (-priority, meta.get("creationTimestamp") or "", pod["namespace"], pod["name"])
 
     return sorted(keys, key=sort_key)
+
+
+@dataclass(frozen=True, slots=True)
+class GangMembership:
+    """A pod's gang under a policy's `gang:`: `group` ("" for none) and `min_count`; `reason`
+    says why there is none (an evaluation error sets `error`)."""
+
+    group: str = ""
+    min_count: int = 0
+    reason: str = ""
+    error: bool = False
+
+    @property
+    def member(self) -> bool:
+        return bool(self.group) and self.min_count >= 2
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "minCount": self.min_count,
+            "member": self.member,
+            "reason": self.reason,
+            "error": self.error,
+        }

@@ -39,6 +39,7 @@ def admission_answer(body: bytes) -> tuple[int, bytes, str]:
             policies=state.registry.by_scheduler,
             namespace_labels=state.namespace_labels,
             class_ready=state.class_ready,
+            gang_mode=state.gang_mode,
         )
     except review.ReviewInvalid as exc:
         answer = review.invalid_answer(str(exc))

@@ -146,6 +146,7 @@ class ExtenderRuntime:
         self.started_at = time.time()
         # key ranges whose queue PriorityClasses exist (policies/queue_classes.py)
         self.class_ranges: tuple[tuple[int, int], ...] = ()
+        self.gang_mode = ""  # workload | hold, as the worker detected (policies/gangs.py)
         self._initial_load()
         self.extender = Extender(
             policies=lambda: self.registry.by_scheduler,
@@ -185,10 +186,12 @@ class ExtenderRuntime:
         self._refresh_classes()
 
     def _refresh_classes(self) -> None:
+        from policies.gangs import gang_mode_read
         from policies.queue_classes import queue_classes_read
 
-        with contextlib.suppress(Exception):  # Redis down: keep the ranges we hold
+        with contextlib.suppress(Exception):  # Redis down: keep the ranges and mode we hold
             self.class_ranges = queue_classes_read(self.redis)
+            self.gang_mode = gang_mode_read(self.redis).get("mode", "")
 
     def class_ready(self, value: int) -> bool:
         """The PriorityClass of queue key `value` exists (as the worker last reported)."""

@@ -5,7 +5,11 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from policies.background import DISTRIBUTE_ACTIVE_POLICIES, QUEUE_CLASSES_ENSURE
+from policies.background import (
+    DISTRIBUTE_ACTIVE_POLICIES,
+    GANG_WORKLOADS_ENSURE,
+    QUEUE_CLASSES_ENSURE,
+)
 from policies.publishing import active_policies_publish
 
 
@@ -38,5 +42,16 @@ def queue_classes_ensure(self) -> int:
     if settings.SCHEDWEB_CLUSTER_SOURCE != "live":
         return 0
     from policies.queue_classes import queue_classes_ensure as ensure
+
+    return ensure()
+
+
+@shared_task(name=GANG_WORKLOADS_ENSURE, time_limit=30, ignore_result=True)
+def gang_workloads_ensure() -> int:
+    """Detects whether the cluster serves Workloads and creates those of linked gangs (live
+    clusters only; every 2 s, like the requeue nudge: a gang waits for its Workload)."""
+    if settings.SCHEDWEB_CLUSTER_SOURCE != "live":
+        return 0
+    from policies.gangs import gang_workloads_ensure as ensure
 
     return ensure()

@@ -9,18 +9,17 @@ queue at once (no pod is in backoff, whose queue is ordered by backoff time, not
 
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.harness import resources
 from tests.harness.controlplane import ControlPlane
 from tests.harness.kubeapi import ApiError
 
+from .admission import admission_config_write, webhook_apply
 from .conftest import wait_until
 from .stack import ROOT, SchedwebStack
 
@@ -46,43 +45,8 @@ def queue_env(tmp_path_factory, redis_server):
     stack = SchedwebStack(
         tmp_path_factory.mktemp("queue-stack"), kubeconfig=plane.kubeconfig, redis=redis_server
     )
-    config_dir = Path(tmp_path_factory.mktemp("queue-admission"))
-    kubeconfig = config_dir / "webhook.kubeconfig"
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "users": [  # "*": any webhook host gets kube-apiserver's client certificate
-                    {
-                        "name": "*",
-                        "user": {
-                            "client-certificate": str(stack.tls_dir / "client.crt"),
-                            "client-key": str(stack.tls_dir / "client.key"),
-                        },
-                    }
-                ],
-            }
-        )
-    )
-    admission = config_dir / "admission.yaml"
-    admission.write_text(
-        json.dumps(
-            {
-                "apiVersion": "apiserver.config.k8s.io/v1",
-                "kind": "AdmissionConfiguration",
-                "plugins": [
-                    {
-                        "name": "MutatingAdmissionWebhook",
-                        "configuration": {
-                            "apiVersion": "apiserver.config.k8s.io/v1",
-                            "kind": "WebhookAdmissionConfiguration",
-                            "kubeConfigFile": str(kubeconfig),
-                        },
-                    }
-                ],
-            }
-        )
+    admission = admission_config_write(
+        Path(tmp_path_factory.mktemp("queue-admission")), tls_dir=stack.tls_dir
     )
     plane.apiserver_args = (f"--admission-control-config-file={admission}",)
     with plane:
@@ -96,28 +60,6 @@ def queue_env(tmp_path_factory, redis_server):
                 if path.exists():
                     tail = path.read_text(errors="replace").splitlines()[-30:]
                     print(f"--- {log} (tail)\n" + "\n".join(tail))
-
-
-def apply_webhook(plane, stack) -> dict:
-    """`schedulerconfig --manifests`' MutatingWebhookConfiguration, created or replaced."""
-    out = stack.manage(
-        "schedulerconfig",
-        "--manifests",
-        "--url",
-        f"{stack.extender_url}/extender/",
-        "--ca-file",
-        str(stack.tls_dir / "ca.crt"),
-    )
-    (config,) = [
-        d for d in yaml.safe_load_all(out) if d and d["kind"] == "MutatingWebhookConfiguration"
-    ]
-    path = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
-    try:
-        current = plane.api.get(f"{path}/{config['metadata']['name']}")
-    except ApiError:
-        return plane.api.post(path, config)
-    config["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-    return plane.api.put(f"{path}/{config['metadata']['name']}", config)
 
 
 def pod(name: str, *, scheduler: str = "schedweb", labels=None, qos: str = "Burstable", **spec):
@@ -171,7 +113,7 @@ def test_pods_are_bound_in_queue_key_order_and_others_keep_their_priority(queue_
         api.get("/apis/scheduling.k8s.io/v1/priorityclasses/schedweb-queue-7")["preemptionPolicy"]
         == "Never"
     )
-    apply_webhook(plane, stack)
+    webhook_apply(plane, stack)
     create_probe_until(
         plane,
         lambda created, _: created and created["spec"].get("priorityClassName"),
@@ -261,6 +203,19 @@ def test_pods_are_bound_in_queue_key_order_and_others_keep_their_priority(queue_
     assert not resources.pod_get(api=api, name="own-priority")["spec"].get("nodeName")
 
 
+def test_without_the_workload_api_gangs_are_held_and_the_api_says_so(queue_env):
+    _plane, stack = queue_env
+    mode = wait_until(
+        lambda: (
+            (m := stack.request("GET", "/api/v1/cluster")[1]["gangMode"])["mode"] != "unknown" and m
+        ),
+        timeout=30,
+        what="the worker to detect the gang mode",
+    )
+    assert mode["mode"] == "hold"
+    assert "GenericWorkload" in mode["reason"]
+
+
 def test_the_webhook_down_admits_pods_unchanged_under_ignore_and_refuses_them_under_fail(
     queue_env,
 ):
@@ -273,7 +228,7 @@ def test_the_webhook_down_admits_pods_unchanged_under_ignore_and_refuses_them_un
         assert created["spec"].get("priorityClassName") is None
         assert created["spec"]["priority"] == 0
         stack.publish(FAIL)
-        apply_webhook(plane, stack)
+        webhook_apply(plane, stack)
         refused = create_probe_until(
             plane,
             lambda created, error: created is None and "failed calling webhook" in error,

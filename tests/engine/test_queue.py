@@ -219,3 +219,42 @@ def test_test_cases_can_expect_a_queue_key_or_none():
     assert check_expectations(evaluation, {"queueKey": 1}, none) == [
         "expected queue key 1, got None (spec.schedulerName 'other' is not targeted by this policy)"
     ]
+
+
+# --- gang: ---------------------------------------------------------------------------------
+
+
+def test_gang_defaults_to_seed_002s_labels():
+    policy = compile_policy(HEAD + "gang: {}\n")
+    member = policy.gang_of(pod_view(labels={"podGroup": "train", "minAvailable": "4"}))
+    assert (member.group, member.min_count, member.member) == ("train", 4, True)
+    # the seed held no pod with minAvailable <= 1, nor one whose minAvailable is not a number
+    for labels in (
+        {"podGroup": "t", "minAvailable": "1"},
+        {"podGroup": "t", "minAvailable": "x"},
+        {},
+    ):
+        assert policy.gang_of(pod_view(labels=labels)).member is False
+    assert policy.gang_of(pod_view(scheduler_name="other")).reason.startswith("spec.schedulerName")
+
+
+def test_gang_reads_any_cel_over_the_pod_and_its_namespace():
+    policy = compile_policy(
+        HEAD
+        + "gang:\n  group: pod.ownerName\n"
+        + "  minCount: 'namespaceObject.labels.team == \"data\" ? 8 : 2'\n"
+    )
+    pod = {**pod_view(), "ownerName": "job-1"}
+    assert policy.gang_of(pod, {"team": "data"}).min_count == 8
+    assert policy.gang_of(pod, {}).error  # labels.team absent: an error, not a guess
+
+
+def test_gang_sections_are_validated():
+    assert errors_of(HEAD + "gang: {group: '1', minCount: pod.name, size: 3}\n") == [
+        ("gang.size", "unknown field 'size'", None, None),
+        ("gang.group", "expected string, got int", 1, 1),
+        ("gang.minCount", "expected int, got string", 1, 1),
+    ]
+    assert errors_of(HEAD + "gang: [1]\n") == [
+        ("gang", "gang must be a mapping (group, minCount), got list", None, None)
+    ]

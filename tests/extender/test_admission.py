@@ -194,3 +194,50 @@ def test_the_listener_refuses_bad_requests_to_the_webhook(extender_redis):
     assert asgi_request("POST", "/admission/queue", big, app="extender").status_code == 413
     # the web listener does not serve the webhook
     assert asgi_request("POST", "/admission/queue", b"{}", app="web").status_code != 200
+
+
+# --- gangs ---------------------------------------------------------------------------------
+
+GANG = "name: seed-002-queue\nschedulerNames: [schedweb]\ngang: {}\n"
+
+
+def test_gang_members_are_linked_to_their_workload_only_in_workload_mode():
+    body = review(labels={"podGroup": "train", "minAvailable": "4"}, qos="Burstable")
+    _, response = answer_with_mode(body, "workload")
+    assert patch_of(response) == [
+        {
+            "op": "add",
+            "path": "/spec/workloadRef",
+            "value": {"name": "schedweb-train", "podGroup": "members"},
+        }
+    ]
+    _, response = answer_with_mode(body, "hold")  # no Workload API: the filter holds them
+    assert "patch" not in response and response["allowed"] is True
+    lone = review(labels={"podGroup": "train", "minAvailable": "1"})
+    assert "patch" not in answer_with_mode(lone, "workload")[1]
+
+
+def test_a_queue_key_and_a_workload_ref_come_in_one_patch():
+    both = SEED.replace("tests:", "gang: {}\ntests:", 1)
+    body = review(labels={"podGroup": "Train_A", "minAvailable": "3", "groupPriority": "1"})
+    _, response = answer_with_mode(body, "workload", document=both)
+    ops = patch_of(response)
+    assert [op["path"] for op in ops] == [
+        "/spec/priorityClassName",
+        "/spec/priority",
+        "/spec/preemptionPolicy",
+        "/spec/workloadRef",
+    ]
+    # a group that is not a valid object name gets a stable hashed one
+    assert ops[3]["value"]["name"].startswith("schedweb-") and "_" not in ops[3]["value"]["name"]
+
+
+def answer_with_mode(body: bytes, mode: str, *, document: str = GANG):
+    result = admission_answer(
+        body,
+        policies=served(document),
+        namespace_labels=lambda namespace: {},
+        class_ready=lambda value: True,
+        gang_mode=mode,
+    )
+    return result, orjson.loads(result.body)["response"]

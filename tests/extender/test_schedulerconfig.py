@@ -233,7 +233,15 @@ def test_the_rbac_lists_and_watches_exactly_what_the_snapshot_reads():
         ("apps", "statefulsets"),
     }
     others = [r for r in role["rules"] if r["verbs"] != ["list", "watch"]]
-    assert others == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]}]
+    assert others == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]},
+        # queue keys' PriorityClasses and gangs' Workloads (issue 11)
+        {
+            "apiGroups": ["scheduling.k8s.io"],
+            "resources": ["priorityclasses", "workloads"],
+            "verbs": ["list", "create"],
+        },
+    ]
 
 
 # --- the queue webhook (issue 11) ------------------------------------------------------------

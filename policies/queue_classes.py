@@ -80,8 +80,12 @@ def queue_classes_record(ranges: list[tuple[int, int]]) -> None:
 
 
 def queue_classes_read(client) -> tuple[tuple[int, int], ...]:
-    """The recorded ranges (the webhook's refresh thread); () when none are recorded."""
-    raw = client.get(CLASSES_KEY)
+    """The recorded ranges; () when none are recorded."""
+    return queue_classes_parse(client.get(CLASSES_KEY))
+
+
+def queue_classes_parse(raw: bytes | None) -> tuple[tuple[int, int], ...]:
+    """The ranges from the stored JSON (the webhook's refresh thread reads it with MGET)."""
     if not raw:
         return ()
     return tuple((int(low), int(high)) for low, high in orjson.loads(raw))

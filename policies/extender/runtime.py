@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from django.conf import settings
 
 from policies.background import DECISIONS_RECORD, task_queue
@@ -186,12 +187,14 @@ class ExtenderRuntime:
         self._refresh_classes()
 
     def _refresh_classes(self) -> None:
-        from policies.gangs import gang_mode_read
-        from policies.queue_classes import queue_classes_read
+        """The queue classes' ranges and the gang mode the worker recorded: one MGET."""
+        from policies.gangs import MODE_KEY
+        from policies.queue_classes import CLASSES_KEY, queue_classes_parse
 
         with contextlib.suppress(Exception):  # Redis down: keep the ranges and mode we hold
-            self.class_ranges = queue_classes_read(self.redis)
-            self.gang_mode = gang_mode_read(self.redis).get("mode", "")
+            classes, mode = self.redis.mget(CLASSES_KEY, MODE_KEY)
+            self.class_ranges = queue_classes_parse(classes)
+            self.gang_mode = orjson.loads(mode).get("mode", "") if mode else ""
 
     def class_ready(self, value: int) -> bool:
         """The PriorityClass of queue key `value` exists (as the worker last reported)."""
@@ -212,7 +215,8 @@ class ExtenderRuntime:
                 self.redis_ok = True
             except Exception as exc:
                 self.redis_ok, self.last_error = False, f"redis: {exc}"
-            self._refresh_classes()
+            if self.redis_ok:  # a Redis that is down costs its retries once per loop, not thrice
+                self._refresh_classes()
             before = self.snapshots.current()
             try:
                 self.snapshots.refresh()

@@ -4,8 +4,11 @@ their files), so a Redis restart loses none; the text is valid Prometheus exposi
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import json
 import time
+from pathlib import Path
 
 import orjson
 import pytest
@@ -60,10 +63,34 @@ def sample(text: str, series: str) -> float:
     return 0.0
 
 
-def scrape_until(port: int, series: str, value: float, *, timeout: float = 20.0) -> str:
+def files_total(metrics_dir: Path, key: str) -> float:
+    """`key` summed over the workers' files (what every worker adds to its own count)."""
+    total = 0.0
+    for path in metrics_dir.glob("extender-*.json"):
+        with contextlib.suppress(OSError, ValueError):  # a file being replaced
+            total += float(json.loads(path.read_text()).get(key, 0))
+    return total
+
+
+def scrape_until(
+    port: int,
+    series: str,
+    value: float,
+    *,
+    metrics_dir: Path | None = None,
+    file_key: str = "requests|filter|200",
+    timeout: float = 20.0,
+) -> str:
     """Scrapes until `series` reads `value` (the workers write their files about once a
-    second), then 8 more times: every answer, whichever worker gives it, must read it."""
+    second), then 8 more times: every answer, whichever worker gives it, must read it. With
+    `metrics_dir`, first waits until the workers' files add up to `value`: a worker's answer
+    counts its own requests from memory but the others' from their files, so until every
+    worker wrote its file the answers can differ (a race of the test, not of the product)."""
     deadline = time.monotonic() + timeout
+    if metrics_dir is not None:
+        while files_total(metrics_dir, file_key) != value:
+            assert time.monotonic() < deadline, f"the workers' files do not add up to {value}"
+            time.sleep(0.1)
     while True:
         status, text = get(port, "GET", "/metrics")
         assert status == 200
@@ -80,7 +107,7 @@ def test_counts_add_up_over_the_workers_and_survive_a_redis_restart(listener):
     port, redis, metrics_dir = listener
     for _ in range(30):
         assert get(port, "POST", "/extender/filter", FILTER)[0] == 200
-    scrape_until(port, REQUESTS, 30)
+    scrape_until(port, REQUESTS, 30, metrics_dir=metrics_dir)
     deadline = time.monotonic() + 20
     while not list(metrics_dir.glob("extender-*.json")):  # each worker that counted writes one
         assert time.monotonic() < deadline, "no worker wrote its counts"
@@ -88,11 +115,11 @@ def test_counts_add_up_over_the_workers_and_survive_a_redis_restart(listener):
 
     redis.stop()  # an empty Redis comes back: nothing of the counts was there
     redis.start()
-    text = scrape_until(port, REQUESTS, 30)
+    text = scrape_until(port, REQUESTS, 30, metrics_dir=metrics_dir)
     assert sample(text, 'schedweb_extender_passthrough_total{verb="filter"}') == 30
 
     for _ in range(5):
         assert get(port, "POST", "/extender/filter", FILTER)[0] == 200
-    text = scrape_until(port, REQUESTS, 35)
+    text = scrape_until(port, REQUESTS, 35, metrics_dir=metrics_dir)
     assert_valid_exposition(text)
     assert sample(text, 'schedweb_extender_request_duration_seconds_count{verb="filter"}') == 35

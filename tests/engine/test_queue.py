@@ -258,3 +258,26 @@ def test_gang_sections_are_validated():
     assert errors_of(HEAD + "gang: [1]\n") == [
         ("gang", "gang must be a mapping (group, minCount), got list", None, None)
     ]
+
+
+def test_the_docs_seed_002_pods_get_the_keys_and_gangs_the_docs_state():
+    import re
+
+    from policies.cluster.manifest import pod_view_from_source
+
+    docs = (Path(__file__).resolve().parents[2] / "docs/policies.md").read_text()
+    section = docs[docs.index("## 5d. Seed 002") : docs.index("## 6. Test cases")]
+    pods = {}
+    for block in re.findall(r"```yaml\n(.*?)```", section, re.S):
+        if "kind: Pod" in block:
+            view = pod_view_from_source(block)
+            pods[view["name"]] = view
+    policy = compile_policy(SEED.replace("name: seed-002-queue", "name: seed-002"))
+    full = compile_policy(
+        (Path(__file__).resolve().parents[2] / "policies/examples/seed-002.yaml").read_text()
+    )
+    assert policy.queue_key(pods["train-0"]).key == full.queue_key(pods["train-0"]).key == 16
+    assert full.queue_key(pods["urgent"]).key == 29
+    gang = full.gang_of(pods["train-0"])
+    assert (gang.group, gang.min_count, gang.member) == ("train", 4, True)
+    assert "train-0 gets key 5 * 3 + 1 = 16" in section and "urgent gets 9 * 3 + 2 = 29" in section

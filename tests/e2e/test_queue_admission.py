@@ -237,5 +237,10 @@ def test_the_webhook_down_admits_pods_unchanged_under_ignore_and_refuses_them_un
         assert 'failed calling webhook "seed-002-queue.queue.schedweb.io"' in refused["refused"]
         # other schedulers' pods are never sent: admitted while the webhook is down
         resources.pod_create(api=plane.api, manifest=pod("down-other", scheduler="nobody-sched"))
+        # nor is anything in kube-system, whatever its scheduler: Fail cannot block it
+        system = pod("down-system", labels={"groupPriority": "3"})
+        system["metadata"]["namespace"] = "kube-system"
+        created = resources.pod_create(api=plane.api, manifest=system)
+        assert created["spec"].get("priorityClassName") is None
     finally:
         stack.start_extender()

@@ -71,27 +71,26 @@ def admission_answer(
     part of the patch), Fail refuses it. With `gang_mode` "workload" (the cluster serves the
     Workload API), a gang member also gets `spec.workloadRef` to its group's Workload.
     """
-    try:
-        review = orjson.loads(body)
-        request = review["request"]
-        uid = request["uid"]
-        if not isinstance(uid, str):
-            raise TypeError("request.uid must be a string")
-        obj = request["object"]
-        if not isinstance(obj, dict):
-            raise TypeError("request.object must be an object")
-    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ReviewInvalid(f"not an AdmissionReview: {exc}") from None
-    kind = (request.get("kind") or {}).get("kind")
-    if kind != "Pod" or request.get("operation") != "CREATE":
+    review = _parse(body)
+    request, uid, obj = review["request"], review["request"]["uid"], review["request"]["object"]
+    kind = request.get("kind")
+    if (
+        not isinstance(kind, dict)
+        or kind.get("kind") != "Pod"
+        or request.get("operation") != "CREATE"
+    ):
         return Answer(200, _review(uid, {"allowed": True}))
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    served = policies.get(spec.get("schedulerName") or "default-scheduler")
+    scheduler_name = spec.get("schedulerName") or "default-scheduler"
+    served = policies.get(scheduler_name) if isinstance(scheduler_name, str) else None
     if served is None or (served.compiled.spec.queue is None and served.compiled.spec.gang is None):
         return Answer(200, _review(uid, {"allowed": True}))
     compiled = served.compiled
-    namespace = request.get("namespace") or (obj.get("metadata") or {}).get("namespace") or ""
-    metadata = {**(obj.get("metadata") or {}), "namespace": namespace}
+    given = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    namespace = request.get("namespace") or given.get("namespace") or ""
+    if not isinstance(namespace, str):
+        raise ReviewInvalid("request.namespace must be a string")
+    metadata = {**given, "namespace": namespace}
     metadata.setdefault("name", metadata.get("generateName") or "")
     fail = compiled.spec.failure_policy == "Fail"
     try:
@@ -138,6 +137,24 @@ def admission_answer(
         "patch": base64.b64encode(orjson.dumps(patch)).decode(),
     }
     return Answer(200, _review(uid, response), served.label)
+
+
+def _parse(body: bytes) -> dict[str, Any]:
+    """The review, with request.uid a string and request.object an object; ReviewInvalid
+    (400) otherwise. Bodies come from kube-apiserver, but the listener is reachable by any
+    holder of a client certificate: no shape may make it fail with a 500."""
+    try:
+        review = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ReviewInvalid(f"not an AdmissionReview: {exc}") from None
+    request = review.get("request") if isinstance(review, dict) else None
+    if not isinstance(request, dict):
+        raise ReviewInvalid("not an AdmissionReview: request must be an object")
+    if not isinstance(request.get("uid"), str):
+        raise ReviewInvalid("not an AdmissionReview: request.uid must be a string")
+    if not isinstance(request.get("object"), dict):
+        raise ReviewInvalid("not an AdmissionReview: request.object must be an object")
+    return review
 
 
 def _decide(uid: str, served: Any, fail: bool, reason: str) -> Answer:

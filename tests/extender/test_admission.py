@@ -241,3 +241,36 @@ def answer_with_mode(body: bytes, mode: str, *, document: str = GANG):
         gang_mode=mode,
     )
     return result, orjson.loads(result.body)["response"]
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda r: r["request"].update(kind="Pod"),
+        lambda r: r["request"].update(namespace=["a"]),
+        lambda r: r["request"]["object"].update(metadata=["x"]),
+        lambda r: r["request"]["object"].update(spec=["x"]),
+        lambda r: r["request"]["object"]["spec"].update(schedulerName=["schedweb"]),
+        lambda r: r["request"]["object"]["spec"].update(containers="c"),
+        lambda r: r["request"]["object"]["metadata"].update(labels=["a"]),
+        lambda r: r["request"]["object"]["spec"].update(priority="high"),
+    ],
+)
+def test_hostile_shapes_get_an_answer_never_an_exception(mutate):
+    review_json = orjson.loads(review(labels={"podGroup": "g", "minAvailable": "2"}))
+    mutate(review_json)
+    body = orjson.dumps(review_json)
+    for document in (FAIL, GANG):
+        try:
+            result = admission_answer(
+                body,
+                policies=served(document),
+                namespace_labels=lambda namespace: {},
+                class_ready=lambda value: True,
+                gang_mode="workload",
+            )
+        except ReviewInvalid:
+            continue  # a 400 with the reason
+        assert result.status == 200
+        response = orjson.loads(result.body)["response"]
+        assert response["allowed"] in (True, False)

@@ -273,3 +273,30 @@ def test_the_queue_webhook_configuration_has_one_webhook_per_policy_scoped_away_
     (namespaces,) = first["namespaceSelector"]["matchExpressions"]
     assert namespaces["operator"] == "NotIn" and "kube-system" in namespaces["values"]
     assert first["rules"][0]["operations"] == ["CREATE"] and first["sideEffects"] == "None"
+
+
+@pytest.mark.django_db
+def test_manifests_end_with_the_queue_webhook_only_when_a_queue_policy_is_active(tmp_path):
+    from pathlib import Path
+
+    from policies import services
+    from tests.conftest import make_user
+
+    ca = tmp_path / "ca.crt"
+    ca.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    args = ("--manifests", "--url", "https://10.0.0.5:8443/extender/", "--ca-file", str(ca))
+    kinds = [d["kind"] for d in generate(*args) if d]
+    assert "MutatingWebhookConfiguration" not in kinds
+    publisher = make_user("pat", "publisher")
+    examples = Path(__file__).resolve().parents[2] / "policies" / "examples"
+    policy = services.policy_create(
+        actor=publisher, document=(examples / "seed-002.yaml").read_text()
+    )
+    services.policy_publish(
+        actor=publisher, policy=policy, message="v1", revision=policy.draft_revision
+    )
+    (config,) = [d for d in generate(*args) if d and d["kind"] == "MutatingWebhookConfiguration"]
+    (webhook,) = config["webhooks"]
+    assert webhook["name"] == "seed-002.queue.schedweb.io"
+    assert webhook["clientConfig"]["url"] == "https://10.0.0.5:8443/admission/queue"
+    assert base64.b64decode(webhook["clientConfig"]["caBundle"]) == ca.read_bytes()

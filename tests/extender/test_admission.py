@@ -274,3 +274,15 @@ def test_hostile_shapes_get_an_answer_never_an_exception(mutate):
         assert result.status == 200
         response = orjson.loads(result.body)["response"]
         assert response["allowed"] in (True, False)
+
+
+@pytest.mark.django_db
+def test_webhook_answers_need_no_database_query(publish, queries_anywhere):
+    publish(example("seed-002"))
+    queue_classes_record([(0, 29)])
+    runtime()._refresh_classes()
+    body = review(labels={"groupPriority": "4", "podGroup": "g", "minAvailable": "3"})
+    for _ in range(3):
+        response = asgi_request("POST", "/admission/queue", body, app="extender")
+        assert patch_of(response.json()["response"])[0]["value"] == "schedweb-queue-14"
+    assert queries_anywhere == []

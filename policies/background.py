@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 DISTRIBUTE_ACTIVE_POLICIES = "schedweb.distribute_active_policies"
+QUEUE_CLASSES_ENSURE = "schedweb.queue_classes_ensure"
+GANG_WORKLOADS_ENSURE = "schedweb.gang_workloads_ensure"
 DECISIONS_RECORD = "schedweb.decisions_record"
 DECISIONS_RESOLVE_CHOSEN = "schedweb.decisions_resolve_chosen"
 DECISIONS_PRUNE = "schedweb.decisions_prune"

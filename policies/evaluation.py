@@ -32,6 +32,7 @@ from policies.engine.compare import compare_evaluations
 from policies.engine.document import FieldError, PolicyInvalid
 from policies.engine.inputs import PodView
 from policies.engine.policy import CompiledPolicy, compile_policy, validate_policy
+from policies.engine.queue import QueueKey, queue_order
 from policies.engine.results import Evaluation
 from policies.engine.testcases import check_expectations, expectation_changes, rerecord
 from policies.errors import ClusterUnavailable, EvaluationTooSlow, InputError
@@ -199,6 +200,34 @@ def pods_pending(*, cluster: LoadedCluster) -> list[PodView]:
     return pending
 
 
+QUEUE_PREVIEW_MAX_PODS = 500  # rows a queue preview returns (the order is over all of them)
+
+
+@dataclass(frozen=True)
+class QueuePreview:
+    """The pending pods of the policy's schedulerNames in the order kube-scheduler's queue
+    would pop them under the document's `queue:` (first `QUEUE_PREVIEW_MAX_PODS` rows)."""
+
+    compiled: CompiledPolicy
+    cluster: LoadedCluster
+    rows: list[tuple[PodView, QueueKey]]
+    total: int
+
+
+def queue_preview_run(*, document: str, cluster: LoadedCluster) -> QueuePreview:
+    """Each pending pod's queue key under `document`, in queue order. Raises PolicyInvalid;
+    a document without `queue:` gives every pod its own priority (the order today)."""
+    compiled = policy_compile(document)
+    namespaces = cluster.state.namespaces()
+    rows = [
+        (pod, compiled.queue_key(pod, namespaces.get(pod["namespace"]), cluster.state))
+        for pod in pods_pending(cluster=cluster)
+        if compiled.applies_to(pod)
+    ]
+    ordered = queue_order(rows)
+    return QueuePreview(compiled, cluster, ordered[:QUEUE_PREVIEW_MAX_PODS], len(ordered))
+
+
 # --- the weight advisor ----------------------------------------------------------------------
 
 EXAMPLE_PODS = Path(__file__).resolve().parent / "examples" / "pods"
@@ -320,10 +349,14 @@ def test_case_run(
     except (InputError, ClusterUnavailable) as exc:
         return {"name": name, "passed": False, "failures": [str(exc)]}
     evaluation = compiled.evaluate(pod_view, target.nodes(), target.state)
-    failures = check_expectations(evaluation, expect)
+    queue_key = None
+    if "queueKey" in expect:
+        labels = target.state.namespaces().get(pod_view["namespace"])
+        queue_key = compiled.queue_key(pod_view, labels, target.state)
+    failures = check_expectations(evaluation, expect, queue_key)
     result: dict[str, Any] = {"name": name, "passed": not failures, "failures": failures}
     if review and failures:
-        proposed = rerecord(evaluation, expect)
+        proposed = rerecord(evaluation, expect, queue_key)
         result["proposed"] = proposed
         result["changes"] = expectation_changes(expect, proposed)
     return result

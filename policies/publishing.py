@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from policies.background import DISTRIBUTE_ACTIVE_POLICIES, task_queue
+from policies.background import DISTRIBUTE_ACTIVE_POLICIES, QUEUE_CLASSES_ENSURE, task_queue
 from policies.models import PolicyActivation
 from policies.redis import redis_client
 
@@ -72,6 +72,7 @@ def active_policies_after_commit() -> None:
         log.warning("could not write the active policies to Redis now (%s); the task will", exc)
     try:
         task_queue(DISTRIBUTE_ACTIVE_POLICIES)
+        task_queue(QUEUE_CLASSES_ENSURE)  # a new queue: range needs its PriorityClasses
     except Exception as exc:  # the broker is Redis: down means the extenders keep the last set
         log.warning(
             "could not queue policy distribution (%s); the periodic run will repair it", exc

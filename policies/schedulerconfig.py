@@ -12,6 +12,7 @@ or as a second, isolated kube-scheduler Deployment (`--manifests`).
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -355,6 +356,7 @@ def extender_urls(*, prefix: str) -> dict[str, str]:
 def extender_cluster_role(
     *,
     bind: bool,
+    queue: bool = False,
     name: str = "schedweb-extender",
     service_account: str = "schedweb",
     namespace: str = "schedweb",
@@ -363,7 +365,8 @@ def extender_cluster_role(
     and pods (the snapshot), and namespaces, services, replicationcontrollers, apps
     replicasets and statefulsets (what kube-scheduler's InterPodAffinity namespaceSelector and
     PodTopologySpread system defaults read, so the preview models them), patch pods (the
-    requeue nudge annotation); only when it binds
+    requeue nudge annotation); only with `queue` (policies with queue: or gang:), list and
+    create priorityclasses and workloads; only when it binds
     (SCHEDWEB_EXTENDER_BIND), create pods/binding and get pods (a bind answered 409 reads the
     pod to tell "already on that node" from a conflict, policies/cluster/live.py). The chart's
     ClusterRole is this one (tests/deploy/test_rbac_live.py compares them)."""
@@ -381,6 +384,16 @@ def extender_cluster_role(
         },
         {"apiGroups": [""], "resources": ["pods"], "verbs": pod_verbs},
     ]
+    if queue:
+        # the queue keys' PriorityClasses (policies/queue_classes.py) and the gangs' Workloads
+        # (policies/gangs.py; an alpha API in 1.35): listed, created if missing
+        rules.append(
+            {
+                "apiGroups": ["scheduling.k8s.io"],
+                "resources": ["priorityclasses", "workloads"],
+                "verbs": ["list", "create"],
+            }
+        )
     if bind:
         rules.append({"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]})
     return [
@@ -406,9 +419,10 @@ def extender_cluster_role(
     ]
 
 
-def rbac_command(*, bind: bool) -> str:
-    """The `schedulerconfig` command line that prints extender_cluster_role(bind=bind)."""
-    return "python manage.py schedulerconfig --rbac " + ("--bind" if bind else "--no-bind")
+def rbac_command(*, bind: bool, queue: bool = False) -> str:
+    """The `schedulerconfig` command line that prints extender_cluster_role(bind=, queue=)."""
+    command = "python manage.py schedulerconfig --rbac " + ("--bind" if bind else "--no-bind")
+    return command + (" --queue" if queue else "")
 
 
 class _PlainDumper(yaml.SafeDumper):
@@ -433,3 +447,127 @@ def dump_yaml(documents: list[dict[str, Any]] | dict[str, Any]) -> str:
     if isinstance(documents, dict):
         return yaml.dump(documents, Dumper=_PlainDumper, sort_keys=False)
     return yaml.dump_all(documents, Dumper=_PlainDumper, sort_keys=False)
+
+
+# --- the queue webhook (issue 11) ------------------------------------------------------------
+
+WEBHOOK_PATH = "/admission/queue"
+# Namespaces whose pods never reach the webhook: the control plane's own, whatever the policies
+# say, so a webhook that is down under failurePolicy Fail cannot block kube-system.
+PROTECTED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
+QUEUE_OPT_OUT_LABEL = "schedweb.io/queue"  # a pod labelled schedweb.io/queue=off is not sent
+
+
+@dataclass(frozen=True)
+class QueuePolicy:
+    """An active policy with a `queue:` as the webhook configuration needs it."""
+
+    name: str
+    failure_policy: str  # Ignore | Fail
+    scheduler_names: tuple[str, ...]
+
+
+def webhook_url(extender_url: str) -> str:
+    """The webhook's URL on the extender's listener: same scheme, host and port."""
+    base = extender_url.split("/extender/", 1)[0].rstrip("/")
+    return base + WEBHOOK_PATH
+
+
+def queue_webhook_configuration(
+    *,
+    extender_url: str,
+    policies: list[QueuePolicy],
+    ca_bundle: str = "",
+    name: str = "schedweb-queue",
+    extra_namespaces: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """The MutatingWebhookConfiguration giving pods their queue key as priority: one webhook
+    per policy, so each follows its policy's failurePolicy, matching only pods of its
+    schedulerNames (matchConditions: other pods are never sent, so a webhook that is down never
+    blocks them), only on CREATE, never in PROTECTED_NAMESPACES (nor `extra_namespaces`,
+    e.g. schedweb's own), and not for pods labelled schedweb.io/queue=off. `ca_bundle` is the
+    PEM of the CA that signed the listener's certificate."""
+    client: dict[str, Any] = {"url": webhook_url(extender_url)}
+    if ca_bundle:
+        client["caBundle"] = base64.b64encode(ca_bundle.encode()).decode()
+    webhooks = []
+    for policy in policies:
+        names = ", ".join(f"'{n}'" for n in policy.scheduler_names)
+        webhooks.append(
+            {
+                "name": f"{policy.name}.queue.schedweb.io",
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": policy.failure_policy,
+                "reinvocationPolicy": "Never",
+                "timeoutSeconds": 2,
+                "clientConfig": client,
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["pods"],
+                        "scope": "Namespaced",
+                    }
+                ],
+                "namespaceSelector": {
+                    "matchExpressions": [
+                        {
+                            "key": "kubernetes.io/metadata.name",
+                            "operator": "NotIn",
+                            "values": [*PROTECTED_NAMESPACES, *extra_namespaces],
+                        }
+                    ]
+                },
+                "objectSelector": {
+                    "matchExpressions": [
+                        {"key": QUEUE_OPT_OUT_LABEL, "operator": "NotIn", "values": ["off"]}
+                    ]
+                },
+                "matchConditions": [
+                    {
+                        "name": "scheduler-name",
+                        "expression": f"object.spec.schedulerName in [{names}]",
+                    }
+                ],
+            }
+        )
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "schedweb"}},
+        "webhooks": webhooks,
+    }
+
+
+def webhook_admission_configuration(*, webhook_url: str, cert_file: str, key_file: str) -> str:
+    """kube-apiserver's AdmissionConfiguration (--admission-control-config-file) and the
+    kubeconfig it names: the client certificate kube-apiserver presents to the webhook when the
+    listener requires mutual TLS. As YAML, two documents, the kubeconfig's path a placeholder."""
+    host = webhook_url.split("://", 1)[-1].split("/", 1)[0]
+    admission = {
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "AdmissionConfiguration",
+        "plugins": [
+            {
+                "name": "MutatingAdmissionWebhook",
+                "configuration": {
+                    "apiVersion": "apiserver.config.k8s.io/v1",
+                    "kind": "WebhookAdmissionConfiguration",
+                    "kubeConfigFile": "/etc/kubernetes/schedweb-webhook.kubeconfig",
+                },
+            }
+        ],
+    }
+    kubeconfig = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "users": [
+            {
+                "name": host,
+                "user": {"client-certificate": cert_file, "client-key": key_file},
+            }
+        ],
+    }
+    return dump_yaml([admission, kubeconfig])

@@ -3,7 +3,8 @@
 - `application` (uvicorn schedweb.asgi:application): the pages, the API and the ops endpoints.
   It does not serve the extender: anything under /extender/ is a JSON 404 here.
 - `extender_application` (python -m schedweb.extender_server, on SCHEDWEB_EXTENDER_PORT with TLS
-  and optionally mutual TLS): kube-scheduler's calls (POST /extender/<verb>), /healthz,
+  and optionally mutual TLS): kube-scheduler's calls (POST /extender/<verb>), kube-apiserver's
+  mutating admission webhook (POST /admission/queue: queue keys as pod priorities), /healthz,
   /readyz (Django's view: what these processes serve) and /metrics (Prometheus: the counters of
   these processes, which are the ones that count), nothing else. Requests whose Host is not in SCHEDWEB_EXTENDER_ALLOWED_HOSTS get a 400, a POST whose
   content type is not application/json a 415, both before the body is read.
@@ -44,6 +45,7 @@ warnings.filterwarnings(
     "ignore", message="StreamingHttpResponse must consume synchronous iterators"
 )
 
+from policies.admission.review import PATH as ADMISSION_PATH  # noqa: E402
 from policies.extender import entry  # noqa: E402  (needs Django set up first)
 from policies.extender.offload import Offload, busy_answer  # noqa: E402
 
@@ -174,6 +176,37 @@ async def extender(scope, receive, send) -> None:
     await _answer(send, status, answer, extra)
 
 
+async def admission(scope, receive, send) -> None:
+    """POST /admission/queue: kube-apiserver's mutating webhook call for a pod (issue 11),
+    on the extender's listener and behind its TLS (mutual TLS: kube-apiserver presents the
+    client certificate of its AdmissionConfiguration's kubeconfig). An AdmissionReview of one
+    Pod is a few KB: bodies past the inline limit are refused (413). Answered inline from
+    memory once the runtime is built, like filter."""
+    global _ready
+    from django.conf import settings
+
+    if scope["method"] != "POST":
+        await _answer(send, 405, b'{"Error": "POST only"}', [(b"allow", b"POST")])
+        return
+    if not _is_json(scope):
+        await _answer(send, 415, _UNSUPPORTED)
+        return
+    limit = settings.SCHEDWEB_EXTENDER_INLINE_BODY_BYTES
+    try:
+        body = await _read_body(receive, limit)
+    except _ClientGone:
+        return
+    if body is None:
+        status, answer, policy = entry.too_large_answer(limit)
+    elif _ready:
+        status, answer, policy = entry.admission_answer(body)
+    else:
+        status, answer, policy = await asyncio.to_thread(entry.admission_answer, body)
+        _ready = True
+    extra = [(b"x-schedweb-policy", policy.encode())] if policy else []
+    await _answer(send, status, answer, extra)
+
+
 async def _lifespan(receive, send, startup=None, *, offload: bool = False) -> None:
     """Runs `startup` (in a thread) before the listener takes connections and starts the pool
     for large bodies (`offload`); stops the pool at shutdown. Django's handler refuses lifespan,
@@ -224,6 +257,8 @@ async def extender_application(scope, receive, send) -> None:
         await _answer(send, 400, _BAD_HOST)
     elif scope["path"].startswith(entry.PREFIX):
         await extender(scope, receive, send)
+    elif scope["path"] == ADMISSION_PATH:
+        await admission(scope, receive, send)
     elif scope["path"] == "/healthz":
         await _answer(send, 200, _HEALTHY)
     elif scope["path"] == "/readyz":  # this listener's processes: what they serve, what is down

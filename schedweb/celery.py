@@ -15,6 +15,8 @@ app.autodiscover_tasks()  # imports policies.tasks, which registers every task
 # - requeue pods a policy rejected that would now pass (policies/extender/requeue.py);
 # - rewrite the published set in Redis from the database (a flushed or restarted Redis has it
 #   back within a minute);
+# - create the PriorityClasses of the active policies' queue keys (policies/queue_classes.py);
+# - detect the Workload API and create the Workloads of linked gangs (policies/gangs.py);
 # - record where decided pods were bound, and forget decisions past their retention.
 app.conf.beat_schedule = {
     "cluster-watch-supervise": {
@@ -29,6 +31,12 @@ app.conf.beat_schedule = {
     "distribute-active-policies": {
         "task": "schedweb.distribute_active_policies",
         "schedule": 60.0,
+    },
+    "queue-classes-ensure": {"task": "schedweb.queue_classes_ensure", "schedule": 60.0},
+    "gang-workloads-ensure": {
+        "task": "schedweb.gang_workloads_ensure",
+        "schedule": 2.0,
+        "options": {"expires": 4.0},
     },
     "resolve-decision-nodes": {"task": "schedweb.decisions_resolve_chosen", "schedule": 30.0},
     "prune-decisions": {"task": "schedweb.decisions_prune", "schedule": 3600.0},

@@ -23,6 +23,7 @@ from policies.cluster.loaded import LoadedCluster
 from policies.cluster.sources import cluster_default
 from policies.cluster.status import cluster_status
 from policies.engine.inputs import NodeView, PodView
+from policies.gangs import gang_mode_status
 from policies.models import SyncRun
 
 
@@ -78,6 +79,15 @@ class SyncRunSerializer(serializers.Serializer):
     snapshotVersion = serializers.IntegerField()
 
 
+class GangModeSerializer(serializers.Serializer):
+    mode = serializers.ChoiceField(
+        choices=["workload", "hold", "unknown"],
+        help_text="workload: the cluster serves scheduling.k8s.io/v1alpha1 Workloads and gangs are placed all or nothing by kube-scheduler; hold: a policy's filter holds members until enough exist.",
+    )
+    reason = serializers.CharField()
+    checkedAt = serializers.DateTimeField(allow_null=True)
+
+
 class ClusterStatusSerializer(serializers.Serializer):
     source = serializers.ChoiceField(choices=["live", "file", "demo"])
     cluster = serializers.CharField(allow_null=True, help_text="SCHEDWEB_CLUSTER_NAME (live only).")
@@ -100,6 +110,7 @@ class ClusterStatusSerializer(serializers.Serializer):
     lastEventAt = serializers.DateTimeField(allow_null=True)
     lastSyncAt = serializers.DateTimeField(allow_null=True)
     runs = SyncRunSerializer(many=True)
+    gangMode = GangModeSerializer(help_text="How gangs (a policy's gang:) are placed.")
 
 
 class TaintSerializer(serializers.Serializer):
@@ -198,7 +209,7 @@ class ClusterStatusView(ApiView):
     )
     def get(self, request: Request) -> Response:
         status, _ = cluster_status()
-        return Response(status)
+        return Response({**status, "gangMode": gang_mode_status()})
 
 
 class ClusterNodesView(ApiView):

@@ -121,6 +121,60 @@ class PreviewSerializer(StrictSerializer):
         return attrs
 
 
+class QueuePreviewSerializer(StrictSerializer):
+    document = StrictCharField(
+        required=False,
+        trim_whitespace=False,
+        max_length=262_144,
+        help_text="A policy document (e.g. an unsaved draft).",
+    )
+    policy = StrictCharField(
+        required=False, max_length=63, help_text="Or a stored policy's name..."
+    )
+    version = StrictCharField(
+        required=False,
+        max_length=12,
+        help_text="...and which of its documents: draft (default), active, or a version number.",
+    )
+    cluster = serializers.ChoiceField(
+        choices=["demo", "live"],
+        required=False,
+        help_text="Cluster source; default: the configured one.",
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        if ("document" in attrs) == ("policy" in attrs):
+            raise serializers.ValidationError({"document": ["give either document or policy"]})
+        if "version" in attrs and "policy" not in attrs:
+            raise serializers.ValidationError({"version": ["version needs policy"]})
+        version = attrs.get("version", "draft")
+        if version not in ("draft", "active") and number_or_none(version, minimum=1) is None:
+            raise serializers.ValidationError({"version": ["draft, active or a version number"]})
+        return attrs
+
+
+class QueuePodSerializer(serializers.Serializer):
+    pod = serializers.CharField(help_text="namespace/name")
+    schedulerName = serializers.CharField()
+    priority = serializers.IntegerField(help_text="The pod's priority now.")
+    key = serializers.IntegerField(
+        allow_null=True, help_text="Its queue key, the priority it would get; null: unchanged."
+    )
+    raw = serializers.IntegerField(allow_null=True, help_text="The key before clamping.")
+    clamped = serializers.BooleanField()
+    reason = serializers.CharField(allow_blank=True)
+    error = serializers.BooleanField()
+
+
+class QueuePreviewResultSerializer(serializers.Serializer):
+    policy = serializers.CharField()
+    version = serializers.CharField()
+    queue = serializers.DictField(allow_null=True, help_text="The document's queue: section.")
+    cluster = serializers.DictField()
+    total = serializers.IntegerField(help_text="Pending pods of the policy's schedulerNames.")
+    pods = QueuePodSerializer(many=True, help_text="In queue order, the first 500.")
+
+
 class TestCaseWriteSerializer(StrictSerializer):
     name = serializers.RegexField(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", max_length=63)
     pod = ManifestField(help_text="The pod, as an object or YAML/JSON text.")

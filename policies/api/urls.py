@@ -24,6 +24,7 @@ urlpatterns = [
     path("policies/<str:name>/tests/<str:case>", views.TestCaseDetail.as_view()),
     path("validate", views.Validate.as_view()),
     path("preview", views.Preview.as_view()),
+    path("preview/queue", views.QueuePreview.as_view()),
     path("audit", views.AuditList.as_view()),
     path("tokens", views.TokenListCreate.as_view()),
     path("tokens/<id:token_id>", views.TokenRevoke.as_view()),

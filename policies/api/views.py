@@ -28,6 +28,7 @@ from policies.evaluation import (
     policy_validate,
     preview_run,
     profile_active,
+    queue_preview_run,
     request_guard,
     test_cases_run,
 )
@@ -370,29 +371,9 @@ class Preview(ApiView):
     def post(self, request: Request) -> Response:
         data = self.data(s.PreviewSerializer, request)
         cluster = cluster_load(data["cluster"]) if "cluster" in data else cluster_default()
-        label = "document"
-        policy = None
-        if "document" in data:
-            document = data["document"]
-        else:
-            policy = _policy(data["policy"])
-            version = data.get("version", "draft")
-            if version == "draft":
-                document, label = policy.draft, "draft"
-            elif version == "active":
-                active = selectors.policy_get_active(policy=policy)
-                if active is None:
-                    return Response(
-                        {
-                            "error": "not_found",
-                            "detail": f"policy {policy.name} has no active version",
-                        },
-                        status=404,
-                    )
-                document, label = active.document, f"v{active.number}"
-            else:
-                found = get_object_or_404(PolicyVersion, policy=policy, number=int(version))
-                document, label = found.document, f"v{found.number}"
+        document, label, policy = _document(data)
+        if document is None:
+            return label  # the 404 answer
         if "pod" in data:
             pod = pod_view_from_source(data["pod"])
         else:
@@ -427,6 +408,74 @@ class Preview(ApiView):
         if preview.comparison is not None:
             body["compare"] = {"againstVersion": active.number, **preview.comparison}
         return Response(body)
+
+
+def _document(data: dict) -> tuple[str | None, Any, Policy | None]:
+    """The document a preview names: (text, label, policy), or (None, a 404 Response, None)
+    for a policy without an active version."""
+    if "document" in data:
+        return data["document"], "document", None
+    policy = _policy(data["policy"])
+    version = data.get("version", "draft")
+    if version == "draft":
+        return policy.draft, "draft", policy
+    if version == "active":
+        active = selectors.policy_get_active(policy=policy)
+        if active is None:
+            detail = f"policy {policy.name} has no active version"
+            return None, Response({"error": "not_found", "detail": detail}, status=404), None
+        return active.document, f"v{active.number}", policy
+    found = get_object_or_404(PolicyVersion, policy=policy, number=int(version))
+    return found.document, f"v{found.number}", policy
+
+
+class QueuePreview(ApiView):
+    required_roles = {"POST": "viewer"}
+
+    @extend_schema(
+        operation_id="preview_queue",
+        description=(
+            "The pending pods of the policy's schedulerNames in the order kube-scheduler's queue "
+            "would take them under the document's `queue:` (each pod's key, the priority "
+            "schedweb's admission webhook gives it), highest first."
+        ),
+        request=s.QueuePreviewSerializer,
+        responses={200: s.QueuePreviewResultSerializer, **errors(400, 404, 413, 503)},
+    )
+    def post(self, request: Request) -> Response:
+        data = self.data(s.QueuePreviewSerializer, request)
+        cluster = cluster_load(data["cluster"]) if "cluster" in data else cluster_default()
+        document, label, _ = _document(data)
+        if document is None:
+            return label
+        with request_guard():
+            preview = queue_preview_run(document=document, cluster=cluster)
+        queue = preview.compiled.spec.queue
+        return Response(
+            {
+                "policy": preview.compiled.name,
+                "version": label,
+                "queue": None
+                if queue is None
+                else {"expression": queue.expression, "min": queue.min, "max": queue.max},
+                "cluster": {
+                    "source": cluster.source,
+                    "label": cluster.describe(),
+                    "version": cluster.version,
+                    "stale": cluster.stale,
+                },
+                "total": preview.total,
+                "pods": [
+                    {
+                        "pod": f"{pod['namespace']}/{pod['name']}",
+                        "schedulerName": pod["schedulerName"],
+                        "priority": int(pod.get("priority") or 0),
+                        **key.to_dict(),
+                    }
+                    for pod, key in preview.rows
+                ],
+            }
+        )
 
 
 # --- test cases ---------------------------------------------------------------------------------

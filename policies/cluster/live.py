@@ -353,6 +353,57 @@ class LiveClient:
         response.read()
         response.release_conn()
 
+    def priority_class_names(self) -> set[str]:
+        """Names of the cluster's PriorityClasses (the queue classes the worker manages)."""
+        from kubernetes import client as k8s
+
+        api = k8s.SchedulingV1Api(self._core().api_client)
+        response = self._open(
+            api.list_priority_class, {"limit": 5000}, timeout=(CONNECT_TIMEOUT, 30.0)
+        )
+        try:
+            data = orjson.loads(response.read())
+        finally:
+            response.release_conn()
+        return {item["metadata"]["name"] for item in data.get("items") or []}
+
+    def priority_class_create(self, manifest: dict[str, Any]) -> None:
+        """Creates a PriorityClass; one that exists already (another worker) is fine."""
+        from kubernetes import client as k8s
+
+        api = k8s.SchedulingV1Api(self._core().api_client)
+        try:
+            response = self._open(
+                api.create_priority_class, {"body": manifest}, timeout=(CONNECT_TIMEOUT, 10.0)
+            )
+        except KubeError as exc:
+            if exc.http_status == 409:
+                return
+            raise
+        response.read()
+        response.release_conn()
+
+    def request_json(self, method: str, path: str, body: Any = None) -> Any:
+        """A JSON request to any API path (APIs the generated client lacks: the alpha Workload
+        API); KubeError on failure, with the HTTP status (404: the API is not served)."""
+
+        def call(**kwargs: Any) -> Any:
+            return self._core().api_client.call_api(
+                path,
+                method,
+                header_params={"Accept": "application/json", "Content-Type": "application/json"},
+                body=body,
+                auth_settings=["BearerToken"],
+                _return_http_data_only=True,
+                **kwargs,
+            )
+
+        response = self._open(call, {}, timeout=(CONNECT_TIMEOUT, 30.0))
+        try:
+            return orjson.loads(response.read() or b"null")
+        finally:
+            response.release_conn()
+
     def pod_node(self, *, namespace: str, name: str) -> str:
         """The node a pod is bound to ("" while pending)."""
         response = self._open(

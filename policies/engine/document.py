@@ -82,6 +82,8 @@ TOP_LEVEL_FIELDS = (
     "variables",
     "filters",
     "scores",
+    "queue",
+    "gang",
     "tests",
 )
 RULE_FIELDS = {
@@ -162,6 +164,43 @@ class ScoreRule:
     normalize: str = "none"
 
 
+# The queue key becomes a pod priority through one PriorityClass per value (policies/queue.py):
+# user PriorityClasses may not exceed one billion (kube-apiserver validation,
+# HighestUserDefinablePriority), and the span of keys bounds how many classes exist.
+QUEUE_FIELDS = ("expression", "min", "max")
+QUEUE_PRIORITY_LIMIT = 1_000_000_000
+MAX_QUEUE_LEVELS = 1000
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    """`queue:`: a CEL int over `pod` and `namespaceObject` ordering the scheduling queue (higher
+    first); keys are clamped into min..max, each value a pod priority."""
+
+    expression: str
+    min: int
+    max: int
+
+
+# `gang:` reads seed 002's labels unless told otherwise: podGroup names the group, minAvailable
+# its size; a pod without them (or with a minAvailable that is not a number) is in no gang.
+GANG_FIELDS = ("group", "minCount")
+GANG_DEFAULT_GROUP = 'has(pod.labels.podGroup) ? pod.labels.podGroup : ""'
+GANG_DEFAULT_MIN_COUNT = (
+    'has(pod.labels.minAvailable) && pod.labels.minAvailable.matches("^[0-9]{1,9}$")'
+    " ? int(pod.labels.minAvailable) : 0"
+)
+
+
+@dataclass(frozen=True)
+class GangSpec:
+    """`gang:`: which group a pod belongs to (a CEL string, "" for none) and how many members
+    the group needs before any is placed (a CEL int; below 2 means no gang)."""
+
+    group: str = GANG_DEFAULT_GROUP
+    min_count: str = GANG_DEFAULT_MIN_COUNT
+
+
 @dataclass(frozen=True)
 class PolicySpec:
     """A structurally valid policy document (its CEL is checked by `compile_policy`)."""
@@ -174,6 +213,8 @@ class PolicySpec:
     variables: tuple[Rule, ...] = ()
     filters: tuple[FilterRule, ...] = ()
     scores: tuple[ScoreRule, ...] = ()
+    queue: QueueSpec | None = None
+    gang: GangSpec | None = None
     tests: tuple[dict[str, Any], ...] = ()
     document: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -500,16 +541,20 @@ def build_spec(
     filters = tuple(_filter_rule(item, f"filters[{i}]", errors) for i, item in lists["filters"])
     scores = tuple(_score_rule(item, f"scores[{i}]", errors) for i, item in lists["scores"])
     tests = tuple(_test_case(item, f"tests[{i}]", errors) for i, item in lists["tests"])
+    queue = _queue_section(data, errors) if "queue" in data else None
+    gang = _gang_section(data, errors) if "gang" in data else None
 
-    if (
+    if "queue" in data or "gang" in data:
+        pass  # a queue order or a gang alone is a policy (seed 002's plugin has no score)
+    elif (
         not lists["filters"]
         and not lists["scores"]
         and "filters" not in data
         and "scores" not in data
     ):
-        errors.add("", "a policy needs at least one filter or score")
+        errors.add("", "a policy needs at least one filter, score or queue")
     elif not lists["filters"] and not lists["scores"]:
-        errors.add("filters", "a policy needs at least one filter or score")
+        errors.add("filters", "a policy needs at least one filter, score or queue")
 
     _check_unique(
         [("matchConditions", r) for r in match_conditions]
@@ -530,6 +575,8 @@ def build_spec(
         variables=variables,  # type: ignore[arg-type]
         filters=filters,  # type: ignore[arg-type]
         scores=scores,  # type: ignore[arg-type]
+        queue=queue,
+        gang=gang,
         tests=tests,  # type: ignore[arg-type]
         document=data,
     )
@@ -695,6 +742,75 @@ def _score_rule(item: dict, path: str, errors: _Collector) -> ScoreRule:
             rule=name,
         )
     return ScoreRule(name=name, expression=expression, weight=weight, normalize=normalize)
+
+
+def _queue_section(data: dict, errors: _Collector) -> QueueSpec | None:
+    """`queue: {expression, min, max}`; None (with errors) when it is unusable."""
+    item = data.get("queue")
+    if not isinstance(item, dict):
+        errors.add(
+            "queue", f"queue must be a mapping (expression, min, max), got {_type_name(item)}"
+        )
+        return None
+    for field_name in item:
+        if field_name not in QUEUE_FIELDS:
+            errors.add(
+                f"queue.{field_name}",
+                f"unknown field '{field_name}'{_suggest(str(field_name), QUEUE_FIELDS)}",
+            )
+    expression = _expression(item, "queue", errors)
+    bounds: dict[str, int] = {}
+    for key in ("min", "max"):
+        value = item.get(key)
+        if value is None:
+            errors.add(
+                f"queue.{key}",
+                f"{key} is required: the {'lowest' if key == 'min' else 'highest'} key (an integer)",
+            )
+        elif isinstance(value, bool) or not isinstance(value, int):
+            errors.add(f"queue.{key}", f"{key} must be an integer, got {_type_name(value)}")
+        elif not -QUEUE_PRIORITY_LIMIT <= value <= QUEUE_PRIORITY_LIMIT:
+            errors.add(
+                f"queue.{key}",
+                f"{key} must be from -{QUEUE_PRIORITY_LIMIT} to {QUEUE_PRIORITY_LIMIT} "
+                f"(a key is a pod priority), got {value}",
+            )
+        else:
+            bounds[key] = value
+    if len(bounds) == 2:
+        if bounds["min"] > bounds["max"]:
+            errors.add("queue.max", f"max ({bounds['max']}) is below min ({bounds['min']})")
+        elif bounds["max"] - bounds["min"] + 1 > MAX_QUEUE_LEVELS:
+            errors.add(
+                "queue.max",
+                f"min..max spans {bounds['max'] - bounds['min'] + 1} keys; at most "
+                f"{MAX_QUEUE_LEVELS} (one PriorityClass each)",
+            )
+    if expression is None:
+        return None
+    # With bad bounds the expression is still returned, so its CEL is checked too.
+    return QueueSpec(expression=expression, min=bounds.get("min", 0), max=bounds.get("max", 0))
+
+
+def _gang_section(data: dict, errors: _Collector) -> GangSpec | None:
+    """`gang: {group, minCount}`, each defaulting to seed 002's labels (`gang: {}`)."""
+    item = data.get("gang")
+    if item is None:
+        item = {}
+    if not isinstance(item, dict):
+        errors.add("gang", f"gang must be a mapping (group, minCount), got {_type_name(item)}")
+        return None
+    for field_name in item:
+        if field_name not in GANG_FIELDS:
+            errors.add(
+                f"gang.{field_name}",
+                f"unknown field '{field_name}'{_suggest(str(field_name), GANG_FIELDS)}",
+            )
+    group = _expression(item, "gang", errors, key="group", required=False)
+    min_count = _expression(item, "gang", errors, key="minCount", required=False)
+    return GangSpec(
+        group=group or GANG_DEFAULT_GROUP, min_count=min_count or GANG_DEFAULT_MIN_COUNT
+    )
 
 
 def _test_case(item: dict, path: str, errors: _Collector) -> dict[str, Any]:

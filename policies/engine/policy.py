@@ -26,6 +26,7 @@ from .cel import (
     Program,
     compile_expression,
     policy_env,
+    queue_env,
     types,
 )
 from .cel.deadline import deadline_check, deadline_get, deadline_passed, monotonic
@@ -43,6 +44,7 @@ from .document import (
 from .helpers import ClusterFunctions
 from .inputs import ClusterView, NodeView, PodView
 from .positions import document_position
+from .queue import GangMembership, QueueKey, clamp, namespace_view
 from .results import Evaluation, RuleError
 
 DEFAULT_COST_LIMIT = 1_000_000
@@ -208,6 +210,21 @@ class CompiledPolicy:
             self._compile(r.name, f"scores[{i}].expression", r.expression, env, _NUMBER)
             for i, r in enumerate(spec.scores)
         ]
+        self.queue = (
+            self._compile(
+                "queue", "queue.expression", spec.queue.expression, queue_env(), (types.INT,)
+            )
+            if spec.queue is not None
+            else None
+        )
+        self.gang_group = self.gang_min_count = None
+        if spec.gang is not None:
+            self.gang_group = self._compile(
+                "gang", "gang.group", spec.gang.group, queue_env(), _STRING
+            )
+            self.gang_min_count = self._compile(
+                "gang", "gang.minCount", spec.gang.min_count, queue_env(), (types.INT,)
+            )
         for i, rule in enumerate(self.match_conditions):
             if rule is not None and rule.program.references & (
                 {"node"} | {f"variables.{v}" for v in self.variables}
@@ -236,6 +253,9 @@ class CompiledPolicy:
             *self.filters,
             *self.messages,
             *self.scores,
+            self.queue,
+            self.gang_group,
+            self.gang_min_count,
         ]
         total = 0
         for rule in rules:
@@ -482,6 +502,83 @@ class CompiledPolicy:
             evaluation.total = [0.0] * n
             evaluation.extender = [0] * n
         return evaluation
+
+    def queue_key(
+        self,
+        pod: PodView,
+        namespace_labels: Mapping[str, str] | None = None,
+        cluster: ClusterView | None = None,
+    ) -> QueueKey:
+        """The pod's queue key (its priority under this policy), clamped into queue.min..max.
+
+        No key when the policy has no `queue:`, does not target the pod's schedulerName, or a
+        matchCondition is false; an evaluation error (or a matchCondition's) is a keyless
+        result with `error` set: the admission webhook then follows failurePolicy."""
+        if self.queue is None or self.spec.queue is None:
+            return QueueKey(None, reason="the policy has no queue")
+        if not self.applies_to(pod):
+            return QueueKey(
+                None,
+                reason=f"spec.schedulerName {pod.get('schedulerName', '')!r} is not targeted by this policy",
+            )
+        base = {"pod": pod, "cluster": ClusterFunctions(cluster, pod), "variables": {}}
+        for rule in self.match_conditions:
+            try:
+                value = rule.program.evaluate(base, cost_limit=self.cost_limit)
+            except CelError as exc:
+                return QueueKey(
+                    None,
+                    reason=f"matchCondition {rule.name} could not be evaluated: {exc}",
+                    error=True,
+                )
+            if value is not True:
+                return QueueKey(None, reason=f"matchCondition {rule.name} is false")
+        activation = {
+            "pod": pod,
+            "namespaceObject": namespace_view(pod["namespace"], namespace_labels),
+        }
+        try:
+            raw = self.queue.program.evaluate(activation, cost_limit=self.cost_limit)
+        except CelError as exc:
+            return QueueKey(None, reason=f"queue key could not be evaluated: {exc}", error=True)
+        if type(raw) is not int:  # a dyn expression (a label through `object`) gave another type
+            return QueueKey(
+                None,
+                reason=f"queue key must evaluate to an int, got {_cel_type_name(raw)}",
+                error=True,
+            )
+        return QueueKey(clamp(raw, self.spec.queue.min, self.spec.queue.max), raw)
+
+    def gang_of(
+        self, pod: PodView, namespace_labels: Mapping[str, str] | None = None
+    ) -> GangMembership:
+        """The pod's gang (group and minimum count) under `gang:`; none when the policy has no
+        `gang:`, does not target the pod's schedulerName, or the group is "" or the count is
+        below 2 (seed 002 held no pod with minAvailable <= 1)."""
+        if self.gang_group is None or self.gang_min_count is None:
+            return GangMembership(reason="the policy has no gang")
+        if not self.applies_to(pod):
+            return GangMembership(
+                reason=f"spec.schedulerName {pod.get('schedulerName', '')!r} is not targeted by this policy"
+            )
+        activation = {
+            "pod": pod,
+            "namespaceObject": namespace_view(pod["namespace"], namespace_labels),
+        }
+        try:
+            group = self.gang_group.program.evaluate(activation, cost_limit=self.cost_limit)
+            count = self.gang_min_count.program.evaluate(activation, cost_limit=self.cost_limit)
+        except CelError as exc:
+            return GangMembership(reason=f"gang could not be evaluated: {exc}", error=True)
+        if type(group) is not str or type(count) is not int:
+            return GangMembership(
+                reason="gang.group must give a string and gang.minCount an int", error=True
+            )
+        if not group or count < 2:
+            return GangMembership(
+                group, count, reason="not in a gang (no group, or minCount below 2)"
+            )
+        return GangMembership(group, count)
 
     def variable_values(
         self, pod: PodView, node: NodeView, cluster: ClusterView | None = None

@@ -10,6 +10,7 @@ expect:
   rejectedBy: {cp-1: no-control-plane}
   extenderScores: {a-small-1: 7}            # exact extender score, 0..10
   scores: {a-small-1: {atLeast: 6, atMost: 9}}  # bounds on the extender score, 0..10
+  queueKey: 11                  # the pod's queue key (its priority); null: the pod gets none
 
 An expectation is either recorded from a preview (`record_expectation`: applies, every verdict,
 the winner) or written by hand; `rerecord` turns a failing one into the smallest edit of the
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .queue import QueueKey
 from .results import Evaluation
 
 EXPECT_KEYS = (
@@ -33,6 +35,7 @@ EXPECT_KEYS = (
     "rejectedBy",
     "extenderScores",
     "scores",
+    "queueKey",
 )
 BOUND_KEYS = ("atLeast", "atMost")
 MAX_NODE_NAME = 253  # a Kubernetes object name (DNS subdomain); longer cannot be a node
@@ -113,6 +116,10 @@ def expect_errors(expect: Any) -> list[tuple[str, str]]:
             out.append(("expect.winner", f"must be a node name, got {_kind(expect['winner'])}"))
         elif _node_name_problem(expect["winner"]):
             out.append(("expect.winner", _node_name_problem(expect["winner"])))
+    if "queueKey" in expect and not (expect["queueKey"] is None or _is_int(expect["queueKey"])):
+        out.append(
+            ("expect.queueKey", f"must be an integer or null, got {_kind(expect['queueKey'])}")
+        )
     if "winner" in expect and "winnerIn" in expect:
         out.append(("expect.winnerIn", "give winner (one node) or winnerIn (a set), not both"))
     if "winnerIn" in expect:
@@ -191,9 +198,17 @@ def _bounds_text(bounds: dict[str, int]) -> str:
     return " and ".join(parts)
 
 
-def check_expectations(evaluation: Evaluation, expect: dict[str, Any]) -> list[str]:
-    """Every way `evaluation` differs from `expect`, as sentences; [] when it matches."""
+def check_expectations(
+    evaluation: Evaluation, expect: dict[str, Any], queue_key: QueueKey | None = None
+) -> list[str]:
+    """Every way `evaluation` (and the pod's `queue_key`) differs from `expect`, as sentences;
+    [] when it matches."""
     failures: list[str] = []
+    if "queueKey" in expect:
+        got = queue_key.key if queue_key is not None else None
+        if got != expect["queueKey"]:
+            why = f" ({queue_key.reason})" if queue_key is not None and queue_key.reason else ""
+            failures.append(f"expected queue key {expect['queueKey']}, got {got}{why}")
     index = {name: i for i, name in enumerate(evaluation.node_names)}
 
     def node_index(name: str) -> int | None:
@@ -312,7 +327,19 @@ def record_expectation(evaluation: Evaluation) -> dict[str, Any]:
     return expect
 
 
-def rerecord(evaluation: Evaluation, expect: dict[str, Any]) -> dict[str, Any]:
+def rerecord(
+    evaluation: Evaluation, expect: dict[str, Any], queue_key: QueueKey | None = None
+) -> dict[str, Any]:
+    """`_rerecord_nodes`, with an expected `queueKey` moved to the pod's current key."""
+    out = _rerecord_nodes(evaluation, {k: v for k, v in expect.items() if k != "queueKey"})
+    if "queueKey" in expect:
+        if not any(k != "queueKey" for k in expect):  # a queue-only expectation stays one
+            out = {}
+        out["queueKey"] = queue_key.key if queue_key is not None else None
+    return out
+
+
+def _rerecord_nodes(evaluation: Evaluation, expect: dict[str, Any]) -> dict[str, Any]:
     """`expect` edited so that `evaluation` satisfies it, keeping its kinds and nodes: each
     part that holds stays as written, each that fails takes the current result (a bound moves
     to the score it got; a node that left the cluster is dropped; a node expected to be rejected

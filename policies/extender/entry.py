@@ -13,6 +13,8 @@ X-Schedweb-Policy header.
 
 from __future__ import annotations
 
+from policies.admission import review
+
 from . import protocol
 from .metrics import render_prometheus
 from .runtime import runtime
@@ -24,6 +26,23 @@ VERBS = ("filter", "prioritize", "preempt", "bind")
 def extender_answer(verb: str, body: bytes) -> tuple[int, bytes, str]:
     """The answer to a POST of `body` to /extender/<verb> (one of VERBS), read within the limit."""
     answer = getattr(runtime().extender, verb)(body)
+    return answer.status, answer.body, answer.policy
+
+
+def admission_answer(body: bytes) -> tuple[int, bytes, str]:
+    """POST /admission/queue: kube-apiserver's AdmissionReview of a pod, answered from the
+    process's memory (policies/admission/review.py); 400 for a body that is not one."""
+    state = runtime()
+    try:
+        answer = review.admission_answer(
+            body,
+            policies=state.registry.by_scheduler,
+            namespace_labels=state.namespace_labels,
+            class_ready=state.class_ready,
+            gang_mode=state.gang_mode,
+        )
+    except review.ReviewInvalid as exc:
+        answer = review.invalid_answer(str(exc))
     return answer.status, answer.body, answer.policy
 
 

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from django.conf import settings
 
 from policies.background import DECISIONS_RECORD, task_queue
@@ -144,6 +145,9 @@ class ExtenderRuntime:
         self.redis_ok = True
         self.last_error = ""
         self.started_at = time.time()
+        # key ranges whose queue PriorityClasses exist (policies/queue_classes.py)
+        self.class_ranges: tuple[tuple[int, int], ...] = ()
+        self.gang_mode = ""  # workload | hold, as the worker detected (policies/gangs.py)
         self._initial_load()
         self.extender = Extender(
             policies=lambda: self.registry.by_scheduler,
@@ -180,6 +184,28 @@ class ExtenderRuntime:
             except Exception as db_exc:  # nothing to serve: pods pass through until Redis has a set
                 log.error("extender start: no policies (%s; database: %s)", problem, db_exc)
         self.snapshots.refresh()
+        self._refresh_classes()
+
+    def _refresh_classes(self) -> None:
+        """The queue classes' ranges and the gang mode the worker recorded: one MGET."""
+        from policies.gangs import MODE_KEY
+        from policies.queue_classes import CLASSES_KEY, queue_classes_parse
+
+        with contextlib.suppress(Exception):  # Redis down: keep the ranges and mode we hold
+            classes, mode = self.redis.mget(CLASSES_KEY, MODE_KEY)
+            self.class_ranges = queue_classes_parse(classes)
+            self.gang_mode = orjson.loads(mode).get("mode", "") if mode else ""
+
+    def class_ready(self, value: int) -> bool:
+        """The PriorityClass of queue key `value` exists (as the worker last reported)."""
+        return any(low <= value <= high for low, high in self.class_ranges)
+
+    def namespace_labels(self, namespace: str):
+        """A namespace's labels from the snapshot (None when the snapshot has no such one)."""
+        snapshot = self.snapshots.current()
+        if snapshot is None:
+            return None
+        return snapshot.state.namespaces().get(namespace)
 
     def _run(self) -> None:
         last_metrics = last_decisions = time.monotonic()
@@ -189,6 +215,8 @@ class ExtenderRuntime:
                 self.redis_ok = True
             except Exception as exc:
                 self.redis_ok, self.last_error = False, f"redis: {exc}"
+            if self.redis_ok:  # a Redis that is down costs its retries once per loop, not thrice
+                self._refresh_classes()
             before = self.snapshots.current()
             try:
                 self.snapshots.refresh()

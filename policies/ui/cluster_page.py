@@ -15,6 +15,7 @@ from policies.cluster.status import cluster_status
 from policies.engine.inputs import NodeView, PodView
 from policies.errors import InputError
 from policies.formatting import bytes_format, cpu_format, number_format
+from policies.gangs import gang_mode_status
 from policies.numbers import number_or_none
 from policies.ui.access import page_access
 
@@ -26,6 +27,7 @@ PAGE_ROWS = 200  # rows per table page
 def cluster_page(request: HttpRequest) -> HttpResponse:
     """Nodes and pods of the configured source as the engine sees them, and its status."""
     status, loaded = cluster_status()
+    status["gangMode"] = gang_mode_status()
     context: dict[str, Any] = {"status": status, "filters": request.GET, "phases": PHASES}
     if loaded is not None:
         try:

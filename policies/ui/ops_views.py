@@ -21,6 +21,7 @@ import shlex
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -55,9 +56,12 @@ from policies.schedulerconfig import (
     extender_cluster_role,
     extender_url_problem,
     extender_urls,
+    queue_webhook_configuration,
     rbac_command,
     scheduler_configuration,
     second_scheduler_yaml,
+    webhook_admission_configuration,
+    webhook_url,
 )
 from policies.ui.access import page_access
 from policies.ui.context import role
@@ -564,7 +568,7 @@ def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 MAX_SCHEDULER_NAMES = 10
-CONNECT_TABS = ("profile", "resource", "manifests", "rbac")
+CONNECT_TABS = ("profile", "resource", "manifests", "webhook", "rbac")
 DEFAULT_LEASE = "kube-scheduler"  # the lease kube-scheduler's own RBAC role is limited to
 
 
@@ -693,6 +697,7 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
         keep_default_profile=False,
         namespace=data.get("namespace") or "kube-system",
     )
+    webhook = _queue_webhook(url)
     return {
         "names": names,
         "url": url,
@@ -701,7 +706,10 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
         "profile": _config_or_why_not(profile),
         "resource": dump_yaml(scheduler_configuration(resource)),
         "manifests": second_scheduler_yaml(second),
-        "rbac": dump_yaml(extender_cluster_role(bind=data["bind"])),
+        "rbac": dump_yaml(
+            extender_cluster_role(bind=data["bind"], queue=bool(webhook["policies"]))
+        ),
+        "webhook": webhook,
         "managed_resource": MANAGED_RESOURCE,
         "opt_in_pod": dump_yaml(_opt_in_pod(names[0])),
         "cli_profile": _cli(names=names, data=data, extra=""),
@@ -712,7 +720,34 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
             extra="--manifests"
             + (f" --namespace {data['namespace']}" if data.get("namespace") else ""),
         ),
-        "cli_rbac": rbac_command(bind=data["bind"]),
+        "cli_rbac": rbac_command(bind=data["bind"], queue=bool(webhook["policies"])),
+    }
+
+
+def _queue_webhook(url: str) -> dict[str, Any]:
+    """The queue webhook's configuration (active policies with `queue:`), and the admission
+    configuration that gives kube-apiserver its client certificate (mutual TLS)."""
+    from policies.queue_classes import queue_policies_active
+
+    policies = queue_policies_active()
+    ca_file = settings.SCHEDWEB_EXTENDER_SCHEDULER_CA
+    try:
+        ca = Path(ca_file).read_text() if ca_file else ""
+    except OSError:
+        ca = ""
+    return {
+        "policies": [p.name for p in policies],
+        "config": dump_yaml(
+            queue_webhook_configuration(extender_url=url, policies=policies, ca_bundle=ca)
+        )
+        if policies
+        else "",
+        "admission": webhook_admission_configuration(
+            webhook_url=webhook_url(url),
+            cert_file="/etc/kubernetes/pki/schedweb-webhook-client.crt",
+            key_file="/etc/kubernetes/pki/schedweb-webhook-client.key",
+        ),
+        "url": webhook_url(url),
     }
 
 

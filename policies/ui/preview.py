@@ -34,6 +34,7 @@ from policies.evaluation import (
     policy_compile,
     preview_run,
     profile_active,
+    queue_preview_run,
     request_guard,
     weight_advise_run,
 )
@@ -464,6 +465,7 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
         if (weight := cycle.profile.score_weight(name))
     ]
     advice = _advice(preview, given.document)
+    queue = _queue(compiled, pod, cluster, given.document)
     elapsed_ms = (time.perf_counter() - started) * 1000
     return {
         "state": "ok",
@@ -491,6 +493,7 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
         "strategy": cycle.profile.strategy,
         "caveats": cycle.caveats,
         "advice": advice,
+        "queue": queue,
         "plugin_columns": plugin_columns,
         "score_columns": [
             {"name": name, "weight": weight, "normalize": rule.normalize}
@@ -514,6 +517,34 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
         "cluster": cluster_info(cluster=cluster),
         "what_if": what_if,
         "elapsed_ms": round(elapsed_ms, 1),
+    }
+
+
+QUEUE_PANEL_ROWS = 20
+
+
+def _queue(compiled, pod: PodView, cluster: LoadedCluster, document: str) -> dict[str, Any] | None:
+    """The queue panel (a document with `queue:` only): this pod's key and the first pending
+    pods of the policy's schedulerNames in the order kube-scheduler's queue would take them."""
+    spec = compiled.spec.queue
+    if spec is None:
+        return None
+    try:
+        with request_guard():
+            order = queue_preview_run(document=document, cluster=cluster)
+    except EvaluationTooSlow as exc:
+        return {"error": str(exc)}
+    labels = cluster.state.namespaces().get(pod["namespace"])
+    return {
+        "expression": spec.expression,
+        "min": spec.min,
+        "max": spec.max,
+        "pod": compiled.queue_key(pod, labels, cluster.state),
+        "rows": [
+            {"ref": f"{p['namespace']}/{p['name']}", "priority": p.get("priority") or 0, "key": k}
+            for p, k in order.rows[:QUEUE_PANEL_ROWS]
+        ],
+        "total": order.total,
     }
 
 

@@ -26,6 +26,8 @@ PAGES = [
     "/cluster/",
     "/decisions/",
     "/connect/",
+    "/connect/?tab=webhook",  # the queue webhook's tab (seed-002 is published)
+    "/policies/seed-002/",  # the playground's Queue order panel
     "/account/tokens/",
 ]
 
@@ -61,6 +63,17 @@ def test_no_page_has_a_serious_or_critical_accessibility_violation(
     )
     services.policy_publish(
         actor=publisher, policy=policy, message="v1", revision=policy.draft_revision
+    )
+    # seed-002 as a draft (the playground's Queue order panel over the demo's pending pods), and
+    # a queue policy published for another schedulerName (the webhook tab's configuration)
+    services.policy_create(actor=publisher, document=(EXAMPLES / "seed-002.yaml").read_text())
+    queued = services.policy_create(
+        actor=publisher,
+        document="name: queued\nschedulerNames: [schedweb-queue]\n"
+        "queue: {expression: 'pod.priority', min: 0, max: 9}\n",
+    )
+    services.policy_publish(
+        actor=publisher, policy=queued, message="v1", revision=queued.draft_revision
     )
     # the page's CSP allows no inline script: axe is injected past it (a test tool, not the page)
     ctx = browser.new_context(

@@ -25,6 +25,8 @@ def test_every_required_example_exists():
         "seed-003-name-length.yaml",
         "seed-000-name-score.yaml",
         "seed-002-gang.yaml",
+        "seed-002-queue.yaml",
+        "seed-002.yaml",
         "least-allocated.yaml",
         "bin-packing.yaml",
         "prefer-label-avoid-taint.yaml",
@@ -45,7 +47,7 @@ def test_each_policy_follows_the_document_format(path):
     assert NAME.match(policy["name"]) and len(policy["name"]) <= 63
     assert policy["schedulerNames"] == ["schedweb"]
     assert policy.get("failurePolicy", "Ignore") in ("Ignore", "Fail")
-    assert policy.get("filters") or policy.get("scores")
+    assert policy.get("filters") or policy.get("scores") or policy.get("queue")
     for key in ("matchConditions", "variables", "filters", "scores"):
         for rule in policy.get(key, []):
             assert isinstance(rule["name"], str) and isinstance(rule["expression"], str)

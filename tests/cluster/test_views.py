@@ -215,3 +215,30 @@ def test_live_without_a_snapshot_or_a_kubeconfig_answers_503_with_the_reason(
     response = viewer.api.get("/api/v1/cluster/nodes")
     assert response.status_code == 503
     assert "no snapshot of cluster" in response.json()["detail"]
+
+
+def test_the_gang_mode_is_unknown_off_a_live_cluster(viewer, demo):
+    mode = viewer.api.get("/api/v1/cluster").json()["gangMode"]
+    assert mode == {
+        "mode": "unknown",
+        "reason": "a demo cluster has no API server to ask",
+        "checkedAt": None,
+    }
+
+
+@pytest.mark.parametrize(
+    ("mode", "shown"),
+    [("workload", "all or nothing"), ("hold", "held until complete")],
+)
+def test_the_api_and_the_page_say_which_gang_mode_the_worker_detected(
+    viewer, live_redis, live_settings, mode, shown
+):
+    from policies.gangs import gang_mode_record
+
+    gang_mode_record(mode, "detected for this test")
+    status = viewer.api.get("/api/v1/cluster").json()
+    assert status["gangMode"]["mode"] == mode
+    assert status["gangMode"]["reason"] == "detected for this test"
+    assert status["gangMode"]["checkedAt"] is not None
+    page = html.unescape(viewer.browser.get("/cluster/").content.decode())
+    assert f'id="gang-mode" data-mode="{mode}"' in page and shown in page

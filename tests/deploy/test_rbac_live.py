@@ -96,13 +96,18 @@ def _pending_pod(api, *, namespace: str, name: str) -> dict:
 
 
 def test_the_charts_cluster_role_is_the_one_schedulerconfig_rbac_prints():
-    """One generator: the chart's role and `manage.py schedulerconfig --rbac` agree, both ways."""
+    """One generator: the chart's role and `manage.py schedulerconfig --rbac` agree, with bind
+    and queue (PriorityClasses and Workloads) each on and off."""
     for bind in (False, True):
-        rendered = chart_render(values=["default"], set_values={"bind": str(bind).lower()})
-        chart = [o for o in rendered if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
-        for obj in chart:
-            del obj["metadata"]["labels"]
-        assert chart == extender_cluster_role(bind=bind)
+        for queue in (False, True):
+            rendered = chart_render(
+                values=["default"],
+                set_values={"bind": str(bind).lower(), "queue.enabled": str(queue).lower()},
+            )
+            chart = [o for o in rendered if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+            for obj in chart:
+                del obj["metadata"]["labels"]
+            assert chart == extender_cluster_role(bind=bind, queue=queue)
 
 
 def test_the_watcher_and_the_requeue_nudge_run_with_the_charts_account_and_nothing_more(

@@ -52,11 +52,16 @@ def _blocks(language: str) -> list[tuple[int, str]]:
 
 
 def _policy_blocks() -> list[tuple[str, str]]:
-    """(name, text) of every yaml block that is a policy: top-level name and filters or scores."""
+    """(name, text) of every yaml block that is a policy: top-level name and filters, scores,
+    queue or gang."""
     found = []
     for line, body in _blocks("yaml"):
         data = yaml.safe_load(body)
-        if isinstance(data, dict) and "name" in data and ({"filters", "scores"} & set(data)):
+        if (
+            isinstance(data, dict)
+            and "name" in data
+            and ({"filters", "scores", "queue", "gang"} & set(data))
+        ):
             found.append((f"{data['name']} (line {line})", body))
     return found
 
@@ -104,7 +109,13 @@ CEL_LINES = _cel_lines()
 
 def test_the_doc_has_the_examples_this_test_relies_on():
     names = {name.split(" ")[0] for name, _ in POLICIES}
-    assert {"batch-placement", "worked-example", "short-names"} <= names
+    assert {
+        "batch-placement",
+        "worked-example",
+        "short-names",
+        "queue-by-team",
+        "seed-002",
+    } <= names
     assert len(FIELDS) >= 40
     assert len(CEL_LINES) >= 80
 

@@ -102,7 +102,7 @@ scores:
 
 def test_a_policy_without_filters_or_scores_is_refused():
     assert errors_of("name: x\nschedulerNames: [s]\n") == {
-        "": "a policy needs at least one filter or score"
+        "": "a policy needs at least one filter, score or queue"
     }
 
 

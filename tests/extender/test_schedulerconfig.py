@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 
 import pytest
@@ -250,3 +251,73 @@ def test_a_url_that_cannot_be_an_extender_prefix_is_refused_with_the_reason(url,
         call_command("schedulerconfig", "--url", url, "--scheduler-name", "schedweb")
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_rbac_with_queue_also_lists_and_creates_priority_classes_and_workloads():
+    """Only policies with queue: or gang: need them (schedulerconfig --rbac --queue)."""
+    with_queue = generate("--rbac", "--no-bind", "--queue")[0]
+    assert with_queue["rules"][-1] == {
+        "apiGroups": ["scheduling.k8s.io"],
+        "resources": ["priorityclasses", "workloads"],
+        "verbs": ["list", "create"],
+    }
+    without = generate("--rbac", "--bind")[0]
+    assert all("scheduling.k8s.io" not in r["apiGroups"] for r in without["rules"])
+
+
+# --- the queue webhook (issue 11) ------------------------------------------------------------
+
+
+def test_the_queue_webhook_configuration_has_one_webhook_per_policy_scoped_away_from_kube_system():
+    from policies.schedulerconfig import QueuePolicy, queue_webhook_configuration
+
+    config = queue_webhook_configuration(
+        extender_url="https://10.0.0.5:8443/extender/",
+        policies=[
+            QueuePolicy("seed-002-queue", "Ignore", ("schedweb",)),
+            QueuePolicy("batch", "Fail", ("batch-a", "batch-b")),
+        ],
+        ca_bundle="-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+    )
+    assert config["kind"] == "MutatingWebhookConfiguration"
+    first, second = config["webhooks"]
+    assert first["name"] == "seed-002-queue.queue.schedweb.io"
+    assert (first["failurePolicy"], second["failurePolicy"]) == ("Ignore", "Fail")
+    assert first["clientConfig"]["url"] == "https://10.0.0.5:8443/admission/queue"
+    assert base64.b64decode(first["clientConfig"]["caBundle"]).startswith(b"-----BEGIN")
+    assert second["matchConditions"] == [
+        {
+            "name": "scheduler-name",
+            "expression": "object.spec.schedulerName in ['batch-a', 'batch-b']",
+        }
+    ]
+    (namespaces,) = first["namespaceSelector"]["matchExpressions"]
+    assert namespaces["operator"] == "NotIn" and "kube-system" in namespaces["values"]
+    assert first["rules"][0]["operations"] == ["CREATE"] and first["sideEffects"] == "None"
+
+
+@pytest.mark.django_db
+def test_manifests_end_with_the_queue_webhook_only_when_a_queue_policy_is_active(tmp_path):
+    from pathlib import Path
+
+    from policies import services
+    from tests.conftest import make_user
+
+    ca = tmp_path / "ca.crt"
+    ca.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    args = ("--manifests", "--url", "https://10.0.0.5:8443/extender/", "--ca-file", str(ca))
+    kinds = [d["kind"] for d in generate(*args) if d]
+    assert "MutatingWebhookConfiguration" not in kinds
+    publisher = make_user("pat", "publisher")
+    examples = Path(__file__).resolve().parents[2] / "policies" / "examples"
+    policy = services.policy_create(
+        actor=publisher, document=(examples / "seed-002.yaml").read_text()
+    )
+    services.policy_publish(
+        actor=publisher, policy=policy, message="v1", revision=policy.draft_revision
+    )
+    (config,) = [d for d in generate(*args) if d and d["kind"] == "MutatingWebhookConfiguration"]
+    (webhook,) = config["webhooks"]
+    assert webhook["name"] == "seed-002.queue.schedweb.io"
+    assert webhook["clientConfig"]["url"] == "https://10.0.0.5:8443/admission/queue"
+    assert base64.b64decode(webhook["clientConfig"]["caBundle"]) == ca.read_bytes()

@@ -40,9 +40,16 @@ class ControlPlane:
     """etcd + kube-apiserver in `workdir`; use as a context manager or call start()/stop()."""
 
     def __init__(
-        self, workdir: Path, *, bin_dir: Path | None = None, startup_timeout: float = 90.0
+        self,
+        workdir: Path,
+        *,
+        bin_dir: Path | None = None,
+        startup_timeout: float = 90.0,
+        apiserver_args: Sequence[str] = (),
     ) -> None:
         self.workdir = Path(workdir).resolve()
+        # more kube-apiserver flags: feature gates, an admission configuration (issue 11)
+        self.apiserver_args = tuple(apiserver_args)
         self.bin_dir = bin_dir if bin_dir is not None else binaries_find()
         self.startup_timeout = startup_timeout
         self.admin_token = secrets.token_urlsafe(32)
@@ -141,6 +148,7 @@ class ControlPlane:
                 # rejects; with no reconciler the API server does not retry that every 10 s.
                 "--endpoint-reconciler-type=none",
                 "--profiling=false",
+                *self.apiserver_args,
             ],
             log_path=self.workdir / "kube-apiserver.log",
         )

@@ -854,3 +854,30 @@ def test_the_connect_page_takes_the_extender_url_and_prints_what_the_cli_prints_
     assert "&id0" not in out["manifests"] and "scheduler-config.yaml: |" in out["manifests"]
     body = response.content.decode()
     assert 'name="url"' in body and 'type="url"' in body
+
+
+def test_the_connect_page_gives_the_queue_webhook_of_active_queue_policies(publisher, settings):
+    settings.SCHEDWEB_EXTENDER_URL = "https://10.0.0.7:8443/extender/"
+    viewer = client_for("viewer")
+    out = viewer.get("/connect/?tab=webhook").context["out"]
+    assert out["webhook"]["config"] == ""  # no active policy has a queue: nothing to send
+    assert "priorityclasses" not in out["rbac"] and "--queue" not in out["cli_rbac"]
+    document = (EXAMPLES / "seed-002-queue.yaml").read_text()
+    policy = services.policy_create(actor=publisher, document=document)
+    services.policy_publish(
+        actor=publisher, policy=policy, message="queue", revision=policy.draft_revision
+    )
+    response = viewer.get("/connect/?tab=webhook")
+    out = response.context["out"]
+    config = yaml.safe_load(out["webhook"]["config"])
+    (webhook,) = config["webhooks"]
+    assert webhook["name"] == "seed-002-queue.queue.schedweb.io"
+    assert webhook["failurePolicy"] == "Ignore"
+    assert webhook["clientConfig"]["url"] == "https://10.0.0.7:8443/admission/queue"
+    assert "kube-system" in webhook["namespaceSelector"]["matchExpressions"][0]["values"]
+    admission, kubeconfig = yaml.safe_load_all(out["webhook"]["admission"])
+    assert admission["kind"] == "AdmissionConfiguration"
+    assert kubeconfig["users"][0]["name"] == "10.0.0.7:8443"
+    assert "priorityclasses" in out["rbac"] and out["cli_rbac"].endswith(" --queue")
+    page = response.content.decode()
+    assert 'id="config-webhook"' in page and 'id="tab-webhook"' in page

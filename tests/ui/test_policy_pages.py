@@ -1236,3 +1236,24 @@ def test_a_share_link_keeps_the_what_if_edits(clients, seed003, demo_cluster):
     token = re.search(r"/s/([^/]+)/", answer.content.decode()).group(1)
     page = clients["editor"].get(f"/policies/seed-003-name-length/?share={token}").content.decode()
     assert "- cordon: cp-1" in page and 'id="what-if-applied"' in page
+
+
+# --- queue order -----------------------------------------------------------------------------
+
+
+def test_a_document_with_a_queue_shows_the_pods_key_and_the_pending_pods_in_queue_order(
+    clients, seed003
+):
+    html = preview(clients["viewer"], example("seed-002-queue")).content.decode()
+    assert 'id="queue-order"' in html
+    # default/abc is Burstable without groupPriority: 0*3 + 1 = 1
+    assert 'id="queue-pod-key" data-key="1"' in html
+    order = re.findall(r'data-queue-pod="([^"]+)"', html)
+    assert sorted(order) == pending_pods()
+    # the Guaranteed training pods (key 2) come before every Burstable pod (key 1)
+    firsts = [ref for ref in order if ref.startswith("ml/train-llama-")]
+    assert order[: len(firsts)] == firsts and len(firsts) == 3
+
+
+def test_a_document_without_a_queue_has_no_queue_panel(clients, seed003):
+    assert 'id="queue-order"' not in preview(clients["viewer"], seed003.draft).content.decode()

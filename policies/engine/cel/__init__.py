@@ -24,7 +24,7 @@ tests/engine/test_cel_differential.py. Modules, in pipeline order:
 
 from . import types
 from .codegen import CodegenContext
-from .env import Env, policy_env
+from .env import Env, policy_env, queue_env
 from .errors import CelCompileError, CelCostError, CelError, CelEvalError, Issue
 from .program import Program, compile_expression
 
@@ -39,5 +39,6 @@ __all__ = [
     "Program",
     "compile_expression",
     "policy_env",
+    "queue_env",
     "types",
 ]

@@ -115,6 +115,7 @@ FIELD_BOUNDS: dict[str, dict[str, Bound]] = {
         "requested": RESOURCES,
         "object": DYN,
     },
+    "Namespace": {"name": LABEL_VALUE, "labels": LABELS},
     "Taint": {"key": LABEL_KEY, "value": LABEL_VALUE, "effect": SHORT},
     "Toleration": {"key": LABEL_KEY, "operator": SHORT, "value": LABEL_VALUE, "effect": SHORT},
 }

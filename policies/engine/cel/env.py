@@ -87,3 +87,10 @@ def policy_env(
             "Variables": {name: bound for name, bound in (bounds or {}).items() if name in fields}
         },
     )
+
+
+def queue_env() -> Env:
+    """The environment of a policy's `queue.expression`: `pod` and its `namespaceObject` (name,
+    labels). A queue key is computed when a pod is admitted, before any node is considered,
+    so there is no `node`, and no `cluster` or `variables` (which may read nodes)."""
+    return Env({"pod": t.POD, "namespaceObject": t.NAMESPACE})

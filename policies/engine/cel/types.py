@@ -209,6 +209,8 @@ TOLERATION = object_type(
     "Toleration", {"key": STRING, "operator": STRING, "value": STRING, "effect": STRING}
 )
 _LABELS = map_of(STRING, STRING)
+# `namespaceObject` in a queue expression: the pod's Namespace (its labels from the snapshot).
+NAMESPACE = object_type("Namespace", {"name": STRING, "labels": map_of(STRING, STRING)})
 POD = object_type(
     "Pod",
     {

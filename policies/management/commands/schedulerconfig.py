@@ -30,8 +30,10 @@ from policies.schedulerconfig import (
     dump_yaml,
     extender_cluster_role,
     extender_url_problem,
+    queue_webhook_configuration,
     scheduler_configuration,
     second_scheduler_yaml,
+    webhook_url,
 )
 from policies.selectors import scheduler_names_active
 
@@ -137,6 +139,11 @@ class Command(BaseCommand):
             help="let the extender bind pods (bindVerb); the default follows SCHEDWEB_EXTENDER_BIND",
         )
         parser.add_argument(
+            "--queue",
+            action="store_true",
+            help="with --rbac: also list and create PriorityClasses and Workloads (policies with queue: or gang:)",
+        )
+        parser.add_argument(
             "--no-preempt", action="store_true", help="do not call the extender during preemption"
         )
         parser.add_argument(
@@ -162,7 +169,7 @@ class Command(BaseCommand):
             self._advise(options)
             return
         if options["rbac"]:
-            rbac = extender_cluster_role(bind=options["bind"])
+            rbac = extender_cluster_role(bind=options["bind"], queue=options["queue"])
             self.stdout.write(dump_yaml(rbac), ending="")
             return
         if problem := extender_url_problem(options["url"]):
@@ -197,11 +204,34 @@ class Command(BaseCommand):
         try:
             if options["manifests"]:
                 self.stdout.write(second_scheduler_yaml(setup), ending="")
+                self._queue_webhook(setup)
             else:
                 self.stdout.write(dump_yaml(scheduler_configuration(setup)), ending="")
         except BindScopeError as exc:
             self.stderr.write(f"error: {exc}")
             sys.exit(2)
+
+    def _queue_webhook(self, setup: SchedulerSetup) -> None:
+        """With --manifests and an active policy with `queue:`: the MutatingWebhookConfiguration
+        that gives its pods their queue key as priority (caBundle: the --ca-file's CA)."""
+        from policies.queue_classes import queue_policies_active
+
+        policies = queue_policies_active()
+        if not policies:
+            return
+        ca = Path(setup.tls_ca_file).read_text() if setup.tls_ca_file else ""
+        config = queue_webhook_configuration(
+            extender_url=setup.extender_url, policies=policies, ca_bundle=ca
+        )
+        self.stdout.write(
+            "---\n# The queue webhook (policies with queue:): kube-apiserver sends new pods of "
+            "their schedulerNames to\n# "
+            + webhook_url(setup.extender_url)
+            + "; with mutual TLS, kube-apiserver needs --admission-control-config-file\n"
+            "# naming a kubeconfig with its client certificate (docs/policies.md, section 5b).\n"
+            + dump_yaml(config),
+            ending="",
+        )
 
     def _advise(self, options) -> None:
         try:

@@ -1,0 +1,1 @@
+"""schedweb's mutating admission webhook: a policy's queue key becomes the pod's priority."""

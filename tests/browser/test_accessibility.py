@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from policies import services
-from tests.browser.looks import new_context
+from tests.browser.looks import fits, new_context
 from tests.browser.test_ops import record_decisions
 from tests.conftest import PASSWORD, make_user
 
@@ -94,6 +94,7 @@ def test_no_page_has_a_serious_or_critical_accessibility_violation(browser, live
         for path in pages:
             page.goto(f"{live_server.url}{path}")
             page.wait_for_load_state("load")
+            fits(page)  # and nothing scrolls sideways
             page.add_script_tag(content=script)
             problems[path] = _violations(page, path)
     finally:

@@ -4,3 +4,5 @@ try {
   var t = localStorage.getItem("schedweb-theme");
   if (t === "light" || t === "dark") document.documentElement.dataset.theme = t;
 } catch (e) {}
+// Swagger UI's page template (/api/docs/) has no block for <html lang>: the app's language then.
+if (!document.documentElement.lang) document.documentElement.lang = "en";

@@ -3,7 +3,8 @@ live server on 127.0.0.1.
 
 Never run `playwright install`: browser downloads are blocked here, and the Debian package is the
 browser we test with (`scripts/bootstrap.sh dev` installs it). One browser per session, a fresh
-context (cookies, storage) per test at 1280x800. `page.console_errors` collects console errors
+context (cookies, storage) per test at 1280x800, or, for a test that asks for the `look`
+fixture, once per look: 1440x900 and 390x844, light and dark (issue 12's matrix). `page.console_errors` collects console errors
 and uncaught exceptions; `screenshot(page, name)` writes artifacts/screenshots/<name>.png.
 """
 
@@ -14,6 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.browser.looks import LOOKS, Look, new_context
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -95,9 +98,22 @@ def debug_on(settings) -> None:
     settings.DEBUG = True
 
 
+@pytest.fixture(params=LOOKS, ids=lambda look: look.id)
+def look(request: pytest.FixtureRequest) -> Look:
+    """Each of the four looks in turn; `context` (and so `page`) takes it on."""
+    return request.param
+
+
 @pytest.fixture
 def context(browser, request: pytest.FixtureRequest):
-    """A fresh browser context per test; `@pytest.mark.color_scheme("dark")` emulates dark mode."""
+    """A fresh browser context per test; `@pytest.mark.color_scheme("dark")` emulates dark mode;
+    a test asking for `look` gets its viewport and scheme."""
+    if "look" in request.fixturenames:
+        ctx = new_context(browser, request.getfixturevalue("look"))
+        ctx.set_default_timeout(5000)
+        yield ctx
+        ctx.close()
+        return
     marker = request.node.get_closest_marker("color_scheme")
     scheme = marker.args[0] if marker else "light"
     ctx = browser.new_context(viewport=VIEWPORT, color_scheme=scheme, reduced_motion="reduce")

@@ -1,5 +1,5 @@
 """axe-core (the accessibility engine browsers' own audits use) on every page, light and dark,
-at a desktop and a phone's width: no serious or critical violation.
+at a desktop's and a phone's size (1440x900, 390x844): no serious or critical violation.
 
 axe-core is fetched by scripts/axe-core.sh (make test runs it through scripts/bootstrap.sh dev).
 """
@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from policies import services
+from tests.browser.looks import fits, new_context
+from tests.browser.test_ops import record_decisions
 from tests.conftest import PASSWORD, make_user
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +31,8 @@ PAGES = [
     "/connect/?tab=webhook",  # the queue webhook's tab (seed-002 is published)
     "/policies/seed-002/",  # the playground's Queue order panel
     "/account/tokens/",
+    "/policies/?pod=default/abc",  # the Cluster page's Preview…: choose a policy
+    "/api/docs/",
 ]
 
 
@@ -37,26 +41,30 @@ def demo(settings):
     settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
 
 
-def _violations(page) -> list[str]:
+# Swagger UI's own markup (/api/docs/) nests its copy-link inside each operation's summary
+# button; the product cannot change that markup, so that one rule is checked there outside it.
+THIRD_PARTY = {"/api/docs/": {"nested-interactive": ".swagger-ui .opblock-summary"}}
+
+
+def _violations(page, path: str = "") -> list[str]:
+    waived = THIRD_PARTY.get(path, {})
     found = page.evaluate(
-        """async () => {
+        """async (waived) => {
           const r = await axe.run(document, {resultTypes: ['violations']});
+          for (const v of r.violations) {
+            if (waived[v.id]) v.nodes = v.nodes.filter((n) => !document.querySelector(n.target[0])?.closest(waived[v.id]));
+          }
+          r.violations = r.violations.filter((v) => v.nodes.length);
           return r.violations.filter(v => ['serious', 'critical'].includes(v.impact))
             .map(v => v.id + ': ' + v.help + ' @ ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
-        }"""
+        }""",
+        waived,
     )
     return found
 
 
 @pytest.mark.skipif(not AXE, reason="axe-core missing: run scripts/axe-core.sh")
-@pytest.mark.parametrize(
-    ("scheme", "viewport"),
-    [("light", {"width": 1440, "height": 900}), ("dark", {"width": 390, "height": 844})],
-    ids=["light-desktop", "dark-phone"],
-)
-def test_no_page_has_a_serious_or_critical_accessibility_violation(
-    browser, live_server, scheme, viewport
-):
+def test_no_page_has_a_serious_or_critical_accessibility_violation(browser, live_server, look):
     publisher = make_user("ally", "publisher")
     policy = services.policy_create(
         actor=publisher, document=(EXAMPLES / "bin-packing.yaml").read_text()
@@ -75,10 +83,15 @@ def test_no_page_has_a_serious_or_critical_accessibility_violation(
     services.policy_publish(
         actor=publisher, policy=queued, message="v1", revision=queued.draft_revision
     )
+    services.api_token_create(actor=publisher, user=publisher, name="ci")  # the tokens table
+    ((decision, _evaluation),) = record_decisions(["web.yaml"])  # a decision, its pod gone
+    pages = [
+        *PAGES,
+        f"/decisions/{decision.pk}/",
+        f"/policies/bin-packing/?pod=default/web&decision={decision.pk}",
+    ]
     # the page's CSP allows no inline script: axe is injected past it (a test tool, not the page)
-    ctx = browser.new_context(
-        viewport=viewport, color_scheme=scheme, reduced_motion="reduce", bypass_csp=True
-    )
+    ctx = new_context(browser, look, bypass_csp=True)
     ctx.set_default_timeout(15000)
     page = ctx.new_page()
     script = AXE[-1].read_text()
@@ -91,11 +104,12 @@ def test_no_page_has_a_serious_or_critical_accessibility_violation(
         page.fill("#id_password", PASSWORD)
         page.press("#id_password", "Enter")
         page.wait_for_url(f"{live_server.url}/")
-        for path in PAGES:
+        for path in pages:
             page.goto(f"{live_server.url}{path}")
             page.wait_for_load_state("load")
+            fits(page)  # and nothing scrolls sideways
             page.add_script_tag(content=script)
-            problems[path] = _violations(page)
+            problems[path] = _violations(page, path)
     finally:
         ctx.close()
     problems = {path: found for path, found in problems.items() if found}
@@ -103,14 +117,8 @@ def test_no_page_has_a_serious_or_critical_accessibility_violation(
 
 
 @pytest.mark.skipif(not AXE, reason="axe-core missing: run scripts/axe-core.sh")
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-@pytest.mark.parametrize(
-    "viewport",
-    [{"width": 1440, "height": 900}, {"width": 390, "height": 844}],
-    ids=["desktop", "phone"],
-)
 def test_test_case_expectations_their_errors_and_the_review_have_no_serious_violation(
-    browser, live_server, scheme, viewport
+    browser, live_server, look
 ):
     """The Test cases page's states added with hand-written expectations (issue 12): an
     expectation open for editing, refused with its field path, the review of new results, and
@@ -131,9 +139,7 @@ def test_test_case_expectations_their_errors_and_the_review_have_no_serious_viol
     script = AXE[-1].read_text()
     problems: dict[str, list[str]] = {}
     for user in ("edna", "vic"):
-        ctx = browser.new_context(
-            viewport=viewport, color_scheme=scheme, reduced_motion="reduce", bypass_csp=True
-        )
+        ctx = new_context(browser, look, bypass_csp=True)
         ctx.set_default_timeout(15000)
         page = ctx.new_page()
         try:

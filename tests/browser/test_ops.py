@@ -23,6 +23,7 @@ from policies.extender.metrics import MINUTE_KEY, Metrics
 from policies.extender.service import ServedPolicy, _decision
 from policies.models import Decision
 from policies.redis import redis_client
+from tests.browser.looks import fits, keyboard_focus
 from tests.conftest import PASSWORD, make_user
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
@@ -303,7 +304,7 @@ def test_the_dashboard_says_what_is_down_in_dark_mode_too(live_server, page, scr
 
 
 def test_a_user_makes_an_api_token_from_the_account_menu_and_revokes_it(
-    live_server, page, screenshot
+    live_server, look, page, screenshot
 ):
     import json
     import urllib.error
@@ -316,7 +317,8 @@ def test_a_user_makes_an_api_token_from_the_account_menu_and_revokes_it(
     page.fill("#token-name", "nightly-job")
     page.click("#token-create")
     raw = page.inner_text("#new-token-value").strip()
-    screenshot(page, "api-tokens")
+    fits(page)
+    screenshot(page, f"api-tokens-{look.id}")
 
     def me() -> int:
         request = urllib.request.Request(
@@ -336,19 +338,24 @@ def test_a_user_makes_an_api_token_from_the_account_menu_and_revokes_it(
     page.once("dialog", lambda dialog: dialog.accept())
     page.click("#tokens-table button[name=revoke]")
     page.wait_for_selector("#tokens-table .badge--neutral")
+    fits(page)
     assert me() == 401
     assert page.console_errors == []
 
 
-@pytest.mark.color_scheme("dark")
-def test_the_api_docs_follow_dark_mode_and_lead_back_to_the_app(live_server, page):
+def test_the_api_docs_follow_dark_mode_and_lead_back_to_the_app(live_server, look, page):
     page.goto(f"{live_server.url}/api/docs/")
     page.wait_for_selector(".swagger-ui .info")  # Swagger UI rendered the schema
     background = page.evaluate("getComputedStyle(document.body).backgroundColor")
-    assert background == "rgb(14, 17, 22)"
-    assert "invert" in page.evaluate(
-        "getComputedStyle(document.querySelector('.swagger-ui')).filter"
-    )
-    page.click("#api-docs-back")
+    swagger_filter = page.evaluate("getComputedStyle(document.querySelector('.swagger-ui')).filter")
+    if look.scheme == "dark":
+        assert background == "rgb(14, 17, 22)"
+        assert "invert" in swagger_filter
+    else:
+        assert background == "rgb(255, 255, 255)" or "invert" not in swagger_filter
+        assert "invert" not in swagger_filter
+    fits(page)
+    keyboard_focus(page, "#api-docs-back")
+    page.keyboard.press("Enter")
     page.wait_for_url(f"{live_server.url}/**")
     assert page.console_errors == []

@@ -29,6 +29,7 @@ from policies.models import Policy
 from policies.tasks.previews import preview_all_pending
 from tests.asgiclient import extender_post
 from tests.browser.latency import keystroke_latencies, playground_ready
+from tests.browser.looks import fits, keyboard_focus, new_context
 from tests.conftest import PASSWORD, make_user
 from tests.redisdb import redis_database
 
@@ -331,7 +332,9 @@ def test_a_publisher_compares_publishes_and_rolls_back_and_the_extender_follows(
     assert meaningful_errors(page) == []
 
 
-def test_a_viewer_previews_but_cannot_edit_and_a_forced_post_is_refused(stack, live_server, page):
+def test_a_viewer_previews_but_cannot_edit_and_a_forced_post_is_refused(
+    stack, live_server, look, page
+):
     owner = make_user("owner", "publisher")
     policy = services.policy_create(actor=owner, document=example("seed-003-name-length"))
     services.policy_publish(
@@ -346,6 +349,8 @@ def test_a_viewer_previews_but_cannot_edit_and_a_forced_post_is_refused(stack, l
     replace_text(page, "size(pod.name) < 5", "size(pod.name) < 9")
     wait_for_preview(page)
     assert page.inner_text("#dirty-flag") == "read-only: edits preview only"
+    assert page.is_visible("#dirty-flag")
+    fits(page)
     page.goto(f"{live_server.url}/policies/seed-003-name-length/versions/")
     assert page.locator("#publish-form").count() == 0
     assert page.locator("[data-rollback]").count() == 0
@@ -364,7 +369,7 @@ def test_a_viewer_previews_but_cannot_edit_and_a_forced_post_is_refused(stack, l
     assert Policy.objects.get(pk=policy.pk).draft_revision == policy.draft_revision
 
 
-def test_a_pod_found_by_search_is_previewed_and_kept_in_the_url(stack, live_server, page):
+def test_a_pod_found_by_search_is_previewed_and_kept_in_the_url(stack, live_server, look, page):
     user = make_user("sam", "viewer")
     services.policy_create(actor=make_user("ed", "editor"), document=example("bin-packing"))
     sign_in(page, live_server, user.username, then="/policies/bin-packing/")
@@ -372,19 +377,24 @@ def test_a_pod_found_by_search_is_previewed_and_kept_in_the_url(stack, live_serv
     page.fill("#pod-search", "kube-system/ k8s-app=kube-proxy")
     first = page.locator("#pod-matches .pg-pod-match").first
     first.wait_for()
+    fits(page)
+    box = first.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= look.viewport["width"]
     chosen = first.get_attribute("data-pod")
     assert chosen.startswith("kube-system/kube-proxy-")
-    first.click()
+    keyboard_focus(page, f"#pod-matches .pg-pod-match[data-pod='{chosen}']")
+    page.keyboard.press("Enter")
     page.wait_for_function(
         f"document.querySelector('#preview-result')?.textContent.includes('{chosen}')"
     )
     assert page.input_value("#pod-select") == chosen
     assert f"pod={chosen.replace('/', '%2F')}" in page.url
     assert page.locator("#pod-matches .pg-pod-match").count() == 0
+    fits(page)
     assert meaningful_errors(page) == []
 
 
-def test_a_share_link_shows_another_user_the_same_preview(stack, live_server, page, browser):
+def test_a_share_link_shows_another_user_the_same_preview(stack, live_server, look, page, browser):
     make_user("shay", "editor")
     make_user("vee", "viewer")
     services.policy_create(actor=make_user("own", "editor"), document=example("bin-packing"))
@@ -396,8 +406,9 @@ def test_a_share_link_shows_another_user_the_same_preview(stack, live_server, pa
     page.click("#share-button")
     url = page.input_value("#share-url")
     assert url.startswith(f"{live_server.url}/s/")
+    fits(page)
 
-    other = browser.new_context(viewport={"width": 1280, "height": 800})
+    other = new_context(browser, look)
     try:
         viewer = other.new_page()
         viewer.goto(f"{live_server.url}/login/?next=/")
@@ -411,12 +422,15 @@ def test_a_share_link_shows_another_user_the_same_preview(stack, live_server, pa
         assert viewer.inner_text("#summary-pick") == pick
         assert viewer.is_visible("#share-banner")
         assert viewer.input_value("#pod-select") == "default/abc"
+        fits(viewer)
     finally:
         other.close()
     assert Policy.objects.get(name="bin-packing").draft == example("bin-packing")
 
 
-def test_what_if_cordoning_the_pick_moves_it_and_undo_brings_it_back(stack, live_server, page):
+def test_what_if_cordoning_the_pick_moves_it_and_undo_brings_it_back(
+    stack, live_server, look, page
+):
     services.policy_create(actor=make_user("wes", "editor"), document=example("bin-packing"))
     sign_in(page, live_server, "wes", then="/policies/bin-packing/?pod=default/abc")
     ready(page)
@@ -425,7 +439,10 @@ def test_what_if_cordoning_the_pick_moves_it_and_undo_brings_it_back(stack, live
     page.fill("#what-if", f"- cordon: {pick}\n")
     page.wait_for_selector("#what-if-applied")
     assert page.inner_text("#summary-pick").split()[0] != pick
-    page.click("#what-if-applied [data-undo-edit='0']")
+    assert pick in page.inner_text("#what-if-applied")  # the edit is listed
+    fits(page)
+    keyboard_focus(page, "#what-if-applied [data-undo-edit='0']")
+    page.keyboard.press("Enter")
     page.wait_for_selector("#what-if-applied", state="detached")
     assert page.inner_text("#summary-pick").split()[0] == pick
     assert page.input_value("#what-if").strip() == ""

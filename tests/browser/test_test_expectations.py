@@ -10,13 +10,13 @@ import pytest
 
 from policies import services
 from policies.models import PolicyTestCase
+from tests.browser.looks import SIZES
 from tests.conftest import PASSWORD, make_user
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
 TESTS = "/policies/seed-003-name-length/tests/"
 # seed-003 on the demo cluster: pod abc passes everywhere, cp-1 wins with extender score 10
 WRONG = {"winnerIn": ["a-gpu-1"], "scores": {"cp-1": {"atMost": 5}}}
-SIZES = {"desktop": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
 
 
 @pytest.fixture(autouse=True)

@@ -450,7 +450,7 @@
       this.cache = new Map();
       this.comp = null; // the open completion list
       this.tabLeaves = false; // after Esc, Tab moves focus out (keyboard users are not trapped)
-      this.stats = { lastRenderMs: 0, lastInputMs: 0, renders: 0 };
+      this.stats = { lastRenderMs: 0, lastInputMs: 0, renders: 0, lastLinesTouched: 0, lastInputLinesTouched: 0 };
       this._build();
       this._measure();
       this.render();
@@ -571,6 +571,7 @@
       const t0 = performance.now();
       this.revision++;
       this.render();
+      this.stats.lastInputLinesTouched = this.stats.lastLinesTouched; // markers re-render later
       this._updateCaret();
       if (!this._inserting) this.updateCompletion(false);
       this.stats.lastInputMs = performance.now() - t0; // the whole keystroke: highlight, caret, completion
@@ -634,6 +635,8 @@
         endNew--;
       }
       const common = Math.min(endOld - start, endNew - start);
+      // Lines whose DOM this render replaced, inserted or removed: what a keystroke costs.
+      this.stats.lastLinesTouched = Math.max(endOld, endNew) - start;
       const kids = pre.children;
       for (let k = 0; k < common; k++) kids[start + k].innerHTML = next[start + k];
       if (endNew - start > common) {

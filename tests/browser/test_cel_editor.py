@@ -381,18 +381,23 @@ def _big_document(lines: int) -> str:
     return "\n".join(out[:lines])
 
 
-def test_typing_stays_fast_in_a_300_line_document(gallery):
+def test_typing_in_a_300_line_document_touches_only_the_typed_line(gallery):
+    """What keeps typing fast however long the document: a keystroke re-highlights from the
+    token cache and replaces the DOM of the one line typed in, not the document's 300. The
+    milliseconds are printed, not asserted (speed targets live in `make bench`: a loaded CI
+    machine must not fail this test for being slow)."""
     gallery.evaluate("(t) => CelEditor.get('#policy-editor').setValue(t)", _big_document(300))
     full = gallery.evaluate("CelEditor.get('#policy-editor').stats.lastRenderMs")
     _go(gallery, 150)
-    timings = []
+    timings, touched = [], []
     for _ in range(20):
         gallery.keyboard.type("1")
-        timings.append(gallery.evaluate("CelEditor.get('#policy-editor').stats.lastInputMs"))
-    median = statistics.median(timings)
+        stats = gallery.evaluate("CelEditor.get('#policy-editor').stats")
+        timings.append(stats["lastInputMs"])
+        touched.append(stats["lastInputLinesTouched"])
     print(
-        f"300 lines: first render {full:.1f} ms, keystroke median {median:.2f} ms, max {max(timings):.2f} ms"
+        f"300 lines: first render {full:.1f} ms, keystroke median {statistics.median(timings):.2f} ms,"
+        f" max {max(timings):.2f} ms"
     )
-    assert full < 100
-    assert median < 8  # half a 60 Hz frame, on this 2-core machine
+    assert touched == [1] * 20
     assert gallery.locator(".ce-highlight .ce-line").count() == 300

@@ -56,13 +56,17 @@ def chart_render(
     *,
     values: Iterable[str] = (),
     set_values: Mapping[str, str] = {},
+    value_files: Iterable[Path] = (),
     release: str = "schedweb",
     namespace: str = "schedweb",
 ) -> list[dict[str, Any]]:
-    """`helm template` with the named value sets of ci/ (and --set pairs): the objects."""
+    """`helm template` with the named value sets of ci/, then `value_files`, then --set pairs:
+    the objects."""
     args = ["template", release, str(CHART), "--namespace", namespace]
     for name in values:
         args += ["-f", str(VALUE_SETS / f"{name}-values.yaml")]
+    for path in value_files:
+        args += ["-f", str(path)]
     for key, value in set_values.items():
         args += ["--set", f"{key}={value}"]
     done = helm(*args)

@@ -30,8 +30,8 @@ def namespace_ensure(api, name: str, labels: dict[str, str] | None = None) -> No
             raise
 
 
-def test_the_value_sets_cover_defaults_external_services_a_second_scheduler_and_bind():
-    assert SETS == ["bind", "default", "external", "scheduler"]
+def test_the_value_sets_cover_defaults_external_services_a_second_scheduler_bind_and_queue():
+    assert SETS == ["bind", "default", "external", "queue", "scheduler"]
 
 
 @pytest.mark.parametrize("value_set", SETS)
@@ -69,6 +69,8 @@ def test_every_object_of_each_value_set_is_accepted_by_the_api_server(control_pl
     assert {"Deployment", "Service", "PodDisruptionBudget", "Job", "ClusterRole"} <= kinds
     if value_set in ("scheduler", "bind"):
         assert "ConfigMap" in kinds  # the second scheduler's KubeSchedulerConfiguration
+    if value_set == "queue":
+        assert "MutatingWebhookConfiguration" in kinds  # the queue webhook, with its CA bundle
 
 
 def _components(objects):

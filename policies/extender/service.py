@@ -21,6 +21,7 @@ from policies.engine.policy import CompiledPolicy
 
 from . import protocol
 from .metrics import Metrics
+from .shared import SharedEvaluations
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,7 @@ class Extender:
         self._binder = binder
         self._rejected = rejected or (lambda entry: None)
         self._pods = _PodCache()
+        self.shared = SharedEvaluations()
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -200,7 +202,18 @@ class Extender:
         state = snapshot.state if snapshot is not None else None
         known, unknown = self._nodes(args, state)
         policy = served.compiled
-        evaluation = policy.evaluate(pod, known, state, scores=False)
+        # Cache-capable requests only: with full Node objects, a node the snapshot lacks is
+        # judged from the object sent, which the names alone do not identify.
+        key = (
+            self.shared.key(args.pod, served, snapshot, args.node_names)
+            if args.nodes is None
+            else None
+        )
+        evaluation = self.shared.get(key, args.node_names, policy, state)
+        if evaluation is None:
+            # With scores when prioritize may reuse it (a cacheable request): one evaluation
+            # per pod instead of a filters-only one here and a full one in prioritize.
+            evaluation = policy.evaluate(pod, known, state, scores=key is not None)
         passed: list[str] = []
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
@@ -223,6 +236,17 @@ class Extender:
                 failed[name] = "schedweb has no data for this node yet (failurePolicy Fail)"
             else:
                 passed.append(name)
+        if key is not None:
+            self.shared.put(key, args.node_names, policy, state, evaluation)
+            if len(passed) != len(args.node_names):
+                # What prioritize will be asked about: the names that passed.
+                self.shared.put(
+                    self.shared.key(args.pod, served, snapshot, passed),
+                    passed,
+                    policy,
+                    state,
+                    evaluation,
+                )
         answer = Answer(
             200,
             protocol.filter_result(
@@ -286,8 +310,16 @@ class Extender:
         try:
             snapshot = self._snapshot()
             state = snapshot.state if snapshot is not None else None
-            known, _unknown = self._nodes(args, state)
-            evaluation = served.compiled.evaluate(pod, known, state)
+            key = (
+                self.shared.key(args.pod, served, snapshot, args.node_names)
+                if args.nodes is None
+                else None
+            )
+            evaluation = self.shared.get(key, args.node_names, served.compiled, state)
+            if evaluation is None or not evaluation.scored:
+                known, _unknown = self._nodes(args, state)
+                evaluation = served.compiled.evaluate(pod, known, state)
+                self.shared.put(key, args.node_names, served.compiled, state, evaluation)
             scores = dict(zip(evaluation.node_names, evaluation.extender))
             body_out = protocol.host_priority_list(
                 [(name, scores.get(name, 0)) for name in args.node_names]

@@ -123,6 +123,11 @@ class Extender:
         unknown: list[str] = []
         lookup = state.node if state is not None else (lambda name: None)
         if args.nodes is None:
+            if state is not None:
+                # Every name known (the usual case): one C-level pass over the snapshot's index.
+                views = list(map(state.node_lookup(), args.node_names))
+                if None not in views:
+                    return views, unknown
             for name in args.node_names:
                 view = lookup(name)
                 if view is None:
@@ -217,19 +222,22 @@ class Extender:
         passed: list[str] = []
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
-        for name, ok, rule, message, hard in zip(
-            evaluation.node_names,
-            evaluation.passed,
-            evaluation.failed_rule,
-            evaluation.messages,
-            evaluation.unresolvable,
-        ):
-            if ok:
-                passed.append(name)
-            elif hard:
-                unresolvable[name] = f"{rule}: {message}"
-            else:
-                failed[name] = f"{rule}: {message}"
+        if all(evaluation.passed):
+            passed = list(evaluation.node_names)  # the usual case, without a Python loop
+        else:
+            for name, ok, rule, message, hard in zip(
+                evaluation.node_names,
+                evaluation.passed,
+                evaluation.failed_rule,
+                evaluation.messages,
+                evaluation.unresolvable,
+            ):
+                if ok:
+                    passed.append(name)
+                elif hard:
+                    unresolvable[name] = f"{rule}: {message}"
+                else:
+                    failed[name] = f"{rule}: {message}"
         fail_closed = policy.spec.failure_policy == "Fail"
         for name in unknown:
             if fail_closed:
@@ -320,10 +328,14 @@ class Extender:
                 known, _unknown = self._nodes(args, state)
                 evaluation = served.compiled.evaluate(pod, known, state)
                 self.shared.put(key, args.node_names, served.compiled, state, evaluation)
-            scores = dict(zip(evaluation.node_names, evaluation.extender))
-            body_out = protocol.host_priority_list(
-                [(name, scores.get(name, 0)) for name in args.node_names]
-            )
+            if evaluation.node_names == args.node_names:
+                # Every name known, in order (the usual case): the columns as they are.
+                body_out = protocol.host_priority_list(zip(args.node_names, evaluation.extender))
+            else:
+                scores = dict(zip(evaluation.node_names, evaluation.extender))
+                body_out = protocol.host_priority_list(
+                    (name, scores.get(name, 0)) for name in args.node_names
+                )
         except Exception:  # prioritize errors mean "no opinion": an empty list
             log.exception("extender prioritize failed for policy %s", served.label)
             return self._observe(

@@ -566,7 +566,12 @@ def _memory(stack, workdir: Path, policy_yaml: str) -> dict[str, float]:
         process.wait_ready(check=loaded, timeout=120, what="the 5000-node snapshot loaded")
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         for verb in ("filter", "prioritize"):
-            connection.request("POST", f"/extender/{verb}", _normal_body(names), {})
+            connection.request(
+                "POST",
+                f"/extender/{verb}",
+                _normal_body(names),
+                {"Content-Type": "application/json"},
+            )
             response = connection.getresponse()
             response.read()
             assert response.status == 200, response.status

@@ -369,6 +369,10 @@ def _cpu_seconds(root: int) -> dict[int, float]:
     return spent
 
 
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
 def _rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -534,7 +538,8 @@ def _grow_nodes(plane, stack, total: int) -> list[str]:
 def _memory(stack, workdir: Path, policy_yaml: str) -> dict[str, float]:
     """Resident memory of each process of an extender listener serving a snapshot of
     MEMORY_NODES nodes and MEMORY_PODS pods (generated, written to Redis as the watcher does),
-    after a filter and a prioritize over 500 of its nodes."""
+    after a filter and a prioritize over 500 of its nodes and a filter large enough for the
+    offload pool (whose process then holds the snapshot too)."""
     import redis as redis_client
 
     from policies.cluster.demo import generate_cluster
@@ -543,7 +548,8 @@ def _memory(stack, workdir: Path, policy_yaml: str) -> dict[str, float]:
 
     nodes_json, pods_json = generate_cluster(MEMORY_NODES, MEMORY_PODS, seed=5)
     state = ClusterState.from_objects(nodes_json, pods_json)
-    names = [n["name"] for n in state.nodes()][:500]
+    names_all = [n["name"] for n in state.nodes()]
+    names = names_all[:500]
     client = redis_client.Redis.from_url(stack.redis.url)
     store = SnapshotStore("bench-memory", client=client)
     store.clear()
@@ -564,12 +570,15 @@ def _memory(stack, workdir: Path, policy_yaml: str) -> dict[str, float]:
                 connection.close()
 
         process.wait_ready(check=loaded, timeout=120, what="the 5000-node snapshot loaded")
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        for verb in ("filter", "prioritize"):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        # 500 names (answered by the listener's worker), then a body over the inline limit
+        # (answered by the offload pool's process, which then holds the snapshot too).
+        large = names_all + [f"nowhere-{i:05d}" for i in range(5000)]
+        for verb, candidates in (("filter", names), ("prioritize", names), ("filter", large)):
             connection.request(
                 "POST",
                 f"/extender/{verb}",
-                _normal_body(names),
+                _normal_body(candidates),
                 {"Content-Type": "application/json"},
             )
             response = connection.getresponse()
@@ -584,14 +593,17 @@ def _memory(stack, workdir: Path, policy_yaml: str) -> dict[str, float]:
         )
         results = {}
         for pid in tree:
-            parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            role = (
-                "listener (uvicorn supervisor)"
-                if pid == process.pid
-                else "uvicorn worker"
-                if parent == process.pid
-                else "offload worker (large bodies)"
-            )
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if pid == process.pid:
+                role = "listener (serves kube-scheduler)"
+            elif b"resource_tracker" in command:
+                role = "multiprocessing resource tracker"
+            elif b"spawn_main" in command:
+                # uvicorn's workers (with several) start the offload pool: they have children
+                has_children = any(_parent(other) == pid for other in tree)
+                role = "uvicorn worker" if has_children else "offload worker (large bodies)"
+            else:
+                role = "other"
             rss = _rss_mb(pid)
             print(f"  pid {pid:7d} {role:30s} {rss:7.1f} MB")
             results[f"rss_mb_{pid}"] = rss

@@ -30,6 +30,11 @@ def uvicorn_options() -> dict:
         "lifespan": "on",
         "timeout_keep_alive": 30,
         "access_log": False,  # two requests per pod: noise, and time on the hot path
+        # With several workers, uvicorn's supervisor kills a worker that does not answer its
+        # ping within this time; loading a large snapshot (5000 nodes, 50000 pods) holds the
+        # GIL for longer than uvicorn's 5 s on a busy machine, and every restarted worker
+        # loaded it again: the listener never came up.
+        "timeout_worker_healthcheck": 120,
     }
     if settings.SCHEDWEB_EXTENDER_TLS_CERT:
         options["ssl_certfile"] = str(settings.SCHEDWEB_EXTENDER_TLS_CERT)

@@ -192,7 +192,12 @@ SCHEDWEB_EXTENDER_CLIENT_CA = env_path("SCHEDWEB_EXTENDER_CLIENT_CA", None)
 SCHEDWEB_EXTENDER_ALLOWED_HOSTS = env_list(
     "SCHEDWEB_EXTENDER_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"]
 )
-SCHEDWEB_EXTENDER_WORKERS = env_int("SCHEDWEB_EXTENDER_WORKERS", 2)
+# uvicorn worker processes of the extender's listener. kube-scheduler calls the extender one pod
+# at a time, serially, over one kept-alive connection: one process answers them all, and every
+# further one only keeps its own copy of the snapshot current, spending CPU on each cluster
+# change that kube-scheduler, on the same cores, does not get (issue 13). Large bodies are
+# answered by the offload pool, not by a second worker.
+SCHEDWEB_EXTENDER_WORKERS = env_int("SCHEDWEB_EXTENDER_WORKERS", 1)
 # What generated configuration (schedulerconfig, /connect/) tells kube-scheduler to present:
 # the CA that signed the extender's server certificate, and kube-scheduler's client certificate
 # and key for mutual TLS (paths as kube-scheduler sees them).

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import gc
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -139,6 +139,11 @@ class _Reader:
     def node(self, name: str) -> NodeView | None:
         """The node view by name, if the snapshot has it."""
         return self._nodes.get(name)
+
+    def node_lookup(self) -> Callable[[str], NodeView | None]:
+        """`node` as a C-level callable (the index's get), for mapping over many names. Do not
+        keep it past a change to this state: a frozen snapshot never changes."""
+        return self._nodes.get
 
     def node_count(self) -> int:
         """Number of nodes."""

@@ -7,6 +7,10 @@ through the same entry.extender_answer. The listener's process only reads the bo
 answer, so a 7 MB body of 200000 bare Node objects (seconds of parsing and checking, with the GIL
 held by orjson for 120-450 ms at a time) no longer holds up a normal 500-name filter or /healthz.
 
+A worker brings its snapshot up to date when a body arrives rather than following every cluster
+change (policies/extender/runtime.py, snapshot_on_demand): one Redis round trip when nothing
+changed, the deltas since its last body otherwise (or a full load past the catch-up limit).
+
 A thread would not do: orjson.loads does not release the GIL. The workers run at a lower CPU
 priority (nice 10) so that on a busy machine the listener's own process is scheduled first.
 
@@ -48,8 +52,9 @@ def _worker_start(parent: int) -> None:
     import django
 
     django.setup()
-    from .runtime import runtime
+    from .runtime import runtime, snapshot_on_demand
 
+    snapshot_on_demand()  # brought up to date per large body, not on every cluster change
     runtime()  # the initial load here, not in the first large request
 
 
@@ -63,9 +68,12 @@ def _exit_with(parent: int) -> None:
 
 
 def _answer(verb: str, body: bytes) -> tuple[int, bytes, str]:
-    """In a worker process: the verb's answer, exactly as the listener would give it."""
+    """In a worker process: the verb's answer, exactly as the listener would give it, over the
+    snapshot as it is now in Redis (this process does not follow it between requests)."""
     from .entry import extender_answer
+    from .runtime import runtime
 
+    runtime().snapshot_refresh()
     return extender_answer(verb, body)
 
 

@@ -8,6 +8,7 @@ integers (a 7.0 makes Go discard the whole prioritize response, section 2.3).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +51,12 @@ def _string(value: Any, field: str, *, limit: int, optional: bool = False) -> st
     if len(value) > limit:
         raise ProtocolError(f"{field} is longer than {limit} characters")
     return value
+
+
+def _bounded_strings(values: list[Any], limit: int) -> bool:
+    """Whether every item is a str of at most `limit` characters: checked in C (map, set, max)
+    rather than item by item in Python, which was a quarter of a 500-name request's time."""
+    return set(map(type, values)) == {str} and max(map(len, values)) <= limit
 
 
 def _kind(value: Any) -> str:
@@ -122,8 +129,9 @@ def parse_extender_args(body: bytes) -> ExtenderArgs:
     if names is not None:
         if not isinstance(names, list):
             raise ProtocolError(f"NodeNames must be an array, got {_kind(names)}")
-        for index, name in enumerate(names):
-            _string(name, f"NodeNames[{index}]", limit=MAX_NAME)
+        if names and not _bounded_strings(names, MAX_NAME):
+            for index, name in enumerate(names):  # the first offender, named
+                _string(name, f"NodeNames[{index}]", limit=MAX_NAME)
         return ExtenderArgs(pod=pod, node_names=names, nodes=None)
     if node_list is not None:
         items = _mapping(node_list, "Nodes").get("items")
@@ -239,7 +247,7 @@ def filter_result(
     return orjson.dumps(result)
 
 
-def host_priority_list(scores: list[tuple[str, int]]) -> bytes:
+def host_priority_list(scores: Iterable[tuple[str, int]]) -> bytes:
     """HostPriorityList: a bare JSON array of {"Host", "Score"} with integer scores."""
     return orjson.dumps([{"Host": host, "Score": int(score)} for host, score in scores])
 

@@ -21,6 +21,7 @@ from policies.engine.policy import CompiledPolicy
 
 from . import protocol
 from .metrics import Metrics
+from .shared import SharedEvaluations
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,7 @@ class Extender:
         self._binder = binder
         self._rejected = rejected or (lambda entry: None)
         self._pods = _PodCache()
+        self.shared = SharedEvaluations()
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -121,6 +123,11 @@ class Extender:
         unknown: list[str] = []
         lookup = state.node if state is not None else (lambda name: None)
         if args.nodes is None:
+            if state is not None:
+                # Every name known (the usual case): one C-level pass over the snapshot's index.
+                views = list(map(state.node_lookup(), args.node_names))
+                if None not in views:
+                    return views, unknown
             for name in args.node_names:
                 view = lookup(name)
                 if view is None:
@@ -200,29 +207,54 @@ class Extender:
         state = snapshot.state if snapshot is not None else None
         known, unknown = self._nodes(args, state)
         policy = served.compiled
-        evaluation = policy.evaluate(pod, known, state, scores=False)
+        # Cache-capable requests only: with full Node objects, a node the snapshot lacks is
+        # judged from the object sent, which the names alone do not identify.
+        key = (
+            self.shared.key(args.pod, served, snapshot, args.node_names)
+            if args.nodes is None
+            else None
+        )
+        evaluation = self.shared.get(key, args.node_names, policy, state)
+        if evaluation is None:
+            # With scores when prioritize may reuse it (a cacheable request): one evaluation
+            # per pod instead of a filters-only one here and a full one in prioritize.
+            evaluation = policy.evaluate(pod, known, state, scores=key is not None)
         passed: list[str] = []
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
-        for name, ok, rule, message, hard in zip(
-            evaluation.node_names,
-            evaluation.passed,
-            evaluation.failed_rule,
-            evaluation.messages,
-            evaluation.unresolvable,
-        ):
-            if ok:
-                passed.append(name)
-            elif hard:
-                unresolvable[name] = f"{rule}: {message}"
-            else:
-                failed[name] = f"{rule}: {message}"
+        if all(evaluation.passed):
+            passed = list(evaluation.node_names)  # the usual case, without a Python loop
+        else:
+            for name, ok, rule, message, hard in zip(
+                evaluation.node_names,
+                evaluation.passed,
+                evaluation.failed_rule,
+                evaluation.messages,
+                evaluation.unresolvable,
+            ):
+                if ok:
+                    passed.append(name)
+                elif hard:
+                    unresolvable[name] = f"{rule}: {message}"
+                else:
+                    failed[name] = f"{rule}: {message}"
         fail_closed = policy.spec.failure_policy == "Fail"
         for name in unknown:
             if fail_closed:
                 failed[name] = "schedweb has no data for this node yet (failurePolicy Fail)"
             else:
                 passed.append(name)
+        if key is not None:
+            self.shared.put(key, args.node_names, policy, state, evaluation)
+            if len(passed) != len(args.node_names):
+                # What prioritize will be asked about: the names that passed.
+                self.shared.put(
+                    self.shared.key(args.pod, served, snapshot, passed),
+                    passed,
+                    policy,
+                    state,
+                    evaluation,
+                )
         answer = Answer(
             200,
             protocol.filter_result(
@@ -286,12 +318,24 @@ class Extender:
         try:
             snapshot = self._snapshot()
             state = snapshot.state if snapshot is not None else None
-            known, _unknown = self._nodes(args, state)
-            evaluation = served.compiled.evaluate(pod, known, state)
-            scores = dict(zip(evaluation.node_names, evaluation.extender))
-            body_out = protocol.host_priority_list(
-                [(name, scores.get(name, 0)) for name in args.node_names]
+            key = (
+                self.shared.key(args.pod, served, snapshot, args.node_names)
+                if args.nodes is None
+                else None
             )
+            evaluation = self.shared.get(key, args.node_names, served.compiled, state)
+            if evaluation is None or not evaluation.scored:
+                known, _unknown = self._nodes(args, state)
+                evaluation = served.compiled.evaluate(pod, known, state)
+                self.shared.put(key, args.node_names, served.compiled, state, evaluation)
+            if evaluation.node_names == args.node_names:
+                # Every name known, in order (the usual case): the columns as they are.
+                body_out = protocol.host_priority_list(zip(args.node_names, evaluation.extender))
+            else:
+                scores = dict(zip(evaluation.node_names, evaluation.extender))
+                body_out = protocol.host_priority_list(
+                    (name, scores.get(name, 0)) for name in args.node_names
+                )
         except Exception:  # prioritize errors mean "no opinion": an empty list
             log.exception("extender prioritize failed for policy %s", served.label)
             return self._observe(

@@ -208,8 +208,12 @@ def test_queue_order_is_by_key_then_creation_and_keyless_pods_keep_their_priorit
 def test_test_cases_can_expect_a_queue_key_or_none():
     assert expect_problems({"queueKey": 3}) == []
     assert expect_problems({"queueKey": None}) == []
-    assert expect_problems({"queueKey": "3"}) == ["expect.queueKey must be an integer or null"]
-    assert expect_problems({"queueKey": True}) == ["expect.queueKey must be an integer or null"]
+    assert expect_problems({"queueKey": "3"}) == [
+        "expect.queueKey: must be an integer or null, got a string"
+    ]
+    assert expect_problems({"queueKey": True}) == [
+        "expect.queueKey: must be an integer or null, got a boolean"
+    ]
     policy = compile_policy(SEED)
     evaluation = policy.evaluate(pod_view(), [])
     key = policy.queue_key(pod_view(labels={"groupPriority": "2"}))  # 2*3 + 1 = 7

@@ -8,6 +8,7 @@ expected answers.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import threading
@@ -29,52 +30,60 @@ INLINE = 16_384  # bytes: the test's inline limit, so that moderate bodies are o
 REDIS_DB = 13
 
 
+@contextlib.contextmanager
+def _listener_process(tmp_path, policy: str, **extra_env: str):
+    """The listener in a subprocess on Redis database REDIS_DB (already selected), ready when a
+    large body (the worker process) answers with `policy`'s first version; yields its port."""
+    (port,) = free_ports(count=1)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(ROOT),
+        "DJANGO_SETTINGS_MODULE": "schedweb.settings",
+        "SCHEDWEB_DEBUG": "0",
+        "SCHEDWEB_SECRET_KEY": "offload-test",
+        "SCHEDWEB_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "SCHEDWEB_REDIS_URL": redis_url(REDIS_DB),
+        "SCHEDWEB_CLUSTER_SOURCE": "demo",
+        "SCHEDWEB_EXTENDER_PORT": str(port),
+        "SCHEDWEB_EXTENDER_WORKERS": "1",
+        "SCHEDWEB_EXTENDER_INLINE_BODY_BYTES": str(INLINE),
+        "SCHEDWEB_EXTENDER_OFFLOAD_WORKERS": "1",
+        "SCHEDWEB_EXTENDER_OFFLOAD_QUEUE": "0",
+        "SCHEDWEB_LOG_LEVEL": "WARNING",
+        **extra_env,
+    }
+    process = ManagedProcess(
+        name="extender",
+        argv=[PYTHON, "-m", "schedweb.extender_server"],
+        log_path=tmp_path / "extender.log",
+        env=env,
+        cwd=ROOT,
+    )
+    process.start()
+    try:
+        body = _padded_filter(go_pod("abc"))
+        process.wait_ready(
+            check=lambda: _post(port, "filter", body)[2] == f"{policy}/v1",
+            timeout=60,
+            what="the offloaded answer with the published policy",
+        )
+        yield port
+    finally:
+        process.stop(grace=5)
+
+
 @pytest.fixture
 def listener(settings, tmp_path, publish):
-    """(port, published): the extender's listener in a subprocess on Redis database REDIS_DB."""
+    """The extender's listener's port (a subprocess on Redis database REDIS_DB)."""
     # The publish fixture uses database 12 in this process; the listener and its pool must see
     # the same data, so both point at REDIS_DB.
     from tests.redisdb import redis_database
 
     with redis_database(settings, REDIS_DB):
-        (port,) = free_ports(count=1)
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(tmp_path),
-            "PYTHONPATH": str(ROOT),
-            "DJANGO_SETTINGS_MODULE": "schedweb.settings",
-            "SCHEDWEB_DEBUG": "0",
-            "SCHEDWEB_SECRET_KEY": "offload-test",
-            "SCHEDWEB_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-            "SCHEDWEB_REDIS_URL": redis_url(REDIS_DB),
-            "SCHEDWEB_CLUSTER_SOURCE": "demo",
-            "SCHEDWEB_EXTENDER_PORT": str(port),
-            "SCHEDWEB_EXTENDER_WORKERS": "1",
-            "SCHEDWEB_EXTENDER_INLINE_BODY_BYTES": str(INLINE),
-            "SCHEDWEB_EXTENDER_OFFLOAD_WORKERS": "1",
-            "SCHEDWEB_EXTENDER_OFFLOAD_QUEUE": "0",
-            "SCHEDWEB_LOG_LEVEL": "WARNING",
-        }
-        process = ManagedProcess(
-            name="extender",
-            argv=[PYTHON, "-m", "schedweb.extender_server"],
-            log_path=tmp_path / "extender.log",
-            env=env,
-            cwd=ROOT,
-        )
         publish(example("seed-003-name-length"))
-        process.start()
-        try:
-            # Ready when a large body (the worker process) answers with the published policy.
-            body = _padded_filter(go_pod("abc"))
-            process.wait_ready(
-                check=lambda: _post(port, "filter", body)[2] == "seed-003-name-length/v1",
-                timeout=60,
-                what="the offloaded answer with the published policy",
-            )
+        with _listener_process(tmp_path, "seed-003-name-length") as port:
             yield port
-        finally:
-            process.stop(grace=5)
 
 
 def _padded_filter(pod: dict, *, extra: int = 2000) -> bytes:
@@ -219,3 +228,53 @@ def _cmdline(proc: Path) -> bytes:
         return (proc / "cmdline").read_bytes()
     except OSError:
         return b""
+
+
+DRAIN = """
+name: no-drain
+schedulerNames: [schedweb]
+failurePolicy: Ignore
+filters:
+  - name: not-draining
+    expression: '!("drain" in node.labels)'
+"""
+
+
+@pytest.mark.django_db
+def test_a_worker_answers_over_the_snapshot_as_it_is_when_the_body_arrives(
+    settings, tmp_path, publish
+):
+    """The pool's processes do not follow every cluster change between large bodies (CPU the
+    scheduler needs, issue 13): each body brings the snapshot up to date first."""
+    from policies.cluster.demo import demo_objects
+    from policies.cluster.state import ClusterState
+    from policies.cluster.store import NODE, SnapshotStore, SnapshotWriter
+    from tests.redisdb import redis_database
+
+    with redis_database(settings, REDIS_DB) as client:
+        store = SnapshotStore("offload-live", client=client)
+        writer = SnapshotWriter(store)
+        nodes, pods = demo_objects()
+        state = ClusterState.from_objects(nodes, pods)
+        writer.full(state, reset=True)
+        store.meta_write({"status": "ok", "heartbeat_at": time.time()})
+        publish(DRAIN)
+        with _listener_process(
+            tmp_path,
+            "no-drain",
+            SCHEDWEB_CLUSTER_SOURCE="live",
+            SCHEDWEB_CLUSTER_NAME="offload-live",
+        ) as port:
+            body = _padded_filter(go_pod("abc"))
+            first = orjson.loads(_post(port, "filter", body)[1])
+            assert "a-small-1" in first["NodeNames"] and "cp-1" in first["NodeNames"]
+            node = next(n for n in nodes if n["metadata"]["name"] == "a-small-1")
+            node["metadata"]["labels"]["drain"] = "yes"
+            view = state.apply_node(node)
+            writer.deltas([(NODE, orjson.dumps(view["object"]))])
+            store.meta_write({"status": "ok", "heartbeat_at": time.time()})
+            # No wait: the worker reads Redis when the body arrives.
+            second = orjson.loads(_post(port, "filter", body)[1])
+            assert "a-small-1" not in second["NodeNames"] and "cp-1" in second["NodeNames"]
+            rejected = second["FailedNodes"] | second["FailedAndUnresolvableNodes"]
+            assert rejected["a-small-1"].startswith("not-draining")

@@ -166,6 +166,14 @@ def test_an_internal_error_follows_the_failure_policy_and_prioritize_answers_emp
             "NodeNames[0] must be a string, got number",
         ),
         (
+            b'{"Pod": {"metadata": {"name": "p"}}, "NodeNames": ["cp-1", "a-small-1", null]}',
+            "NodeNames[2] must be a string, got null",
+        ),
+        (
+            b'{"Pod": {"metadata": {"name": "p"}}, "NodeNames": ["cp-1", "' + b"n" * 254 + b'"]}',
+            "NodeNames[1] is longer than 253 characters",
+        ),
+        (
             b'{"Pod": {"metadata": {"name": "p"}}, "NodeNames": null, "Nodes": {"items": [{}]}}',
             "Nodes.items[0].metadata must be an object",
         ),

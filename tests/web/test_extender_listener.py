@@ -58,6 +58,10 @@ def test_uvicorn_options_follow_the_settings(settings, tmp_path):
     settings.SCHEDWEB_EXTENDER_CLIENT_CA = None
     plain = uvicorn_options()
     assert plain["host"] == "127.0.0.1" and "ssl_certfile" not in plain
+    assert plain["workers"] == settings.SCHEDWEB_EXTENDER_WORKERS
+    # With several workers, uvicorn's supervisor restarts one that does not answer within this
+    # time: a 5000-node, 50000-pod snapshot load took longer than its default 5 s (issue 13).
+    assert plain["timeout_worker_healthcheck"] >= 60
     settings.SCHEDWEB_EXTENDER_TLS_CERT = tmp_path / "cert.pem"
     settings.SCHEDWEB_EXTENDER_TLS_KEY = tmp_path / "key.pem"
     tls = uvicorn_options()
@@ -85,3 +89,20 @@ def test_the_default_url_follows_tls_and_the_port():
             check=True,
         )
         assert done.stdout.strip() == url
+
+
+def test_one_uvicorn_worker_by_default():
+    """kube-scheduler calls one pod at a time: a second worker would only apply snapshot
+    changes, on the cores kube-scheduler needs (issue 13)."""
+    code = "from schedweb import settings; print(settings.SCHEDWEB_EXTENDER_WORKERS)"
+    base = {"PATH": "/usr/bin:/bin", "SCHEDWEB_SECRET_KEY": "x", "SCHEDWEB_DEBUG": "0"}
+    for env, workers in (({}, "1"), ({"SCHEDWEB_EXTENDER_WORKERS": "3"}, "3")):
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env={**base, **env},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert done.stdout.strip() == workers

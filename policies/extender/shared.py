@@ -1,0 +1,104 @@
+"""One evaluation per pod and candidate set, shared by filter and prioritize.
+
+kube-scheduler calls filter and then prioritize for the same pod, back to back, with the nodes
+filter let through. Evaluating the policy once (filters and scores) in filter and answering
+prioritize from that evaluation halves the extender's evaluation work per pod.
+
+An entry is only reused for exactly what it was computed from: the same pod (uid,
+resourceVersion, name), the same policy version (the compiled object itself), the same snapshot
+(the frozen state object itself, and its version) and the same candidate names in the same order
+(compared in full, not by hash: no collision can hand out another set's answer). A new snapshot,
+a new policy version or another candidate set is a miss and is evaluated afresh.
+
+Filter stores its evaluation under its own candidate set and under the set it answers (the names
+that passed): per-node verdicts and raw scores do not depend on the other candidates, and scores
+are normalised over the passing nodes only, so an evaluation over S whose passing nodes are P
+gives prioritize over P exactly the scores an evaluation over P would.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from policies.engine.results import Evaluation
+
+# Filter and prioritize of one pod are consecutive on one connection; a few entries cover a
+# retry or two interleaved pods. Each entry holds one evaluation's columns (about 0.3 MB at
+# 5000 nodes), so the bound is small.
+SIZE = 4
+
+
+@dataclass(slots=True)
+class _Entry:
+    names: list[str]
+    compiled: Any
+    state: Any
+    evaluation: Evaluation
+
+
+class SharedEvaluations:
+    """A small LRU of evaluations; not thread-safe by design: one per process, used from the
+    event loop's thread (or a worker process's single request thread)."""
+
+    def __init__(self, size: int = SIZE) -> None:
+        self._size = size
+        self._items: OrderedDict[tuple, _Entry] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(pod: dict[str, Any], served: Any, snapshot: Any, names: list[str]) -> tuple | None:
+        """The lookup key for the request's Pod object (checked by protocol._pod), or None when
+        it cannot be cached: without a uid and a resourceVersion nothing says two are the same
+        pod in the same state (the API server gives every change a new resourceVersion)."""
+        meta = pod.get("metadata") or {}
+        uid, resource_version = meta.get("uid"), meta.get("resourceVersion")
+        if not uid or not resource_version:
+            return None
+        version = snapshot.version if snapshot is not None else -1
+        return (
+            uid,
+            resource_version,
+            meta.get("name"),
+            served.name,
+            served.version,
+            version,
+            len(names),
+            hash(tuple(names)),
+        )
+
+    def get(
+        self, key: tuple | None, names: list[str], compiled: Any, state: Any
+    ) -> Evaluation | None:
+        if key is None:
+            return None
+        entry = self._items.get(key)
+        if (
+            entry is None
+            or entry.compiled is not compiled
+            or entry.state is not state
+            or entry.names != names
+        ):
+            self.misses += 1
+            return None
+        self._items.move_to_end(key)
+        self.hits += 1
+        return entry.evaluation
+
+    def put(
+        self, key: tuple | None, names: list[str], compiled: Any, state: Any, evaluation: Evaluation
+    ) -> None:
+        if key is None:
+            return
+        self._items[key] = _Entry(names, compiled, state, evaluation)
+        self._items.move_to_end(key)
+        while len(self._items) > self._size:
+            self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)

@@ -1,0 +1,207 @@
+"""One evaluation per pod and candidate set (policies/extender/shared.py): prioritize reuses what
+filter evaluated, and never a stale answer: a new snapshot, policy version, candidate set or pod
+resourceVersion is evaluated afresh. Policies are published into a real Redis."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import orjson
+import pytest
+
+from policies.cluster.demo import demo_objects
+from policies.cluster.state import ClusterState
+from policies.extender.runtime import runtime
+from tests.asgiclient import extender_post
+
+from .conftest import args_body, example, go_pod
+
+pytestmark = pytest.mark.django_db
+
+NAMES = ["cp-1", "a-small-1", "worker-medium-a-1", "a-spot-1"]
+
+# Min-max normalised over the passing nodes, and a filter that rejects some: the scores of the
+# same node differ between candidate sets, so reusing the wrong set's answer would show.
+SPREAD = """
+name: spread
+schedulerNames: [schedweb]
+failurePolicy: Ignore
+filters:
+  - name: no-spot
+    expression: '!node.name.contains("spot")'
+scores:
+  - name: short-node-name
+    expression: 20 - size(node.name)
+    weight: 1
+    normalize: minmax
+"""
+
+
+def _prioritize(pod: dict, names: list[str]) -> list[dict]:
+    response = extender_post("prioritize", args_body(pod, names))
+    assert response.status_code == 200
+    return orjson.loads(response.content)
+
+
+def _filter(pod: dict, names: list[str]) -> dict:
+    response = extender_post("filter", args_body(pod, names))
+    assert response.status_code == 200
+    return orjson.loads(response.content)
+
+
+def _fresh(pod: dict, names: list[str]) -> list[dict]:
+    """What prioritize answers with nothing shared: evaluated from scratch."""
+    shared = runtime().extender.shared
+    shared.clear()
+    answer = _prioritize(pod, names)
+    shared.clear()
+    return answer
+
+
+def test_prioritize_after_filter_reuses_the_filter_evaluation_with_the_same_answer(publish):
+    publish(SPREAD)
+    pod = go_pod("abc")
+    expected = _fresh(pod, ["cp-1", "a-small-1", "worker-medium-a-1"])
+    shared = runtime().extender.shared
+    passed = _filter(pod, NAMES)["NodeNames"]
+    assert passed == ["cp-1", "a-small-1", "worker-medium-a-1"]  # the spot node is rejected
+    hits = shared.hits
+    # kube-scheduler asks prioritize about the names filter let through: one evaluation only.
+    assert _prioritize(pod, passed) == expected
+    assert shared.hits == hits + 1
+    assert expected == [
+        {"Host": "cp-1", "Score": 10},
+        {"Host": "a-small-1", "Score": 6},
+        {"Host": "worker-medium-a-1", "Score": 0},
+    ]
+
+
+def test_a_different_candidate_set_is_evaluated_and_normalised_over_its_own_nodes(publish):
+    publish(SPREAD)
+    pod = go_pod("abc")
+    shared = runtime().extender.shared
+    _filter(pod, NAMES)
+    misses = shared.misses
+    subset = ["a-small-1", "worker-medium-a-1"]
+    answer = _prioritize(pod, subset)
+    assert shared.misses == misses + 1
+    # Min-max over these two: a-small-1 is now the best (10), not 6 as among three.
+    assert answer == [{"Host": "a-small-1", "Score": 10}, {"Host": "worker-medium-a-1", "Score": 0}]
+    assert answer == _fresh(pod, subset)
+    # Same names in another order: another set as far as the cache knows, the answer in order.
+    reordered = list(reversed(subset))
+    assert _prioritize(pod, reordered) == list(reversed(answer))
+
+
+def test_a_new_policy_version_is_evaluated_afresh(publish):
+    publish(SPREAD)
+    pod = go_pod("abc")
+    names = ["cp-1", "a-small-1", "worker-medium-a-1"]
+    _filter(pod, names)
+    shared = runtime().extender.shared
+    # Same name, next version, the opposite preference: long node names win.
+    publish(SPREAD.replace("20 - size(node.name)", "size(node.name)"))
+    misses = shared.misses
+    response = extender_post("prioritize", args_body(pod, names))
+    assert response["X-Schedweb-Policy"] == "spread/v2"
+    assert shared.misses == misses + 1
+    assert orjson.loads(response.content) == [
+        {"Host": "cp-1", "Score": 0},
+        {"Host": "a-small-1", "Score": 4},
+        {"Host": "worker-medium-a-1", "Score": 10},
+    ]
+
+
+def test_a_new_snapshot_is_evaluated_afresh(publish):
+    publish(example("least-allocated"))
+    pod = go_pod("web-2", cpu="500m")
+    names = ["cp-1", "a-small-1", "worker-medium-a-1"]
+    before = _filter(pod, names)
+    assert before["NodeNames"] == names
+    first = _prioritize(pod, names)
+    snapshots = runtime().snapshots
+    current = snapshots.current()
+    # The next snapshot: a-small-1 now runs a pod that takes nearly all its CPU.
+    nodes, pods = demo_objects()
+    node = next(n for n in nodes if n["metadata"]["name"] == "a-small-1")
+    hog = go_pod("hog", cpu=node["status"]["allocatable"]["cpu"], memory="1Mi", uid="hog-uid")
+    hog["spec"]["nodeName"] = "a-small-1"
+    hog["status"]["phase"] = "Running"
+    state = ClusterState.from_objects(nodes, [*pods, hog]).freeze()
+    snapshots._snapshot = dataclasses.replace(current, state=state, version=current.version + 1)
+    shared = runtime().extender.shared
+    misses = shared.misses
+    after = _filter(pod, names)
+    assert shared.misses == misses + 1
+    assert after["NodeNames"] == ["cp-1", "worker-medium-a-1"]
+    assert "a-small-1" in after["FailedNodes"] | after["FailedAndUnresolvableNodes"]
+    second = _prioritize(pod, after["NodeNames"])
+    assert [e["Host"] for e in second] == ["cp-1", "worker-medium-a-1"]
+    assert second == _fresh(pod, after["NodeNames"])
+    assert first != second
+
+
+def test_the_same_snapshot_version_with_another_state_is_not_reused(publish):
+    """The frozen state itself is compared, not only the version number (a reader reset after
+    a Redis flush starts counting again)."""
+    publish(SPREAD)
+    pod = go_pod("abc")
+    names = ["cp-1", "a-small-1", "worker-medium-a-1"]
+    _filter(pod, names)
+    snapshots = runtime().snapshots
+    current = snapshots.current()
+    nodes, pods = demo_objects()
+    nodes = [n for n in nodes if n["metadata"]["name"] != "cp-1"]
+    snapshots._snapshot = dataclasses.replace(
+        current, state=ClusterState.from_objects(nodes, pods).freeze()
+    )
+    # cp-1 is no longer in the snapshot: unknown, passed through with no score.
+    assert _prioritize(pod, names) == [
+        {"Host": "cp-1", "Score": 0},
+        {"Host": "a-small-1", "Score": 10},
+        {"Host": "worker-medium-a-1", "Score": 0},
+    ]
+
+
+def test_a_pod_with_a_new_resource_version_or_without_uid_is_evaluated_afresh(publish):
+    publish(SPREAD)
+    names = ["cp-1", "a-small-1", "worker-medium-a-1"]
+    pod = go_pod("abc")
+    _filter(pod, names)
+    shared = runtime().extender.shared
+    changed = go_pod("abc")
+    changed["metadata"]["resourceVersion"] = "123457"
+    misses, hits = shared.misses, shared.hits
+    _prioritize(changed, names)
+    assert (shared.misses, shared.hits) == (misses + 1, hits)
+    anonymous = go_pod("abc")
+    anonymous["metadata"]["uid"] = ""
+    size = len(shared)
+    _filter(anonymous, names)
+    _prioritize(anonymous, names)
+    assert shared.hits == hits and len(shared) == size  # neither looked up nor stored
+
+
+def test_a_sampled_prioritize_decision_shows_the_evaluation_it_answered_from(publish):
+    publish(SPREAD)
+    pod = go_pod("abc")
+    state = runtime()
+    state.decisions.take()
+    passed = _filter(pod, NAMES)["NodeNames"]
+    _prioritize(pod, passed)
+    records = [r for r in state.decisions.take() if r.get("verb") == "prioritize"]
+    assert len(records) == 1
+    record = records[0]
+    # The evaluation filter made: the rejected spot node with its rule, the others scored.
+    by_name = {n["n"]: n for n in record["nodes"]}
+    assert set(by_name) == set(NAMES)
+    assert by_name["a-spot-1"]["ok"] is False and by_name["a-spot-1"]["rule"] == "no-spot"
+    assert by_name["cp-1"]["ext"] == 10 and record["winners"] == ["cp-1"]
+
+
+def test_the_cache_stays_bounded(publish):
+    publish(SPREAD)
+    shared = runtime().extender.shared
+    for i in range(20):
+        _filter(go_pod(f"p{i}"), ["cp-1", "a-small-1"])
+    assert len(shared) <= 4

@@ -74,54 +74,9 @@ class PodRefSerializer(StrictSerializer):
     name = StrictCharField(max_length=253)
 
 
-class PreviewSerializer(StrictSerializer):
-    document = StrictCharField(
-        required=False,
-        trim_whitespace=False,
-        max_length=262_144,
-        help_text="A policy document to preview (e.g. an unsaved draft).",
-    )
-    policy = StrictCharField(
-        required=False, max_length=63, help_text="Or a stored policy's name..."
-    )
-    version = StrictCharField(
-        required=False,
-        max_length=12,
-        help_text="...and which of its documents: draft (default), active, or a version number.",
-    )
-    pod = ManifestField(required=False, help_text="The pod, as an object or YAML/JSON text.")
-    podRef = PodRefSerializer(
-        required=False, help_text="Or a pod of the live cluster by namespace and name."
-    )
-    cluster = serializers.ChoiceField(
-        choices=["demo", "live"],
-        required=False,
-        help_text="Cluster source; default: the configured one.",
-    )
-    compare = serializers.BooleanField(
-        required=False,
-        default=False,
-        help_text="Also evaluate the active version and report what changes.",
-    )
+class PolicySourceSerializer(StrictSerializer):
+    """What a preview runs on: a document or a stored policy's version, and a cluster source."""
 
-    def validate(self, attrs: dict) -> dict:
-        if ("document" in attrs) == ("policy" in attrs):
-            raise serializers.ValidationError({"document": ["give either document or policy"]})
-        if ("pod" in attrs) == ("podRef" in attrs):
-            raise serializers.ValidationError({"pod": ["give either pod or podRef"]})
-        if "version" in attrs and "policy" not in attrs:
-            raise serializers.ValidationError({"version": ["version needs policy"]})
-        version = attrs.get("version", "draft")
-        if version not in ("draft", "active") and number_or_none(version, minimum=1) is None:
-            raise serializers.ValidationError({"version": ["draft, active or a version number"]})
-        if attrs.get("compare") and "policy" not in attrs:
-            raise serializers.ValidationError(
-                {"compare": ["compare needs policy (to find its active version)"]}
-            )
-        return attrs
-
-
-class QueuePreviewSerializer(StrictSerializer):
     document = StrictCharField(
         required=False,
         trim_whitespace=False,
@@ -151,6 +106,32 @@ class QueuePreviewSerializer(StrictSerializer):
         if version not in ("draft", "active") and number_or_none(version, minimum=1) is None:
             raise serializers.ValidationError({"version": ["draft, active or a version number"]})
         return attrs
+
+
+class PreviewSerializer(PolicySourceSerializer):
+    pod = ManifestField(required=False, help_text="The pod, as an object or YAML/JSON text.")
+    podRef = PodRefSerializer(
+        required=False, help_text="Or a pod of the live cluster by namespace and name."
+    )
+    compare = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Also evaluate the active version and report what changes.",
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        attrs = super().validate(attrs)
+        if ("pod" in attrs) == ("podRef" in attrs):
+            raise serializers.ValidationError({"pod": ["give either pod or podRef"]})
+        if attrs.get("compare") and "policy" not in attrs:
+            raise serializers.ValidationError(
+                {"compare": ["compare needs policy (to find its active version)"]}
+            )
+        return attrs
+
+
+class QueuePreviewSerializer(PolicySourceSerializer):
+    """The queue preview takes no pod: it orders the cluster's pending pods."""
 
 
 class QueuePodSerializer(serializers.Serializer):

@@ -9,51 +9,28 @@ from pathlib import Path
 
 import yaml
 
+from policies.schedulerconfig import webhook_admission_configuration, webhook_url
 from tests.harness.kubeapi import ApiError
 
 WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
 
 
-def admission_config_write(directory: Path, *, tls_dir: Path) -> Path:
-    """--admission-control-config-file for kube-apiserver: a kubeconfig whose user `*` (any
-    webhook host) is the stack's client certificate."""
-    kubeconfig = directory / "webhook.kubeconfig"
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "users": [
-                    {
-                        "name": "*",
-                        "user": {
-                            "client-certificate": str(tls_dir / "client.crt"),
-                            "client-key": str(tls_dir / "client.key"),
-                        },
-                    }
-                ],
-            }
-        )
+def admission_config_write(directory: Path, *, extender_url: str, tls_dir: Path) -> Path:
+    """--admission-control-config-file for kube-apiserver, as the Connect page and
+    `webhook_admission_configuration` print it (its user named after the webhook's host:port),
+    with the stack's client certificate and the kubeconfig's real path filled in."""
+    text = webhook_admission_configuration(
+        webhook_url=webhook_url(f"{extender_url}/extender/"),
+        cert_file=str(tls_dir / "client.crt"),
+        key_file=str(tls_dir / "client.key"),
     )
+    admission, kubeconfig = yaml.safe_load_all(text)
+    kubeconfig_path = directory / "webhook.kubeconfig"
+    kubeconfig_path.write_text(json.dumps(kubeconfig))
+    (plugin,) = admission["plugins"]
+    plugin["configuration"]["kubeConfigFile"] = str(kubeconfig_path)
     path = directory / "admission.yaml"
-    path.write_text(
-        json.dumps(
-            {
-                "apiVersion": "apiserver.config.k8s.io/v1",
-                "kind": "AdmissionConfiguration",
-                "plugins": [
-                    {
-                        "name": "MutatingAdmissionWebhook",
-                        "configuration": {
-                            "apiVersion": "apiserver.config.k8s.io/v1",
-                            "kind": "WebhookAdmissionConfiguration",
-                            "kubeConfigFile": str(kubeconfig),
-                        },
-                    }
-                ],
-            }
-        )
-    )
+    path.write_text(json.dumps(admission))
     return path
 
 

@@ -35,7 +35,9 @@ def gang_env(tmp_path_factory, redis_server):
         tmp_path_factory.mktemp("gang-stack"), kubeconfig=plane.kubeconfig, redis=redis_server
     )
     admission = admission_config_write(
-        Path(tmp_path_factory.mktemp("gang-admission")), tls_dir=stack.tls_dir
+        Path(tmp_path_factory.mktemp("gang-admission")),
+        extender_url=stack.extender_url,
+        tls_dir=stack.tls_dir,
     )
     plane.apiserver_args = (
         f"--admission-control-config-file={admission}",

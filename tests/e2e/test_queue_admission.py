@@ -46,7 +46,9 @@ def queue_env(tmp_path_factory, redis_server):
         tmp_path_factory.mktemp("queue-stack"), kubeconfig=plane.kubeconfig, redis=redis_server
     )
     admission = admission_config_write(
-        Path(tmp_path_factory.mktemp("queue-admission")), tls_dir=stack.tls_dir
+        Path(tmp_path_factory.mktemp("queue-admission")),
+        extender_url=stack.extender_url,
+        tls_dir=stack.tls_dir,
     )
     plane.apiserver_args = (f"--admission-control-config-file={admission}",)
     with plane:

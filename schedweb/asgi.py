@@ -55,6 +55,17 @@ _ready = False
 _offload: Offload | None = None
 
 
+async def _from_memory(answer, *args):
+    """`answer(*args)` on the event loop once the runtime is built (memory only, sub-ms);
+    before that (a request that beat the lifespan start) in a thread, which builds it."""
+    global _ready
+    if _ready:
+        return answer(*args)
+    result = await asyncio.to_thread(answer, *args)
+    _ready = True
+    return result
+
+
 def _offloader() -> Offload:
     """This process's pool for large bodies (created, not started, on first use)."""
     global _offload
@@ -137,7 +148,6 @@ async def _answer(
 async def extender(scope, receive, send) -> None:
     """One request under /extender/: a verb's answer, 405 for other methods, 415 for a body that
     is not JSON, 404 for other paths."""
-    global _ready
     from django.conf import settings
 
     verb = scope["path"][len(entry.PREFIX) :]
@@ -166,11 +176,10 @@ async def extender(scope, receive, send) -> None:
                 status, answer, policy = entry.too_large_answer(limit)
             elif len(body) > inline:  # filter, prioritize or preempt: a worker process answers
                 status, answer, policy = await _offloader().answer(verb, body)
-            elif verb in _INLINE and _ready:
-                status, answer, policy = entry.extender_answer(verb, body)
-            else:
+            elif verb in _INLINE:
+                status, answer, policy = await _from_memory(entry.extender_answer, verb, body)
+            else:  # bind: a call to the API server, never on the event loop
                 status, answer, policy = await asyncio.to_thread(entry.extender_answer, verb, body)
-                _ready = True
     if policy:
         extra.append((b"x-schedweb-policy", policy.encode()))
     await _answer(send, status, answer, extra)
@@ -182,7 +191,6 @@ async def admission(scope, receive, send) -> None:
     client certificate of its AdmissionConfiguration's kubeconfig). An AdmissionReview of one
     Pod is a few KB: bodies past the inline limit are refused (413). Answered inline from
     memory once the runtime is built, like filter."""
-    global _ready
     from django.conf import settings
 
     if scope["method"] != "POST":
@@ -198,11 +206,8 @@ async def admission(scope, receive, send) -> None:
         return
     if body is None:
         status, answer, policy = entry.too_large_answer(limit)
-    elif _ready:
-        status, answer, policy = entry.admission_answer(body)
     else:
-        status, answer, policy = await asyncio.to_thread(entry.admission_answer, body)
-        _ready = True
+        status, answer, policy = await _from_memory(entry.admission_answer, body)
     extra = [(b"x-schedweb-policy", policy.encode())] if policy else []
     await _answer(send, status, answer, extra)
 

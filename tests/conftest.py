@@ -61,6 +61,28 @@ def _no_throttle_carry_over():
         pass  # no Redis for this test: nothing was counted
 
 
+def seed003_with_test_case(editor, *, expect: dict):
+    """seed-003 (name length) as a draft with one stored test case, `abc` (the example pod on
+    the demo cluster) expecting `expect`: the playground's and the API's test-case fixture."""
+    from pathlib import Path
+
+    from policies import services
+
+    examples = Path(__file__).resolve().parents[1] / "policies" / "examples"
+    policy = services.policy_create(
+        actor=editor, document=(examples / "seed-003-name-length.yaml").read_text()
+    )
+    services.test_case_create(
+        actor=editor,
+        policy=policy,
+        name="abc",
+        pod=(examples / "pods" / "abc.yaml").read_text(),
+        cluster="demo",
+        expect=expect,
+    )
+    return policy
+
+
 # --- users, clients and tokens: the one place tests get them ------------------------------------
 
 

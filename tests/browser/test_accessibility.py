@@ -13,7 +13,7 @@ import pytest
 from policies import services
 from tests.browser.looks import fits, new_context
 from tests.browser.test_ops import record_decisions
-from tests.conftest import PASSWORD, make_user
+from tests.conftest import PASSWORD, make_user, seed003_with_test_case
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "policies" / "examples"
@@ -125,16 +125,8 @@ def test_test_case_expectations_their_errors_and_the_review_have_no_serious_viol
     the same read-only for a viewer."""
     editor = make_user("edna", "editor")
     make_user("vic", "viewer")
-    policy = services.policy_create(
-        actor=editor, document=(EXAMPLES / "seed-003-name-length.yaml").read_text()
-    )
-    services.test_case_create(
-        actor=editor,
-        policy=policy,
-        name="abc",
-        pod=(EXAMPLES / "pods" / "abc.yaml").read_text(),
-        cluster="demo",
-        expect={"winnerIn": ["a-gpu-1"], "scores": {"cp-1": {"atMost": 5}}},
+    seed003_with_test_case(
+        editor, expect={"winnerIn": ["a-gpu-1"], "scores": {"cp-1": {"atMost": 5}}}
     )
     script = AXE[-1].read_text()
     problems: dict[str, list[str]] = {}

@@ -41,7 +41,7 @@ from policies.models import Policy, PolicyVersion
 from tests.browser.latency import playground_ready
 from tests.browser.looks import fits, keyboard_focus, sign_in_cookie
 from tests.browser.test_ops import publish_bin_packing, record_decisions
-from tests.conftest import make_user
+from tests.conftest import make_user, seed003_with_test_case
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
 
@@ -178,15 +178,7 @@ def test_a_scheduler_name_conflict_shows_at_review_and_at_confirm_keeps_the_mess
 
 def test_a_downloaded_policy_is_imported_with_its_tests(live_server, look, context, page):
     editor = make_user("dan", "editor")
-    policy = services.policy_create(actor=editor, document=example("seed-003-name-length"))
-    services.test_case_create(
-        actor=editor,
-        policy=policy,
-        name="abc",
-        pod=(EXAMPLES / "pods" / "abc.yaml").read_text(),
-        cluster="demo",
-        expect={"winnerIn": ["cp-1"]},
-    )
+    seed003_with_test_case(editor, expect={"winnerIn": ["cp-1"]})
     open_as(context, page, live_server, editor, "/policies/seed-003-name-length/")
     playground_ready(page)
     fits(page)

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from policies import services
 from policies.models import PolicyTestCase
 from tests.browser.looks import SIZES
-from tests.conftest import PASSWORD, make_user
+from tests.conftest import PASSWORD, make_user, seed003_with_test_case
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
 TESTS = "/policies/seed-003-name-length/tests/"
@@ -28,17 +27,7 @@ def demo(settings):
 def seed003(db):
     editor = make_user("eve", "editor")
     make_user("val", "viewer")
-    document = (EXAMPLES / "seed-003-name-length.yaml").read_text()
-    policy = services.policy_create(actor=editor, document=document)
-    services.test_case_create(
-        actor=editor,
-        policy=policy,
-        name="abc",
-        pod=(EXAMPLES / "pods" / "abc.yaml").read_text(),
-        cluster="demo",
-        expect=WRONG,
-    )
-    return policy
+    return seed003_with_test_case(editor, expect=WRONG)
 
 
 def open_page(browser, live_server, username: str, scheme: str, size: str):

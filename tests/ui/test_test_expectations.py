@@ -11,7 +11,7 @@ from django.test import Client
 
 from policies import services
 from policies.models import AuditEvent, Policy, PolicyTestCase
-from tests.conftest import make_user
+from tests.conftest import make_user, seed003_with_test_case
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -38,17 +38,7 @@ def clients(users) -> dict[str, Client]:
 
 @pytest.fixture
 def seed003(users) -> Policy:
-    document = (EXAMPLES / "seed-003-name-length.yaml").read_text()
-    policy = services.policy_create(actor=users["editor"], document=document)
-    services.test_case_create(
-        actor=users["editor"],
-        policy=policy,
-        name="abc",
-        pod=(EXAMPLES / "pods" / "abc.yaml").read_text(),
-        cluster="demo",
-        expect=WRONG,
-    )
-    return policy
+    return seed003_with_test_case(users["editor"], expect=WRONG)
 
 
 def stored() -> dict:

@@ -102,12 +102,22 @@ async def _read_body(receive, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
+def runtime_ready() -> bool:
+    """The process's extender runtime is built: answers come from memory, on the event loop."""
+    return _ready
+
+
+def host_allowed(value: bytes, allowed_hosts: list[str]) -> bool:
+    """A Host header's value (port ignored) matches SCHEDWEB_EXTENDER_ALLOWED_HOSTS."""
+    domain, _port = split_domain_port(value.decode("latin-1"))
+    return bool(domain) and validate_host(domain, allowed_hosts)
+
+
 def _host_allowed(scope, allowed_hosts: list[str]) -> bool:
     """The request's Host header (port ignored) matches SCHEDWEB_EXTENDER_ALLOWED_HOSTS."""
     for name, value in scope["headers"]:
         if name == b"host":
-            domain, _port = split_domain_port(value.decode("latin-1"))
-            return bool(domain) and validate_host(domain, allowed_hosts)
+            return host_allowed(value, allowed_hosts)
     return False
 
 

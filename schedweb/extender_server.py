@@ -24,9 +24,11 @@ def uvicorn_options() -> dict:
         "port": settings.SCHEDWEB_EXTENDER_PORT,
         "workers": settings.SCHEDWEB_EXTENDER_WORKERS,
         # uvloop and httptools, with deadlines for clients that stall in the TLS handshake, the
-        # headers or the body (schedweb/http_timeouts.py).
+        # headers or the body (schedweb/http_timeouts.py), and kube-scheduler's filter and
+        # prioritize calls answered from the parser, without an ASGI cycle
+        # (schedweb/extender_http.py).
         "loop": "schedweb.http_timeouts:new_event_loop",
-        "http": "schedweb.http_timeouts:TimedHttpToolsProtocol",
+        "http": "schedweb.extender_http:ExtenderHttpProtocol",
         "lifespan": "on",
         "timeout_keep_alive": 30,
         "access_log": False,  # two requests per pod: noise, and time on the hot path

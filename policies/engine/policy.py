@@ -444,10 +444,11 @@ class CompiledPolicy:
         slow: list[int]
 
         pod_vars = self._fast.prelude(pod, cl) if fast else None
+        finished = None  # the memo's normalized scores, totals and extender scores
         if pod_vars is None:
             slow = list(range(n))
         else:
-            f_passed, f_failed, f_messages, f_raw, slow = self._fast.loop(
+            f_passed, f_failed, f_messages, f_raw, slow, finished = self._fast.loop(
                 pod, nodes, cl, want_scores, pod_vars, names
             )
             passed, messages, raw = f_passed, f_messages, f_raw
@@ -495,7 +496,9 @@ class CompiledPolicy:
             raw=raw,
             scored=scores,
         )
-        if scores:
+        if scores and finished is not None:
+            evaluation.normalized, evaluation.total, evaluation.extender = finished
+        elif scores:
             self._finish_scores(evaluation)
         else:
             evaluation.normalized = [[0.0] * n for _ in range(n_scores)]
@@ -834,6 +837,13 @@ class _FastPath:
         self._finish = namespace["_finish"]
         self._key = namespace.get("_key")  # None: no memo for this policy
         self._memo: dict[tuple, dict[str, tuple]] = {}
+        # A node's normalized scores, total and extender score depend on that node alone when
+        # no rule normalizes over the column (minmax) and every score is an int (nothing for
+        # _check_score_values to change): the memo keeps them too.
+        self.finish_per_node = bool(policy.scores) and all(
+            r.normalize != "minmax" and c.program.type == types.INT
+            for r, c in zip(policy.spec.scores, policy.scores)
+        )
 
     def _emit(self, rule: CompiledRule) -> str:
         deadline_check()  # code generation (constant folding included) is under the guard too
@@ -1057,7 +1067,7 @@ class _FastPath:
             else self._memo_key(pod, pod_vars, want_scores)
         )
         if key is None:
-            return self._loop(pod, nodes, cl, want_scores, dl, *pod_vars)
+            return (*self._loop(pod, nodes, cl, want_scores, dl, *pod_vars), None)
         return self._memo_loop(key, pod, nodes, names, cl, want_scores, dl, pod_vars)
 
     def _memo_key(self, pod, pod_vars, want_scores) -> tuple | None:
@@ -1090,13 +1100,19 @@ class _FastPath:
             if entry is None or entry[0] is not node
         ]
         slow: list[int] = []
+        n_scores = len(self.policy.scores)
+        finish = want_scores and self.finish_per_node
         if miss:
             sub = [nodes[i] for i in miss]
             passed, failed, msgs, raw, sub_slow = self._loop(
                 pod, sub, cl, want_scores, dl, *pod_vars
             )
             unsure = set(sub_slow)
-            blank = (True, None, None, *([None] * len(raw)))
+            parts: list[list[Any]] = []
+            if finish:
+                normalized, totals, ext = self._finish(passed, *raw)
+                parts = [*normalized, totals, ext]
+            blank = (True, None, None, *([None] * (n_scores + len(parts))))
             if len(memo) + len(miss) > _MEMO_NODES:
                 memo.clear()
             for j, i in enumerate(miss):
@@ -1104,17 +1120,33 @@ class _FastPath:
                     entries[i] = (sub[j], *blank)
                     slow.append(i)
                     continue
-                entry = (sub[j], passed[j], failed[j], msgs[j], *(column[j] for column in raw))
+                entry = (
+                    sub[j],
+                    passed[j],
+                    failed[j],
+                    msgs[j],
+                    *(column[j] for column in raw),
+                    *(column[j] for column in parts),
+                )
                 entries[i] = memo[names[i]] = entry
         if not entries:
-            return self._loop(pod, nodes, cl, want_scores, dl, *pod_vars)
+            return (*self._loop(pod, nodes, cl, want_scores, dl, *pod_vars), None)
         columns = list(zip(*entries))
+        finished = None
+        if finish and not slow:
+            done = 4 + n_scores
+            finished = (
+                [list(column) for column in columns[done : done + n_scores]],
+                list(columns[done + n_scores]),
+                list(columns[done + n_scores + 1]),
+            )
         return (
             list(columns[1]),
             list(columns[2]),
             list(columns[3]),
-            [list(column) for column in columns[4:]],
+            [list(column) for column in columns[4 : 4 + n_scores]],
             slow,
+            finished,
         )
 
     def finish(

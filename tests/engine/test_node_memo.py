@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from policies.engine import policy as engine_policy
 
 from .inputs import ListCluster, node_view, pod_view
@@ -31,8 +33,20 @@ def rows(evaluation) -> list[dict]:
     return [row.to_dict() for row in evaluation.rows()]
 
 
-def test_equivalent_pods_on_changing_nodes_get_what_a_fresh_evaluation_gives():
-    memoised = policy(RULES)
+DOUBLE_AND_MINMAX = (
+    RULES
+    + """\
+  - name: headroom
+    expression: double(node.allocatable.cpu - node.requested.cpu) / double(pod.requests.cpu)
+    normalize: minmax
+"""
+)
+
+
+@pytest.mark.parametrize(("rules", "per_node_finish"), [(RULES, True), (DOUBLE_AND_MINMAX, False)])
+def test_equivalent_pods_on_changing_nodes_get_what_the_exact_path_gives(rules, per_node_finish):
+    memoised = policy(rules)
+    assert memoised._fast.finish_per_node is per_node_finish
     rng = random.Random(11)
     nodes = [
         node_view(
@@ -53,8 +67,9 @@ def test_equivalent_pods_on_changing_nodes_get_what_a_fresh_evaluation_gives():
         pod = pod_view(f"p{step}", cpu=rng.choice([100, 500, 2000]))  # three equivalence classes
         candidates = rng.sample(nodes, 40)
         got = memoised.evaluate(pod, candidates)
-        want = policy(RULES).evaluate(pod, candidates)  # a new policy object: an empty memo
+        want = memoised.evaluate(pod, candidates, fast=False)  # the exact path: no memo
         assert rows(got) == rows(want)
+        assert got.normalized == want.normalized
         assert got.extender == want.extender and got.total == want.total
     assert memoised._fast._memo, "the memo was used"
 

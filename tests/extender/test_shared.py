@@ -205,3 +205,32 @@ def test_the_cache_stays_bounded(publish):
     for i in range(20):
         _filter(go_pod(f"p{i}"), ["cp-1", "a-small-1"])
     assert len(shared) <= 4
+
+
+def test_prioritize_with_the_filter_bodys_bytes_answers_as_if_parsed_afresh(publish):
+    """kube-scheduler usually sends prioritize the very bytes it sent filter: the parse is
+    reused, the answer is the one a cold extender gives."""
+    publish(SPREAD)
+    pod = go_pod("same-bytes")
+    names = ["cp-1", "a-small-1"]
+    expected = _fresh(pod, names)
+    extender = runtime().extender
+    body = args_body(pod, names)
+    assert extender_post("filter", body).status_code == 200
+    assert extender._last_parsed is not None and extender._last_parsed[0] == body
+    response = extender_post("prioritize", body)
+    assert response.status_code == 200 and orjson.loads(response.content) == expected
+
+
+def test_prioritize_with_other_bytes_is_parsed_and_checked(publish):
+    """Only equal bytes reuse the parse: a malformed or different prioritize body after a
+    filter is parsed (a 400 names the field), never answered from the filter's arguments."""
+    publish(SPREAD)
+    pod = go_pod("other-bytes")
+    assert extender_post("filter", args_body(pod, NAMES)).status_code == 200
+    bad = orjson.dumps({"Pod": go_pod("other-bytes"), "NodeNames": ["cp-1", 7]})
+    response = extender_post("prioritize", bad)
+    assert response.status_code == 400
+    assert "NodeNames[1]" in orjson.loads(response.content)["detail"]
+    answer = _prioritize(pod, ["a-small-1"])
+    assert [entry["Host"] for entry in answer] == ["a-small-1"]

@@ -15,6 +15,8 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import is_, itemgetter
 from typing import Any
 
 from . import scoring
@@ -454,7 +456,8 @@ class CompiledPolicy:
             passed, messages, raw = f_passed, f_messages, f_raw
             filter_names = self.filter_names
             unres_by_filter = [r.unresolvable for r in self.spec.filters]
-            for i, k in enumerate(f_failed):
+            rejected = n - f_failed.count(None)  # counted in C: usually none, no loop
+            for i, k in enumerate(f_failed if rejected else ()):
                 if k is not None:
                     failed[i] = filter_names[k]
                     unresolvable[i] = unres_by_filter[k]
@@ -478,7 +481,7 @@ class CompiledPolicy:
 
         if want_scores:
             self._check_score_values(raw, passed, failed, messages, unresolvable, errors)
-        for i, message in enumerate(messages):
+        for i, message in enumerate(messages if messages.count(None) != n else ()):
             if message is not None and len(message) > MAX_MESSAGE_CHARS:
                 messages[i] = message[: MAX_MESSAGE_CHARS - 1] + "…"
         evaluation = Evaluation(
@@ -789,6 +792,8 @@ def _check_number(value: Any) -> int | float:
 # per class, before starting afresh (a 5000-node cluster and 16 classes: about 10 MB).
 _MEMO_KEYS = 16
 _MEMO_NODES = 50_000
+_NO_ENTRY = (None,)
+_first = itemgetter(0)
 _MEMO_SCALARS = frozenset({int, str, bool, bytes, type(None)})
 _WORD_CL = re.compile(r"\bcl\b")
 _WORD_POD = re.compile(r"\bpod\b")
@@ -1093,12 +1098,10 @@ class _FastPath:
             if len(self._memo) >= _MEMO_KEYS:
                 self._memo = {}
             memo = self._memo[key] = {}
-        entries = list(map(memo.get, names))
-        miss = [
-            i
-            for i, entry, node in zip(range(len(nodes)), entries, nodes)
-            if entry is None or entry[0] is not node
-        ]
+        # An entry is used only for the very view it was computed from (identity, in C).
+        entries = list(map(memo.get, names, repeat(_NO_ENTRY)))
+        same = list(map(is_, map(_first, entries), nodes))
+        miss = [] if all(same) else [i for i, hit in enumerate(same) if not hit]
         slow: list[int] = []
         n_scores = len(self.policy.scores)
         finish = want_scores and self.finish_per_node

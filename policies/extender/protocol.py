@@ -248,8 +248,35 @@ def filter_result(
 
 
 def host_priority_list(scores: Iterable[tuple[str, int]]) -> bytes:
-    """HostPriorityList: a bare JSON array of {"Host", "Score"} with integer scores."""
-    return orjson.dumps([{"Host": host, "Score": int(score)} for host, score in scores])
+    """HostPriorityList: a bare JSON array of {"Host", "Score"} with integer scores.
+
+    kube-scheduler asks about the same node names for every pod: each name's `{"Host":...,
+    "Score":` is encoded once and joined with the score's digits, the same bytes as orjson
+    writes for the objects, in half the time (issue 13). A name not seen yet, or a score
+    outside 0..10, takes the general path (which remembers the name)."""
+    pairs = scores if isinstance(scores, list | tuple) else list(scores)
+    try:
+        body = b",".join([_HOSTS[host] + _SCORE_TAILS[score] for host, score in pairs])
+    except (KeyError, TypeError):  # TypeError: an unhashable value, answered below
+        return _host_priority_list(pairs)
+    return b"[" + body + b"]"
+
+
+def _host_priority_list(pairs: list[tuple[str, int]]) -> bytes:
+    if len(_HOSTS) > _HOSTS_MAX:
+        _HOSTS.clear()
+    for host, _score in pairs:
+        if type(host) is str and host not in _HOSTS:
+            _HOSTS[host] = b'{"Host":' + orjson.dumps(host) + b',"Score":'
+    return orjson.dumps([{"Host": host, "Score": int(score)} for host, score in pairs])
+
+
+# Node name -> the encoded start of its HostPriority; bounded (names come from requests).
+_HOSTS: dict[str, bytes] = {}
+_HOSTS_MAX = 50_000
+# Score -> its digits and the closing brace. A float or bool that equals one of these keys
+# finds it, and int() of it is that key: the same digits the general path writes.
+_SCORE_TAILS = {score: b"%d}" % score for score in range(11)}
 
 
 def preemption_result(victims: dict[str, dict[str, Any]]) -> bytes:

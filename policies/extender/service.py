@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from itertools import compress
 from typing import Any
 
 from policies.cluster.convert import ConversionError, node_view, pod_view
@@ -230,19 +231,14 @@ class Extender:
         if all(evaluation.passed):
             passed = list(evaluation.node_names)  # the usual case, without a Python loop
         else:
-            for name, ok, rule, message, hard in zip(
-                evaluation.node_names,
-                evaluation.passed,
-                evaluation.failed_rule,
-                evaluation.messages,
-                evaluation.unresolvable,
-            ):
-                if ok:
-                    passed.append(name)
-                elif hard:
-                    unresolvable[name] = f"{rule}: {message}"
+            passed = list(compress(evaluation.node_names, evaluation.passed))
+            for i in [i for i, ok in enumerate(evaluation.passed) if not ok]:
+                name = evaluation.node_names[i]
+                reason = f"{evaluation.failed_rule[i]}: {evaluation.messages[i]}"
+                if evaluation.unresolvable[i]:
+                    unresolvable[name] = reason
                 else:
-                    failed[name] = f"{rule}: {message}"
+                    failed[name] = reason
         fail_closed = policy.spec.failure_policy == "Fail"
         for name in unknown:
             if fail_closed:

@@ -414,3 +414,33 @@ def test_bind_is_counted_under_its_policy_not_as_pass_through(publish, monkeypat
     )
     assert f"{counted} 1" in after and counted not in before
     assert 'schedweb_extender_passthrough_total{verb="bind"}' not in after
+
+
+@pytest.mark.parametrize(
+    "pairs",
+    [
+        [("node-a", 0), ("node-b", 10), ("node-c", 7)],
+        [('we"ird\\name', 3), ("ünïcode-節点", 5), ("node-a", 1)],
+        [("node-a", True), ("node-b", 7.0), ("node-c", 7.9)],  # int() of each, as Go needs
+        [("node-a", 11), ("node-b", -1), ("node-c", 10**12)],  # outside 0..10: still ints
+        [],
+    ],
+)
+def test_the_host_priority_list_is_the_bytes_orjson_writes_cold_and_warm(pairs):
+    from policies.extender import protocol
+
+    expected = orjson.dumps([{"Host": host, "Score": int(score)} for host, score in pairs])
+    protocol._HOSTS.clear()
+    assert protocol.host_priority_list(iter(pairs)) == expected  # names seen for the first time
+    assert protocol.host_priority_list(pairs) == expected  # and again, from the encoded names
+    assert orjson.loads(expected) == [{"Host": h, "Score": int(s)} for h, s in pairs]
+
+
+def test_the_encoded_host_names_are_bounded(monkeypatch):
+    from policies.extender import protocol
+
+    monkeypatch.setattr(protocol, "_HOSTS_MAX", 100)
+    protocol._HOSTS.clear()
+    for i in range(10):
+        protocol.host_priority_list([(f"n{i}-{j}", 1) for j in range(50)])
+        assert len(protocol._HOSTS) <= 150

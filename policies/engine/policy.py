@@ -15,8 +15,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
-from operator import is_, itemgetter
+from operator import is_
 from typing import Any
 
 from . import scoring
@@ -788,12 +787,12 @@ def _check_number(value: Any) -> int | float:
     return value
 
 
-# The per-node memo (_FastPath._memo_loop): equivalence classes of pods kept, and node entries
-# per class, before starting afresh (a 5000-node cluster and 16 classes: about 10 MB).
+# The per-node memo (_FastPath._memo_loop): equivalence classes of pods kept, node entries per
+# class before starting afresh (a 5000-node cluster and 16 classes: about 10 MB), and the keys of
+# recent pods remembered (a class gets a memo from its second pod on).
 _MEMO_KEYS = 16
 _MEMO_NODES = 50_000
-_NO_ENTRY = (None,)
-_first = itemgetter(0)
+_MEMO_SEEN = 256
 _MEMO_SCALARS = frozenset({int, str, bool, bytes, type(None)})
 _WORD_CL = re.compile(r"\bcl\b")
 _WORD_POD = re.compile(r"\bpod\b")
@@ -841,7 +840,8 @@ class _FastPath:
         self._loop = namespace["_loop"]
         self._finish = namespace["_finish"]
         self._key = namespace.get("_key")  # None: no memo for this policy
-        self._memo: dict[tuple, dict[str, tuple]] = {}
+        self._memo: dict[tuple, tuple[dict[str, Any], dict[str, tuple]]] = {}
+        self._seen: set[tuple] = set()  # keys of recent pods, remembered from the second
         # A node's normalized scores, total and extender score depend on that node alone when
         # no rule normalizes over the column (minmax) and every score is an int (nothing for
         # _check_score_values to change): the memo keeps them too.
@@ -1092,15 +1092,26 @@ class _FastPath:
     def _memo_loop(self, key, pod, nodes, names, cl, want_scores, dl, pod_vars):
         """Equivalent pods (the same `key`) on the same node view get the same per-node
         results: only nodes whose view changed since (a pod bound or left, the node updated)
-        or never seen are evaluated. Node views are immutable; a change is a new object."""
+        or never seen are evaluated. Node views are immutable; a change is a new object.
+
+        A key is remembered from its second pod on (a pod unlike the recent ones costs no
+        bookkeeping). The results are tuples of plain values, apart from the views they were
+        computed from (kept by name in `views`), so the cyclic collector soon stops tracking
+        them: memo entries add nothing to its passes."""
         memo = self._memo.get(key)
         if memo is None:
+            if key not in self._seen:
+                if len(self._seen) >= _MEMO_SEEN:
+                    self._seen = set()
+                self._seen.add(key)
+                return (*self._loop(pod, nodes, cl, want_scores, dl, *pod_vars), None)
             if len(self._memo) >= _MEMO_KEYS:
                 self._memo = {}
-            memo = self._memo[key] = {}
-        # An entry is used only for the very view it was computed from (identity, in C).
-        entries = list(map(memo.get, names, repeat(_NO_ENTRY)))
-        same = list(map(is_, map(_first, entries), nodes))
+            memo = self._memo[key] = ({}, {})
+        views, results = memo
+        # A result is used only for the very view it was computed from (identity, in C).
+        same = list(map(is_, map(views.get, names), nodes))
+        entries = list(map(results.get, names))
         miss = [] if all(same) else [i for i, hit in enumerate(same) if not hit]
         slow: list[int] = []
         n_scores = len(self.policy.scores)
@@ -1110,44 +1121,47 @@ class _FastPath:
             passed, failed, msgs, raw, sub_slow = self._loop(
                 pod, sub, cl, want_scores, dl, *pod_vars
             )
-            unsure = set(sub_slow)
             parts: list[list[Any]] = []
             if finish:
                 normalized, totals, ext = self._finish(passed, *raw)
                 parts = [*normalized, totals, ext]
-            blank = (True, None, None, *([None] * (n_scores + len(parts))))
-            if len(memo) + len(miss) > _MEMO_NODES:
-                memo.clear()
-            for j, i in enumerate(miss):
-                if j in unsure:  # the exact path overwrites every column at i
-                    entries[i] = (sub[j], *blank)
-                    slow.append(i)
-                    continue
-                entry = (
-                    sub[j],
-                    passed[j],
-                    failed[j],
-                    msgs[j],
-                    *(column[j] for column in raw),
-                    *(column[j] for column in parts),
-                )
-                entries[i] = memo[names[i]] = entry
+            built = list(zip(passed, failed, msgs, *raw, *parts))  # one tuple a node, in C
+            keep = range(len(miss))
+            if sub_slow:  # the exact path overwrites every column at these: not remembered
+                blank = (True, None, None, *([None] * (n_scores + len(parts))))
+                for j in sub_slow:
+                    built[j] = blank
+                    slow.append(miss[j])
+                unsure = set(sub_slow)
+                keep = [j for j in keep if j not in unsure]
+            if len(results) + len(miss) > _MEMO_NODES:
+                views.clear()
+                results.clear()
+            for j in keep:
+                name = names[miss[j]]
+                views[name] = sub[j]
+                results[name] = built[j]
+            if len(miss) == len(entries):
+                entries = built
+            else:
+                for j, i in enumerate(miss):
+                    entries[i] = built[j]
         if not entries:
             return (*self._loop(pod, nodes, cl, want_scores, dl, *pod_vars), None)
         columns = list(zip(*entries))
         finished = None
         if finish and not slow:
-            done = 4 + n_scores
+            done = 3 + n_scores
             finished = (
                 [list(column) for column in columns[done : done + n_scores]],
                 list(columns[done + n_scores]),
                 list(columns[done + n_scores + 1]),
             )
         return (
+            list(columns[0]),
             list(columns[1]),
             list(columns[2]),
-            list(columns[3]),
-            [list(column) for column in columns[4 : 4 + n_scores]],
+            [list(column) for column in columns[3 : 3 + n_scores]],
             slow,
             finished,
         )

@@ -79,7 +79,8 @@ def test_a_replaced_node_view_is_evaluated_again_and_an_unchanged_one_is_not():
     full = node_view("n0", cpu=4000, requested_cpu=3900)
     free = node_view("n1", cpu=4000)
     pod = pod_view(cpu=500)
-    first = p.evaluate(pod, [full, free])
+    p.evaluate(pod, [full, free])  # the first pod of its kind: remembered from the next one
+    first = p.evaluate(pod_view("again", cpu=500), [full, free])
     assert first.passed == [False, True]
     assert first.messages[0] == "needs 500m, the pod asks"
     calls = []
@@ -147,9 +148,13 @@ def test_rules_that_read_the_cluster_or_the_whole_pod_are_not_memoised():
     assert by_labels.evaluate(pod_view(labels={"owner": "y"}), [node]).passed == [False]
 
 
-def test_the_memo_is_bounded():
+def test_the_memo_is_bounded_and_kept_only_for_pods_seen_twice():
     p = policy(RULES)
     nodes = [node_view(f"n{i}") for i in range(5)]
+    for cpu in range(engine_policy._MEMO_SEEN * 2):
+        p.evaluate(pod_view(cpu=cpu + 1), nodes)  # every pod different: no memo at all
+        assert not p._fast._memo and len(p._fast._seen) <= engine_policy._MEMO_SEEN
     for cpu in range(engine_policy._MEMO_KEYS * 3):
         p.evaluate(pod_view(cpu=cpu + 1), nodes)
-        assert len(p._fast._memo) <= engine_policy._MEMO_KEYS
+        p.evaluate(pod_view(cpu=cpu + 1), nodes)
+        assert 0 < len(p._fast._memo) <= engine_policy._MEMO_KEYS

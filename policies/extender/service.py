@@ -224,7 +224,14 @@ class Extender:
         if evaluation is None:
             # With scores when prioritize may reuse it (a cacheable request): one evaluation
             # per pod instead of a filters-only one here and a full one in prioritize.
-            evaluation = policy.evaluate(pod, known, state, scores=key is not None)
+            evaluation = policy.evaluate(
+                pod,
+                known,
+                state,
+                scores=key is not None,
+                # every name known (the usual case): the request's names are the nodes' names
+                names=args.node_names if args.nodes is None and not unknown else None,
+            )
         passed: list[str] = []
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}

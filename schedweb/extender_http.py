@@ -10,12 +10,13 @@ scheduled pod (issue 13), as much as evaluating the policy.
 
 Here a request that is exactly the common case, decided when its headers are complete, is
 answered when its body is: POST /extender/filter, /extender/prioritize or /extender/preempt,
-HTTP/1.1, an allowed Host, Content-Type application/json, a Content-Length within
-SCHEDWEB_EXTENDER_INLINE_BODY_BYTES, no Expect, the runtime built, no earlier request of the
-connection still in the ASGI path. The answer is the same function's (policies/extender/entry.py)
-with the same headers, written in one call. Any other request (other paths and methods, a Host
-not allowed, chunked or large bodies, pipelined behind an ASGI request) takes the ASGI path
-unchanged, so its checks and answers (400, 404, 405, 413, 415, the offload pool) stay in one place.
+HTTP/1.1, an allowed Host, Content-Type application/json (neither of them repeated), a
+Content-Length within SCHEDWEB_EXTENDER_INLINE_BODY_BYTES, no Expect, the runtime built, no
+earlier request of the connection still in the ASGI path. The answer is the same function's
+(policies/extender/entry.py) with the same headers, written in one call. Any other request
+(other paths and methods, a Host not allowed, a repeated Host or Content-Type, chunked or large
+bodies, pipelined behind an ASGI request) takes the ASGI path unchanged, so its checks and
+answers (400, 404, 405, 413, 415, the offload pool) stay in one place.
 The deadlines for stalled clients (schedweb/http_timeouts.py) hold on both paths.
 """
 
@@ -55,6 +56,10 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         self._fast_verb = ""
+        # A direct answer armed the keep-alive timer while the parser was still in the same
+        # read; a request pipelined behind it must not be cut by it (uvicorn arms the timer only
+        # when no request is pending, and cancels it in data_received).
+        self._unset_keepalive_if_required()
         super().on_message_begin()
 
     def on_headers_complete(self) -> None:
@@ -83,8 +88,12 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
         host = content_type = length = None
         for name, value in self.headers:
             if name == b"host":
+                if host is not None:  # repeated: the ASGI path judges the first one
+                    return ""
                 host = value
             elif name == b"content-type":
+                if content_type is not None:
+                    return ""
                 content_type = value
             elif name == b"content-length":
                 length = value

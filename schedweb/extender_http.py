@@ -53,6 +53,7 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
         self._fast_verb = ""  # the verb of the request being read on the direct path
         self._fast_chunks: list[bytes] = []
         self._fast_keep_alive = True
+        self._reads_wait_for_writes = False
 
     def on_message_begin(self) -> None:
         self._fast_verb = ""
@@ -158,6 +159,18 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
             self.transport.close()
             return
         self.on_response_complete()  # counts it, arms the keep-alive timer
+        if self.flow.write_paused:
+            # The client does not read its answers: read no more of its requests until it does
+            # (the ASGI path waits for the writes to drain; without this, a client pipelining
+            # requests and never reading grew this process's write buffer without bound).
+            self.flow.pause_reading()
+            self._reads_wait_for_writes = True
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._reads_wait_for_writes:
+            self._reads_wait_for_writes = False
+            self.flow.resume_reading()
 
 
 _STATUS_LINES: dict[int, bytes] = {}

@@ -16,6 +16,7 @@ import asyncio
 import hashlib
 import itertools
 import socket
+import threading
 from pathlib import Path
 
 import orjson
@@ -32,6 +33,7 @@ POLICY_HEADER = f"{POLICY}/v1"
 INLINE = 4096  # SCHEDWEB_EXTENDER_INLINE_BODY_BYTES of the listener under test
 MAX_BODY = 16384  # SCHEDWEB_EXTENDER_MAX_BODY_BYTES
 NAMES = ["cp-1", "a-small-1"]
+STOPPED = 2.0  # seconds a client's send blocks before the test takes the server as not reading
 
 FILTER = args_body(go_pod("abc"), NAMES)  # a 3-character name: seed-003 lets it through
 FILTER_REJECTED = args_body(go_pod("abcdefg"), NAMES)  # 7 characters: unresolvable everywhere
@@ -316,6 +318,40 @@ def test_direct_requests_pipelined_in_one_send_are_each_answered_once(port):
         ]
         assert wire.buffer == b""
     assert [a.comparable() for a in answers] == [a.comparable() for a in alone]
+
+
+def test_a_client_that_pipelines_without_reading_is_stopped_then_answered_in_full(port):
+    """The server stops reading a connection whose answers pile up unread (as the ASGI path
+    does), instead of buffering answers without bound; once the client reads, every request is
+    answered. The client's send blocking for STOPPED seconds is the sign it stopped reading: a
+    slow server could only make that come early, never keep it from coming."""
+    names = [f"node-{i:05d}" for i in range(200)]  # an answer about as large as the request
+    body = args_body(go_pod("abc"), names)
+    assert len(body) <= INLINE  # the direct path's
+    request = post("/extender/filter", body)
+    cap = 64 * 1_048_576  # what a server that never stops reading would take in
+    with Wire(port) as wire:
+        wire.sock.settimeout(STOPPED)
+        sent = 0
+        try:
+            while sent < cap:
+                sent += wire.sock.send(request[sent % len(request) :])
+        except TimeoutError:
+            pass
+        assert sent < cap, "the server read 64 MB of requests whose answers were not read"
+        complete, partial = divmod(sent, len(request))
+        wire.sock.settimeout(30.0)
+        rest = threading.Thread(target=wire.sock.sendall, args=(request[partial:],))
+        rest.start()  # the rest of the last request, while its answers are read
+        try:
+            answers = [wire.response() for _ in range(complete + 1)]
+        finally:
+            rest.join()
+        follow_up = wire.send(get("/healthz")).response()
+        assert wire.buffer == b""
+    assert complete > 10  # the server did read a good part before stopping
+    assert all(a.status == 200 and a.json()["NodeNames"] == names for a in answers)
+    assert follow_up.json() == {"status": "ok"}
 
 
 # --- 4. Connection: close --------------------------------------------------------------------
@@ -653,3 +689,40 @@ def test_no_keep_alive_timer_while_a_request_pipelined_behind_a_direct_one_runs(
 
     proto.loop.run_until_complete(scenario())
     assert protocol.asgi_calls == ["/extender/filter"]
+
+
+@pytest.mark.django_db
+def test_before_the_runtime_is_built_a_verb_takes_the_asgi_path(protocol, monkeypatch):
+    from schedweb import asgi
+
+    monkeypatch.setattr(asgi, "_ready", False)  # a request that beat the lifespan start
+
+    async def scenario():
+        protocol.protocol.data_received(post("/extender/filter", FILTER))
+        while protocol.state.tasks:
+            await asyncio.gather(*protocol.state.tasks)
+
+    protocol.protocol.loop.run_until_complete(scenario())
+    assert protocol.asgi_calls == ["/extender/filter"]
+
+
+@pytest.mark.django_db
+def test_a_service_that_raises_is_a_json_500_and_the_connection_stays_usable(protocol, monkeypatch):
+    from schedweb import asgi
+
+    def broken(verb, body):
+        raise RuntimeError("a bug in the services")
+
+    monkeypatch.setattr(asgi.entry, "extender_answer", broken)
+    protocol.protocol.data_received(post("/extender/filter", FILTER))
+    (written,) = protocol.writes()
+    assert written.startswith(b"HTTP/1.1 500 Internal Server Error\r\n")
+    assert written.endswith(
+        b'content-type: application/json\r\ncontent-length: 27\r\n\r\n{"Error": "internal error"}'
+    )
+    monkeypatch.undo()
+    monkeypatch.setattr(asgi, "_ready", True)
+    protocol.protocol.data_received(post("/extender/prioritize", PRIORITIZE))
+    (written,) = protocol.writes()
+    assert written.endswith(_expected("prioritize", PRIORITIZE))
+    assert protocol.asgi_calls == [] and not protocol.transport.closing

@@ -166,6 +166,10 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
             self.flow.pause_reading()
             self._reads_wait_for_writes = True
 
+    def _waiting_for_application(self) -> bool:
+        # Paused because the client does not read its answers: that is the client's time.
+        return self.flow.read_paused and not self._reads_wait_for_writes
+
     def resume_writing(self) -> None:
         super().resume_writing()
         if self._reads_wait_for_writes:

@@ -726,3 +726,31 @@ def test_a_service_that_raises_is_a_json_500_and_the_connection_stays_usable(pro
     (written,) = protocol.writes()
     assert written.endswith(_expected("prioritize", PRIORITIZE))
     assert protocol.asgi_calls == [] and not protocol.transport.closing
+
+
+@pytest.mark.django_db
+def test_a_body_stalled_while_its_client_reads_no_answers_still_meets_the_body_deadline(protocol):
+    """Reading paused because the answers pile up unread is the client's time, not the
+    application's: the body deadline of the request behind them still closes the connection."""
+    proto = protocol.protocol
+    proto.pause_writing()  # what the transport does past its high-water mark
+    following = post("/extender/filter", FILTER)
+    proto.data_received(post("/extender/filter", FILTER) + following[: len(following) - 100])
+    assert len(protocol.writes()) == 1 and proto.flow.read_paused
+    assert proto._stage == "body"
+    proto._last_body -= proto.body_seconds + 1  # no byte of it for longer than the deadline
+    proto._expired()
+    assert protocol.transport.closing
+    assert protocol.writes() == []  # a request cut in its body gets no answer
+
+
+@pytest.mark.django_db
+def test_reading_resumes_when_the_answers_drain(protocol):
+    proto = protocol.protocol
+    proto.pause_writing()
+    proto.data_received(post("/extender/filter", FILTER))
+    assert proto.flow.read_paused
+    proto.resume_writing()  # the client read its answers
+    assert not proto.flow.read_paused
+    proto.data_received(post("/extender/prioritize", PRIORITIZE))
+    assert protocol.writes()[-1].endswith(_expected("prioritize", PRIORITIZE))

@@ -166,6 +166,14 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
             self.flow.pause_reading()
             self._reads_wait_for_writes = True
 
+    def shutdown(self) -> None:
+        """uvicorn's graceful shutdown: as for a request in the ASGI path, a direct request
+        being read is answered (with connection: close) before its connection closes."""
+        if self._fast_verb:
+            self._fast_keep_alive = False
+            return
+        super().shutdown()
+
     def _waiting_for_application(self) -> bool:
         # Paused because the client does not read its answers: that is the client's time.
         return self.flow.read_paused and not self._reads_wait_for_writes

@@ -4,7 +4,8 @@ requests in several segments), and leaves every request it does not take to the 
 its answer unchanged.
 
 Against one real `python -m schedweb.extender_server` on 127.0.0.1 (plain HTTP, demo cluster,
-seed-003 published in its Redis before it starts), with raw sockets wherever framing matters.
+seed-003 published in its Redis before it starts), with raw sockets wherever framing matters;
+the shutdown test stops a listener of its own.
 The same request is sent down the ASGI path by a query string (`?x=1`) or a chunked body, which
 the direct path never takes. The last tests feed bytes to an ExtenderHttpProtocol whose ASGI
 application fails the test if called: there, and only there, the transport is a stand-in.
@@ -15,8 +16,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
+import os
+import signal
 import socket
 import threading
+import time
 from pathlib import Path
 
 import orjson
@@ -374,6 +378,40 @@ def test_a_request_pipelined_behind_connection_close_is_not_answered(port, path)
         response = wire.response()
         assert wire.closed_after() == b""  # on both paths: the close ends the connection
     assert response.json()["NodeNames"] == NAMES
+
+
+def test_a_direct_request_in_flight_at_shutdown_is_answered_before_the_listener_exits(tmp_path):
+    """SIGTERM while kube-scheduler's call is half sent (a rolling restart): uvicorn waits for
+    the connection, the call is answered with connection: close, then the process exits."""
+    redis = RedisServer(tmp_path / "redis").start()
+    process = None
+    try:
+        process, own_port = start_extender(
+            tmp_path, redis_url=redis.url, SCHEDWEB_EXTENDER_WORKERS="1"
+        )
+        request = post("/extender/filter", FILTER)
+        with Wire(own_port) as wire:
+            assert wire.send(get("/healthz")).response().status == 200  # the loop serves us
+            wire.send(request[:-10])
+            os.kill(process.pid, signal.SIGTERM)
+            log = tmp_path / "extender.log"
+            deadline = time.monotonic() + 30
+            while b"Waiting for connections to close" not in log.read_bytes():
+                assert process.exit_code() is None, log.read_text()[-2000:]
+                assert time.monotonic() < deadline, log.read_text()[-2000:]
+                time.sleep(0.05)
+            wire.send(request[-10:])
+            response = wire.response()
+            assert wire.closed_after() == b""
+        assert response.status == 200 and response.headers["connection"] == "close"
+        assert response.json()["NodeNames"] == NAMES
+        while process.exit_code() is None:  # and then the listener is gone
+            assert time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.05)
+    finally:
+        if process is not None:
+            process.stop(grace=10)
+        redis.stop()
 
 
 # --- 5. what the direct path leaves to the ASGI path -----------------------------------------
@@ -754,3 +792,41 @@ def test_reading_resumes_when_the_answers_drain(protocol):
     assert not proto.flow.read_paused
     proto.data_received(post("/extender/prioritize", PRIORITIZE))
     assert protocol.writes()[-1].endswith(_expected("prioritize", PRIORITIZE))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/extender/filter", "/extender/filter?x=1"])
+def test_a_graceful_shutdown_answers_the_request_being_read_then_closes(protocol, path):
+    """uvicorn's shutdown lets the request in progress finish with connection: close, on both
+    paths (a kube-scheduler call in flight during a rolling restart is answered, not reset)."""
+    proto = protocol.protocol
+    request = post(path, FILTER)
+
+    async def scenario():
+        proto.data_received(request[:-10])  # the headers and most of the body
+        proto.shutdown()
+        assert not protocol.transport.closing
+        proto.data_received(request[-10:])
+        while protocol.state.tasks:
+            await asyncio.gather(*protocol.state.tasks)
+
+    proto.loop.run_until_complete(scenario())
+    assert protocol.transport.closing
+    written = b"".join(protocol.writes())
+    if path == "/extender/filter":
+        assert protocol.asgi_calls == []
+        assert written.startswith(b"HTTP/1.1 200 OK\r\n")
+        assert b"\r\nconnection: close\r\n" in written
+        assert written.endswith(_expected("filter", FILTER).split(b"\r\n\r\n")[1])
+    else:  # the trap application's answer, closed the same way
+        assert protocol.asgi_calls == ["/extender/filter"]
+        assert written.startswith(b"HTTP/1.1 418 ") and b"\r\nconnection: close\r\n" in written
+
+
+@pytest.mark.django_db
+def test_a_graceful_shutdown_closes_an_idle_kept_alive_connection(protocol):
+    proto = protocol.protocol
+    proto.data_received(post("/extender/filter", FILTER))
+    assert len(protocol.writes()) == 1 and not protocol.transport.closing
+    proto.shutdown()
+    assert protocol.transport.closing

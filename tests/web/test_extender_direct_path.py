@@ -353,7 +353,6 @@ def test_a_client_that_pipelines_without_reading_is_stopped_then_answered_in_ful
             rest.join()
         follow_up = wire.send(get("/healthz")).response()
         assert wire.buffer == b""
-    assert complete > 10  # the server did read a good part before stopping
     assert all(a.status == 200 and a.json()["NodeNames"] == names for a in answers)
     assert follow_up.json() == {"status": "ok"}
 

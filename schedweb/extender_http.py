@@ -17,7 +17,10 @@ earlier request of the connection still in the ASGI path. The answer is the same
 (other paths and methods, a Host not allowed, a repeated Host or Content-Type, chunked or large
 bodies, pipelined behind an ASGI request) takes the ASGI path unchanged, so its checks and
 answers (400, 404, 405, 413, 415, the offload pool) stay in one place.
-The deadlines for stalled clients (schedweb/http_timeouts.py) hold on both paths.
+The deadlines for stalled clients (schedweb/http_timeouts.py) hold on both paths; as on the ASGI
+path, a client that leaves its answers unread is read no further until they drain, and a
+graceful shutdown answers the request being read before closing its connection
+(tests/web/test_extender_direct_path.py).
 """
 
 from __future__ import annotations

@@ -10,13 +10,17 @@ scheduled pod (issue 13), as much as evaluating the policy.
 
 Here a request that is exactly the common case, decided when its headers are complete, is
 answered when its body is: POST /extender/filter, /extender/prioritize or /extender/preempt,
-HTTP/1.1, an allowed Host, Content-Type application/json, a Content-Length within
-SCHEDWEB_EXTENDER_INLINE_BODY_BYTES, no Expect, the runtime built, no earlier request of the
-connection still in the ASGI path. The answer is the same function's (policies/extender/entry.py)
-with the same headers, written in one call. Any other request (other paths and methods, a Host
-not allowed, chunked or large bodies, pipelined behind an ASGI request) takes the ASGI path
-unchanged, so its checks and answers (400, 404, 405, 413, 415, the offload pool) stay in one place.
-The deadlines for stalled clients (schedweb/http_timeouts.py) hold on both paths.
+HTTP/1.1, an allowed Host, Content-Type application/json (neither of them repeated), a
+Content-Length within SCHEDWEB_EXTENDER_INLINE_BODY_BYTES, no Expect, the runtime built, no
+earlier request of the connection still in the ASGI path. The answer is the same function's
+(policies/extender/entry.py) with the same headers, written in one call. Any other request
+(other paths and methods, a Host not allowed, a repeated Host or Content-Type, chunked or large
+bodies, pipelined behind an ASGI request) takes the ASGI path unchanged, so its checks and
+answers (400, 404, 405, 413, 415, the offload pool) stay in one place.
+The deadlines for stalled clients (schedweb/http_timeouts.py) hold on both paths; as on the ASGI
+path, a client that leaves its answers unread is read no further until they drain, and a
+graceful shutdown answers the request being read before closing its connection
+(tests/web/test_extender_direct_path.py).
 """
 
 from __future__ import annotations
@@ -52,9 +56,14 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
         self._fast_verb = ""  # the verb of the request being read on the direct path
         self._fast_chunks: list[bytes] = []
         self._fast_keep_alive = True
+        self._reads_wait_for_writes = False
 
     def on_message_begin(self) -> None:
         self._fast_verb = ""
+        # A direct answer armed the keep-alive timer while the parser was still in the same
+        # read; a request pipelined behind it must not be cut by it (uvicorn arms the timer only
+        # when no request is pending, and cancels it in data_received).
+        self._unset_keepalive_if_required()
         super().on_message_begin()
 
     def on_headers_complete(self) -> None:
@@ -83,8 +92,12 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
         host = content_type = length = None
         for name, value in self.headers:
             if name == b"host":
+                if host is not None:  # repeated: the ASGI path judges the first one
+                    return ""
                 host = value
             elif name == b"content-type":
+                if content_type is not None:
+                    return ""
                 content_type = value
             elif name == b"content-length":
                 length = value
@@ -149,6 +162,30 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
             self.transport.close()
             return
         self.on_response_complete()  # counts it, arms the keep-alive timer
+        if self.flow.write_paused:
+            # The client does not read its answers: read no more of its requests until it does
+            # (the ASGI path waits for the writes to drain; without this, a client pipelining
+            # requests and never reading grew this process's write buffer without bound).
+            self.flow.pause_reading()
+            self._reads_wait_for_writes = True
+
+    def shutdown(self) -> None:
+        """uvicorn's graceful shutdown: as for a request in the ASGI path, a direct request
+        being read is answered (with connection: close) before its connection closes."""
+        if self._fast_verb:
+            self._fast_keep_alive = False
+            return
+        super().shutdown()
+
+    def _waiting_for_application(self) -> bool:
+        # Paused because the client does not read its answers: that is the client's time.
+        return self.flow.read_paused and not self._reads_wait_for_writes
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._reads_wait_for_writes:
+            self._reads_wait_for_writes = False
+            self.flow.resume_reading()
 
 
 _STATUS_LINES: dict[int, bytes] = {}

@@ -115,6 +115,11 @@ class TimedHttpToolsProtocol(HttpToolsProtocol):
         self._stage = stage
         self._deadline = self.loop.call_later(seconds, self._expired)
 
+    def _waiting_for_application(self) -> bool:
+        """Reading is paused because the application has not taken what came: not the
+        client's time."""
+        return self.flow.read_paused
+
     def _disarm(self) -> None:
         if self._deadline is not None:
             self._deadline.cancel()
@@ -127,7 +132,7 @@ class TimedHttpToolsProtocol(HttpToolsProtocol):
             return
         if self._stage == _BODY:
             now = self.loop.time()
-            if self.flow.read_paused:  # waiting for the application, not for the client
+            if self._waiting_for_application():
                 self._last_body = now
             idle = now - self._last_body
             if idle < self.body_seconds:  # some body came since the timer was armed

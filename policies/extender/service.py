@@ -131,7 +131,7 @@ class Extender:
             if state is not None:
                 # Every name known (the usual case): one C-level pass over the snapshot's index.
                 views = list(map(state.node_lookup(), args.node_names))
-                if None not in views:
+                if all(views):  # a view is never empty: falsy only where a name is unknown
                     return views, unknown
             for name in args.node_names:
                 view = lookup(name)

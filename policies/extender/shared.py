@@ -45,11 +45,24 @@ class SharedEvaluations:
     def __init__(self, size: int = SIZE) -> None:
         self._size = size
         self._items: OrderedDict[tuple, _Entry] = OrderedDict()
+        # The last names list hashed and its hash: prioritize reuses filter's parsed list (the
+        # same object), whose hash need not be computed again. Lists are not modified after
+        # parsing; the entry holds the list, so its identity cannot be reused meanwhile.
+        self._hashed: tuple[list[str], int] | None = None
         self.hits = 0
         self.misses = 0
 
-    @staticmethod
-    def key(pod: dict[str, Any], served: Any, snapshot: Any, names: list[str]) -> tuple | None:
+    def _names_hash(self, names: list[str]) -> int:
+        hashed = self._hashed
+        if hashed is not None and hashed[0] is names:
+            return hashed[1]
+        value = hash(tuple(names))
+        self._hashed = (names, value)
+        return value
+
+    def key(
+        self, pod: dict[str, Any], served: Any, snapshot: Any, names: list[str]
+    ) -> tuple | None:
         """The lookup key for the request's Pod object (checked by protocol._pod), or None when
         it cannot be cached: without a uid and a resourceVersion nothing says two are the same
         pod in the same state (the API server gives every change a new resourceVersion)."""
@@ -66,7 +79,7 @@ class SharedEvaluations:
             served.version,
             version,
             len(names),
-            hash(tuple(names)),
+            self._names_hash(names),
         )
 
     def get(

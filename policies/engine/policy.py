@@ -15,7 +15,8 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from operator import is_
+from itertools import repeat
+from operator import is_, itemgetter
 from typing import Any
 
 from . import scoring
@@ -403,12 +404,15 @@ class CompiledPolicy:
         scores: bool = True,
         fast: bool = True,
         names: Sequence[str] | None = None,
+        memo: bool = False,
     ) -> Evaluation:
         """Filter verdicts and scores of `pod` on each of `nodes`.
 
         `scores=False` skips scoring where it cannot change a verdict (an extender filter call
         with failurePolicy Ignore). `fast=False` forces the exact path for every node (tests).
         `names`, when the caller has them, are the nodes' names in the same order (copied).
+        `memo=True` (the extender's calls) reuses the per-node results of earlier pods that read
+        the same from the pod, on node views evaluated then (_FastPath._memo_loop).
         """
         n = len(nodes)
         names = [node["name"] for node in nodes] if names is None else list(names)
@@ -452,7 +456,7 @@ class CompiledPolicy:
             slow = list(range(n))
         else:
             f_passed, f_failed, f_messages, f_raw, slow, finished = self._fast.loop(
-                pod, nodes, cl, want_scores, pod_vars, names
+                pod, nodes, cl, want_scores, pod_vars, names if memo else None
             )
             passed, messages, raw = f_passed, f_messages, f_raw
             filter_names = self.filter_names
@@ -795,6 +799,8 @@ def _check_number(value: Any) -> int | float:
 _MEMO_KEYS = 16
 _MEMO_NODES = 50_000
 _MEMO_SEEN = 256
+_NO_ENTRY = (None,)
+_first = itemgetter(0)
 _MEMO_SCALARS = frozenset({int, str, bool, bytes, type(None)})
 _WORD_CL = re.compile(r"\bcl\b")
 _WORD_POD = re.compile(r"\bpod\b")
@@ -842,7 +848,7 @@ class _FastPath:
         self._loop = namespace["_loop"]
         self._finish = namespace["_finish"]
         self._key = namespace.get("_key")  # None: no memo for this policy
-        self._memo: dict[tuple, tuple[dict[str, Any], dict[str, tuple]]] = {}
+        self._memo: dict[tuple, dict[str, tuple]] = {}
         self._seen: set[tuple] = set()  # keys of recent pods, remembered from the second
         # A node's normalized scores, total and extender score depend on that node alone when
         # no rule normalizes over the column (minmax) and every score is an int (nothing for
@@ -1097,9 +1103,10 @@ class _FastPath:
         or never seen are evaluated. Node views are immutable; a change is a new object.
 
         A key is remembered from its second pod on (a pod unlike the recent ones costs no
-        bookkeeping). The results are tuples of plain values, apart from the views they were
-        computed from (kept by name in `views`), so the cyclic collector soon stops tracking
-        them: memo entries add nothing to its passes."""
+        bookkeeping). Each entry is one tuple, the view it was computed from first: replaced
+        in one assignment, so a reader never pairs one view with another's results."""
+        if dl is not None and monotonic() > dl:
+            deadline_passed()  # as the loop would before its first node: hits are no way round
         memo = self._memo.get(key)
         if memo is None:
             if key not in self._seen:
@@ -1109,11 +1116,10 @@ class _FastPath:
                 return (*self._loop(pod, nodes, cl, want_scores, dl, *pod_vars), None)
             if len(self._memo) >= _MEMO_KEYS:
                 self._memo = {}
-            memo = self._memo[key] = ({}, {})
-        views, results = memo
+            memo = self._memo[key] = {}
         # A result is used only for the very view it was computed from (identity, in C).
-        same = list(map(is_, map(views.get, names), nodes))
-        entries = list(map(results.get, names))
+        entries = list(map(memo.get, names, repeat(_NO_ENTRY)))
+        same = list(map(is_, map(_first, entries), nodes))
         miss = [] if all(same) else [i for i, hit in enumerate(same) if not hit]
         slow: list[int] = []
         n_scores = len(self.policy.scores)
@@ -1127,22 +1133,19 @@ class _FastPath:
             if finish:
                 normalized, totals, ext = self._finish(passed, *raw)
                 parts = [*normalized, totals, ext]
-            built = list(zip(passed, failed, msgs, *raw, *parts))  # one tuple a node, in C
+            built = list(zip(sub, passed, failed, msgs, *raw, *parts))  # one tuple a node, in C
             keep = range(len(miss))
             if sub_slow:  # the exact path overwrites every column at these: not remembered
                 blank = (True, None, None, *([None] * (n_scores + len(parts))))
                 for j in sub_slow:
-                    built[j] = blank
+                    built[j] = (sub[j], *blank)
                     slow.append(miss[j])
                 unsure = set(sub_slow)
                 keep = [j for j in keep if j not in unsure]
-            if len(results) + len(miss) > _MEMO_NODES:
-                views.clear()
-                results.clear()
+            if len(memo) + len(miss) > _MEMO_NODES:
+                memo.clear()
             for j in keep:
-                name = names[miss[j]]
-                views[name] = sub[j]
-                results[name] = built[j]
+                memo[names[miss[j]]] = built[j]
             if len(miss) == len(entries):
                 entries = built
             else:
@@ -1153,17 +1156,17 @@ class _FastPath:
         columns = list(zip(*entries))
         finished = None
         if finish and not slow:
-            done = 3 + n_scores
+            done = 4 + n_scores
             finished = (
                 [list(column) for column in columns[done : done + n_scores]],
                 list(columns[done + n_scores]),
                 list(columns[done + n_scores + 1]),
             )
         return (
-            list(columns[0]),
             list(columns[1]),
             list(columns[2]),
-            [list(column) for column in columns[3 : 3 + n_scores]],
+            list(columns[3]),
+            [list(column) for column in columns[4 : 4 + n_scores]],
             slow,
             finished,
         )

@@ -229,8 +229,7 @@ class Extender:
                 known,
                 state,
                 scores=key is not None,
-                # every name known (the usual case): the request's names are the nodes' names
-                names=args.node_names if args.nodes is None and not unknown else None,
+                memo=True,
             )
         passed: list[str] = []
         failed: dict[str, str] = {}
@@ -338,7 +337,7 @@ class Extender:
             evaluation = self.shared.get(key, args.node_names, served.compiled, state)
             if evaluation is None or not evaluation.scored:
                 known, _unknown = self._nodes(args, state)
-                evaluation = served.compiled.evaluate(pod, known, state)
+                evaluation = served.compiled.evaluate(pod, known, state, memo=True)
                 self.shared.put(key, args.node_names, served.compiled, state, evaluation)
             if evaluation.node_names == args.node_names:
                 # Every name known, in order (the usual case): the columns as they are.

@@ -66,7 +66,7 @@ def test_equivalent_pods_on_changing_nodes_get_what_the_exact_path_gives(rules, 
             )
         pod = pod_view(f"p{step}", cpu=rng.choice([100, 500, 2000]))  # three equivalence classes
         candidates = rng.sample(nodes, 40)
-        got = memoised.evaluate(pod, candidates)
+        got = memoised.evaluate(pod, candidates, memo=True)
         want = memoised.evaluate(pod, candidates, fast=False)  # the exact path: no memo
         assert rows(got) == rows(want)
         assert got.normalized == want.normalized
@@ -79,8 +79,10 @@ def test_a_replaced_node_view_is_evaluated_again_and_an_unchanged_one_is_not():
     full = node_view("n0", cpu=4000, requested_cpu=3900)
     free = node_view("n1", cpu=4000)
     pod = pod_view(cpu=500)
-    p.evaluate(pod, [full, free])  # the first pod of its kind: remembered from the next one
-    first = p.evaluate(pod_view("again", cpu=500), [full, free])
+    p.evaluate(
+        pod, [full, free], memo=True
+    )  # the first pod of its kind: remembered from the next one
+    first = p.evaluate(pod_view("again", cpu=500), [full, free], memo=True)
     assert first.passed == [False, True]
     assert first.messages[0] == "needs 500m, the pod asks"
     calls = []
@@ -92,7 +94,7 @@ def test_a_replaced_node_view_is_evaluated_again_and_an_unchanged_one_is_not():
 
     p._fast._loop = counting
     emptied = node_view("n0", cpu=4000, requested_cpu=0)  # same name, a pod left: a new view
-    second = p.evaluate(pod_view("other", cpu=500), [emptied, free])
+    second = p.evaluate(pod_view("other", cpu=500), [emptied, free], memo=True)
     assert calls == [["n0"]]  # n1's view is the one evaluated before
     assert second.passed == [True, True]
     assert second.raw[0] == [100, 100]
@@ -101,9 +103,9 @@ def test_a_replaced_node_view_is_evaluated_again_and_an_unchanged_one_is_not():
 def test_pods_that_read_differently_are_not_mixed_up():
     p = policy(RULES)
     node = node_view("n0", cpu=4000, requested_cpu=3000)
-    assert p.evaluate(pod_view(cpu=500), [node]).passed == [True]
-    assert p.evaluate(pod_view(cpu=1500), [node]).passed == [False]
-    assert p.evaluate(pod_view(cpu=500), [node]).passed == [True]
+    assert p.evaluate(pod_view(cpu=500), [node], memo=True).passed == [True]
+    assert p.evaluate(pod_view(cpu=1500), [node], memo=True).passed == [False]
+    assert p.evaluate(pod_view(cpu=500), [node], memo=True).passed == [True]
 
 
 def test_the_key_tells_cel_values_apart_that_python_calls_equal():
@@ -130,11 +132,11 @@ def test_rules_that_read_the_cluster_or_the_whole_pod_are_not_memoised():
     assert spread._fast._key is None
     nodes = [node_view("a"), node_view("b")]
     pods = [pod_view("w1", labels={"app": "web"}, node_name="a")]
-    assert spread.evaluate(pod_view(), nodes, ListCluster(nodes, pods)).raw == [[1, 0]]
+    assert spread.evaluate(pod_view(), nodes, ListCluster(nodes, pods), memo=True).raw == [[1, 0]]
     pods.append(pod_view("w2", labels={"app": "web"}, node_name="b"))
     pods.append(pod_view("w3", labels={"app": "web"}, node_name="b"))
     # the same node views, another cluster: no stale answer
-    assert spread.evaluate(pod_view(), nodes, ListCluster(nodes, pods)).raw == [[1, 2]]
+    assert spread.evaluate(pod_view(), nodes, ListCluster(nodes, pods), memo=True).raw == [[1, 2]]
 
     by_labels = policy(
         """\
@@ -144,17 +146,40 @@ def test_rules_that_read_the_cluster_or_the_whole_pod_are_not_memoised():
         """
     )
     node = node_view("a", labels={"team": "x"})
-    assert by_labels.evaluate(pod_view(labels={"team": "y"}), [node]).passed == [True]
-    assert by_labels.evaluate(pod_view(labels={"owner": "y"}), [node]).passed == [False]
+    assert by_labels.evaluate(pod_view(labels={"team": "y"}), [node], memo=True).passed == [True]
+    assert by_labels.evaluate(pod_view(labels={"owner": "y"}), [node], memo=True).passed == [False]
 
 
 def test_the_memo_is_bounded_and_kept_only_for_pods_seen_twice():
     p = policy(RULES)
     nodes = [node_view(f"n{i}") for i in range(5)]
     for cpu in range(engine_policy._MEMO_SEEN * 2):
-        p.evaluate(pod_view(cpu=cpu + 1), nodes)  # every pod different: no memo at all
+        p.evaluate(pod_view(cpu=cpu + 1), nodes, memo=True)  # every pod different: no memo at all
         assert not p._fast._memo and len(p._fast._seen) <= engine_policy._MEMO_SEEN
     for cpu in range(engine_policy._MEMO_KEYS * 3):
-        p.evaluate(pod_view(cpu=cpu + 1), nodes)
-        p.evaluate(pod_view(cpu=cpu + 1), nodes)
+        p.evaluate(pod_view(cpu=cpu + 1), nodes, memo=True)
+        p.evaluate(pod_view(cpu=cpu + 1), nodes, memo=True)
         assert 0 < len(p._fast._memo) <= engine_policy._MEMO_KEYS
+
+
+def test_a_request_past_its_deadline_is_stopped_even_when_the_memo_knows_every_node():
+    from policies.engine.cel.deadline import EvaluationTimeout, deadline
+
+    p = policy(RULES)
+    nodes = [node_view(f"n{i}") for i in range(3)]
+    p.evaluate(pod_view(cpu=100), nodes, memo=True)
+    p.evaluate(pod_view(cpu=100), nodes, memo=True)  # every node in the memo now
+    with pytest.raises(EvaluationTimeout), deadline(1e-9):
+        p.evaluate(pod_view(cpu=100), nodes, memo=True)
+
+
+def test_only_callers_that_ask_use_the_memo():
+    """Previews, test cases and the model of kube-scheduler evaluate afresh; the extender asks."""
+    p = policy(RULES)
+    nodes = [node_view(f"n{i}") for i in range(3)]
+    for _ in range(3):
+        p.evaluate(pod_view(cpu=100), nodes)
+    assert not p._fast._memo and not p._fast._seen
+    for _ in range(2):
+        p.evaluate(pod_view(cpu=100), nodes, memo=True)
+    assert p._fast._memo

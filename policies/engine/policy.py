@@ -403,19 +403,17 @@ class CompiledPolicy:
         *,
         scores: bool = True,
         fast: bool = True,
-        names: Sequence[str] | None = None,
         memo: bool = False,
     ) -> Evaluation:
         """Filter verdicts and scores of `pod` on each of `nodes`.
 
         `scores=False` skips scoring where it cannot change a verdict (an extender filter call
         with failurePolicy Ignore). `fast=False` forces the exact path for every node (tests).
-        `names`, when the caller has them, are the nodes' names in the same order (copied).
         `memo=True` (the extender's calls) reuses the per-node results of earlier pods that read
         the same from the pod, on node views evaluated then (_FastPath._memo_loop).
         """
         n = len(nodes)
-        names = [node["name"] for node in nodes] if names is None else list(names)
+        names = [node["name"] for node in nodes]
         if not self.applies_to(pod):
             return self._pass_through(
                 names,

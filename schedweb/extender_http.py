@@ -157,6 +157,8 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
             head.append(b"connection: close\r\n")
         head += [b"\r\n", answer]
         self.transport.write(b"".join(head))
+        if status == 200:
+            self._asgi.entry.after_answer()
         if not self._fast_keep_alive:
             self.server_state.total_requests += 1
             self.transport.close()

@@ -29,6 +29,11 @@ def extender_answer(verb: str, body: bytes) -> tuple[int, bytes, str]:
     return answer.status, answer.body, answer.policy
 
 
+def after_answer() -> None:
+    """Deferred work of the last verb (freeing what it replaced), once its answer is written."""
+    runtime().extender.after_answer()
+
+
 def admission_answer(body: bytes) -> tuple[int, bytes, str]:
     """POST /admission/queue: kube-apiserver's AdmissionReview of a pod, answered from the
     process's memory (policies/admission/review.py); 400 for a body that is not one."""

@@ -103,6 +103,14 @@ class Extender:
         # pod usually sends the very same bytes (the same Pod, every name passed), and
         # parsing 500 names again was a tenth of the pair's time (issue 13).
         self._last_parsed: tuple[bytes, protocol.ExtenderArgs] | None = None
+        self._replaced: list[Any] = []  # freed by after_answer, as SharedEvaluations.evicted
+
+    def after_answer(self) -> None:
+        """Frees what the last answer replaced (an earlier parse, evicted evaluations) once the
+        answer is written: kube-scheduler waits for the answer, not for deallocation (issue 13).
+        Callers that never call it lose nothing: the lists are bounded."""
+        self._replaced.clear()
+        self.shared.evicted.clear()
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -182,6 +190,9 @@ class Extender:
             return self._observe(
                 "filter", started, Answer(400, protocol.error_body(str(exc))), None, "bad_request"
             )
+        if len(self._replaced) > 4:
+            self._replaced.clear()
+        self._replaced.append(self._last_parsed)
         self._last_parsed = (body, args)  # args are never modified after parsing
         served = self._served(args.pod)
         if served is None:

@@ -207,6 +207,30 @@ def test_the_cache_stays_bounded(publish):
     assert len(shared) <= 4
 
 
+def test_what_an_answer_replaced_is_kept_until_after_answer_and_stays_bounded(publish):
+    """Evicted evaluations and the previous parse are freed after the answer is written
+    (after_answer), not before it; a caller that never says so holds a bounded number."""
+    publish(SPREAD)
+    extender = runtime().extender
+    shared = extender.shared
+    for i in range(30):
+        _filter(go_pod(f"q{i}"), ["cp-1", "a-small-1", "a-spot-1"])
+        assert len(shared.evicted) <= 2 * 4 + 2 and len(extender._replaced) <= 5
+    assert shared.evicted and extender._replaced
+    evicted = shared.evicted[0]
+    assert all(evicted is not entry for entry in shared._items.values())
+    extender.after_answer()
+    assert shared.evicted == [] and extender._replaced == []
+    # Nothing the next request needs was freed: prioritize still answers from filter's entry.
+    pod = go_pod("after-answer")
+    expected = _fresh(pod, ["cp-1", "a-small-1"])
+    assert _filter(pod, ["cp-1", "a-small-1", "a-spot-1"])["NodeNames"] == ["cp-1", "a-small-1"]
+    extender.after_answer()
+    hits = shared.hits
+    assert _prioritize(pod, ["cp-1", "a-small-1"]) == expected
+    assert shared.hits == hits + 1
+
+
 def test_prioritize_with_the_filter_bodys_bytes_answers_as_if_parsed_afresh(publish):
     """kube-scheduler usually sends prioritize the very bytes it sent filter: the parse is
     reused, the answer is the one a cold extender gives."""

@@ -672,6 +672,27 @@ def test_a_verb_is_answered_from_the_parser_in_one_write_without_the_asgi_app(pr
 
 
 @pytest.mark.django_db
+def test_what_an_answer_replaced_is_freed_after_its_write(protocol, monkeypatch):
+    """The direct path writes the answer, then calls after_answer (deallocation off the time
+    kube-scheduler waits), once per answered verb."""
+    from schedweb import asgi
+
+    events: list[str] = []
+    real = asgi.entry.after_answer
+    monkeypatch.setattr(
+        asgi.entry,
+        "after_answer",
+        lambda: (events.append(f"after {len(protocol.transport.written)} writes"), real()),
+    )
+    for verb in ("filter", "prioritize"):
+        protocol.protocol.data_received(post(f"/extender/{verb}", FILTER))
+    assert events == ["after 1 writes", "after 2 writes"]
+    from policies.extender.runtime import runtime
+
+    assert runtime().extender._replaced == [] and runtime().extender.shared.evicted == []
+
+
+@pytest.mark.django_db
 def test_the_asgi_trap_is_live_for_what_the_direct_path_leaves(protocol):
     async def scenario():
         for request in [

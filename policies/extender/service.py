@@ -104,13 +104,25 @@ class Extender:
         # parsing 500 names again was a tenth of the pair's time (issue 13).
         self._last_parsed: tuple[bytes, protocol.ExtenderArgs] | None = None
         self._replaced: list[Any] = []  # freed by after_answer, as SharedEvaluations.evicted
+        # Prioritize's answer for the evaluation filter just made, built after filter's answer
+        # is written (while kube-scheduler runs its own score plugins): (evaluation, body).
+        self._scores_ahead: tuple[Any, bytes] | None = None
+        self._ahead: Any = None  # the evaluation whose body after_answer is to build
 
     def after_answer(self) -> None:
-        """Frees what the last answer replaced (an earlier parse, evicted evaluations) once the
-        answer is written: kube-scheduler waits for the answer, not for deallocation (issue 13).
-        Callers that never call it lose nothing: the lists are bounded."""
+        """Work that need not delay the answer, done once it is written (issue 13): freeing
+        what the answer replaced (an earlier parse, evicted evaluations), and after a filter,
+        prioritize's answer for the nodes that passed. Callers that never call it lose
+        nothing: the lists are bounded and prioritize builds its answer itself."""
         self._replaced.clear()
         self.shared.evicted.clear()
+        evaluation, self._ahead = self._ahead, None
+        if evaluation is not None:
+            try:
+                body = protocol.host_priority_list(zip(evaluation.node_names, evaluation.extender))
+            except Exception:  # prioritize builds it then, and logs what fails
+                return
+            self._scores_ahead = (evaluation, body)
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -264,6 +276,8 @@ class Extender:
                 passed.append(name)
         if key is not None:
             self.shared.put(key, args.node_names, policy, state, evaluation)
+            if len(passed) == len(evaluation.node_names) and evaluation.scored:
+                self._ahead = evaluation  # every node passed: prioritize asks about them all
             if len(passed) != len(args.node_names):
                 # What prioritize will be asked about: the names that passed.
                 self.shared.put(
@@ -351,8 +365,15 @@ class Extender:
                 evaluation = served.compiled.evaluate(pod, known, state, memo=True)
                 self.shared.put(key, args.node_names, served.compiled, state, evaluation)
             if evaluation.node_names == args.node_names:
-                # Every name known, in order (the usual case): the columns as they are.
-                body_out = protocol.host_priority_list(zip(args.node_names, evaluation.extender))
+                # Every name known, in order (the usual case): the columns as they are, often
+                # encoded already after filter's answer went out.
+                ahead = self._scores_ahead
+                if ahead is not None and ahead[0] is evaluation:
+                    body_out = ahead[1]
+                else:
+                    body_out = protocol.host_priority_list(
+                        zip(args.node_names, evaluation.extender)
+                    )
             else:
                 scores = dict(zip(evaluation.node_names, evaluation.extender))
                 body_out = protocol.host_priority_list(

@@ -231,6 +231,31 @@ def test_what_an_answer_replaced_is_kept_until_after_answer_and_stays_bounded(pu
     assert shared.hits == hits + 1
 
 
+def test_prioritize_answered_from_the_body_built_after_filter_is_the_cold_answer(publish):
+    """After a filter every node passed, after_answer encodes prioritize's answer ahead; the
+    prioritize that follows sends those bytes, equal to a cold extender's answer. When some
+    node failed, nothing is built ahead (prioritize asks about fewer names)."""
+    publish(SPREAD)
+    extender = runtime().extender
+    names = ["cp-1", "a-small-1", "worker-medium-a-1"]
+    pod = go_pod("ahead")
+    expected = _fresh(pod, names)
+    body = args_body(pod, names)
+    assert extender.filter(body).status == 200
+    extender.after_answer()
+    ahead = extender._scores_ahead
+    assert ahead is not None and orjson.loads(ahead[1]) == expected
+    answer = extender.prioritize(body)
+    assert answer.body is ahead[1] and orjson.loads(answer.body) == expected
+
+    other = go_pod("not-all-pass")
+    assert extender.filter(args_body(other, NAMES)).status == 200
+    extender.after_answer()
+    assert extender._scores_ahead is ahead  # unchanged: a-spot-1 failed
+    passed = ["cp-1", "a-small-1", "worker-medium-a-1"]
+    assert orjson.loads(extender.prioritize(args_body(other, passed)).body) == _fresh(other, passed)
+
+
 def test_prioritize_with_the_filter_bodys_bytes_answers_as_if_parsed_afresh(publish):
     """kube-scheduler usually sends prioritize the very bytes it sent filter: the parse is
     reused, the answer is the one a cold extender gives."""

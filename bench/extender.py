@@ -9,7 +9,9 @@
    `make run` configures it and over plain HTTP, same binaries, same API server, alternated for
    SCHEDWEB_BENCH_ROUNDS rounds (default 3), and the median ratios (issue 13: with/without at
    least 0.5; TLS/plain at least 0.9); then the same API server grown to 5000 nodes for 5000 pods,
-   without and with the extender over mutual TLS. For every run with an extender, its processes'
+   without and with the extender over mutual TLS, and with a protocol-only extender
+   (bench/passthrough.py: the same listener answering without evaluating anything), the ceiling
+   any extender speaking this protocol from Python reaches on the machine. For every run with an extender, its processes'
    CPU seconds (the listener's whole process tree: uvicorn, its workers, the offload pool) over
    the pods bound (issue 13: at most 1.0 ms at 500 nodes), and its latency histogram per verb;
    while one configuration runs, the other extender listener is stopped (SIGSTOP) so that its
@@ -182,18 +184,28 @@ def _normal_body(names: list[str], i: int = 0) -> bytes:
     )
 
 
-def _extra_listener(stack, workdir: Path, name: str, env: dict):
-    """Another extender listener in plain HTTP on loopback, over the stack's Redis and database:
-    the stack's environment updated with `env`, TLS removed."""
+def _extra_listener(
+    stack,
+    workdir: Path,
+    name: str,
+    env: dict,
+    *,
+    module: str = "schedweb.extender_server",
+    tls: bool = False,
+):
+    """Another extender listener on loopback, over the stack's Redis and database: the stack's
+    environment updated with `env`, in plain HTTP unless `tls` (then with the stack's mutual
+    TLS settings); `module` is what runs."""
     from tests.harness.processes import ManagedProcess, free_ports
 
     (port,) = free_ports(count=1)
-    base = stack.env | env
-    env = {k: v for k, v in base.items() if "_TLS_" not in k and "CLIENT_CA" not in k}
+    env = stack.env | env
+    if not tls:
+        env = {k: v for k, v in env.items() if "_TLS_" not in k and "CLIENT_CA" not in k}
     env |= {"SCHEDWEB_EXTENDER_PORT": str(port)}
     process = ManagedProcess(
         name=name,
-        argv=[Path(stack.env["PATH"].split(":")[0]) / "python", "-m", "schedweb.extender_server"],
+        argv=[Path(stack.env["PATH"].split(":")[0]) / "python", "-m", module],
         log_path=workdir / f"{name}.log",
         env=env,
         cwd=Path(__file__).resolve().parents[1],
@@ -201,7 +213,11 @@ def _extra_listener(stack, workdir: Path, name: str, env: dict):
     process.start()
 
     def healthy() -> bool:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        connection = (
+            http.client.HTTPSConnection("127.0.0.1", port, timeout=2, context=stack.ssl_context())
+            if tls
+            else http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        )
         try:
             connection.request("GET", "/healthz")
             return connection.getresponse().status == 200
@@ -481,15 +497,18 @@ def _rounds(plane, runs: dict, *, pods: int, first_run: int, listeners: dict[str
     return rounds
 
 
-def _summary(rounds, name: str, label: str, *, cpu_target: bool) -> dict[str, float]:
+def _summary(
+    rounds, name: str, label: str, *, cpu_target: bool, ratio_target: bool = True
+) -> dict[str, float]:
     """Median ratio, throughput and CPU per pod of configuration `name` over the rounds."""
     ratio = statistics.median(r[name][0] / r["without"][0] for r in rounds)
     rate = statistics.median(r[name][0] for r in rounds)
     cpu = statistics.median(r[name][1] for r in rounds)
     verdict = "PASS" if ratio >= TARGET_RATIO else "FAIL"
+    target = f" (target at least {TARGET_RATIO}: {verdict})" if ratio_target else ""
     print(
-        f"  {label}: ratio with/without, median of {len(rounds)} rounds: {ratio:.2f}"
-        f" (target at least {TARGET_RATIO}: {verdict}); {rate:.1f} pods/s"
+        f"  {label}: ratio with/without, median of {len(rounds)} rounds: {ratio:.2f}{target};"
+        f" {rate:.1f} pods/s"
     )
     line = f"  {label}: extender CPU per scheduled pod, median: {cpu:.3f} ms"
     if cpu_target:
@@ -757,15 +776,49 @@ def run() -> dict[str, float]:
                 f"== kube-scheduler throughput: {LARGE_PODS} pods over {LARGE_NODES} nodes"
                 " (pods created first; the same API server)"
             )
-            before = stack.extender_request("GET", "/metrics")[1]
-            large = _rounds(
-                plane,
-                {"without": runs["without"], "tls": runs["tls"]},
-                pods=LARGE_PODS,
-                first_run=101,
-                listeners={"tls": stack.extender.pid},
+            # The ceiling: a listener answering the protocol without evaluating anything
+            # (bench/passthrough.py), over the same mutual TLS.
+            passthrough, passthrough_port = _extra_listener(
+                stack, workdir, "extender-passthrough", {}, module="bench.passthrough", tls=True
             )
+            pass_config = yaml.safe_load(
+                stack.scheduler_config(
+                    "--scheduler-name",
+                    "bench-pass",
+                    "--no-preempt",
+                    "--second-scheduler",
+                    "--url",
+                    f"https://127.0.0.1:{passthrough_port}/extender/",
+                )
+            )
+            pass_config["clientConnection"].update(client)
+            before = stack.extender_request("GET", "/metrics")[1]
+            try:
+                large = _rounds(
+                    plane,
+                    {
+                        "without": runs["without"],
+                        "tls": runs["tls"],
+                        "passthrough": (
+                            yaml.safe_dump(pass_config),
+                            "bench-pass",
+                            "protocol only (pass-through)",
+                        ),
+                    },
+                    pods=LARGE_PODS,
+                    first_run=101,
+                    listeners={"tls": stack.extender.pid, "passthrough": passthrough.pid},
+                )
+            finally:
+                passthrough.stop(grace=5)
             large_tls = _summary(large, "tls", "mutual TLS", cpu_target=False)
+            large_pass = _summary(
+                large, "passthrough", "protocol only", cpu_target=False, ratio_target=False
+            )
+            print(
+                "  schedweb's share of the protocol-only ratio, median:"
+                f" {statistics.median(r['tls'][0] / r['passthrough'][0] for r in large):.2f}"
+            )
             time.sleep(1.5)
             after = stack.extender_request("GET", "/metrics")[1]
             results |= {
@@ -773,6 +826,7 @@ def run() -> dict[str, float]:
                 "large_throughput_with_tls": large_tls["rate"],
                 "large_throughput_ratio_tls": large_tls["ratio"],
                 "large_extender_cpu_ms_per_pod_tls": large_tls["cpu_ms"],
+                "large_throughput_ratio_passthrough": large_pass["ratio"],
             }
             results |= {
                 f"large_{k}": v
@@ -819,6 +873,10 @@ def _issue_13_summary(results: dict[str, float]) -> None:
         f"  extender CPU per scheduled pod at 500 nodes: {cpu:.3f} ms"
         f" ({verdict(cpu <= TARGET_CPU_MS)}); at 5000 nodes:"
         f" {results['large_extender_cpu_ms_per_pod_tls']:.3f} ms"
+    )
+    print(
+        "  at 5000 nodes, an extender answering the protocol without evaluating anything"
+        f" reaches {results['large_throughput_ratio_passthrough']:.2f} (the ceiling here)"
     )
     for verb in ("filter", "prioritize"):
         median = results.get(f"server_{verb}_median_le_ms")

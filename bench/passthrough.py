@@ -13,7 +13,6 @@ encoding the Pod and names, decoding a 500-entry answer twice per pod; the round
 from __future__ import annotations
 
 import os
-import shutil
 
 SCORE = 5
 
@@ -44,27 +43,20 @@ def _prioritize(self, body: bytes):
     return Answer(200, protocol.host_priority_list(scores), "passthrough")
 
 
+def _replace_verbs() -> None:
+    from policies.extender.runtime import ExtenderRuntime
+    from policies.extender.service import Extender
+
+    Extender.filter = _filter
+    Extender.prioritize = _prioritize
+    ExtenderRuntime.snapshot_refresh = lambda self: None  # nothing reads the snapshot
+
+
 def main() -> None:
-    import django
-    import uvicorn
+    from schedweb.extender_server import main as serve
 
-    from schedweb.extender_server import metrics_dir_for_workers, uvicorn_options
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
-    os.environ["SCHEDWEB_EXTENDER_WORKERS"] = "1"  # one process: the replacements below hold
-    made = metrics_dir_for_workers()
-    try:
-        django.setup()
-        from policies.extender.runtime import ExtenderRuntime
-        from policies.extender.service import Extender
-
-        Extender.filter = _filter
-        Extender.prioritize = _prioritize
-        ExtenderRuntime.snapshot_refresh = lambda self: None  # nothing reads the snapshot
-        uvicorn.run("schedweb.asgi:extender_application", **uvicorn_options())
-    finally:
-        if made:
-            shutil.rmtree(made, ignore_errors=True)
+    os.environ["SCHEDWEB_EXTENDER_WORKERS"] = "1"  # one process: the replacements hold
+    serve(prepare=_replace_verbs)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import os
 import shutil
 import ssl
 import tempfile
+from collections.abc import Callable
 
 
 def uvicorn_options() -> dict:
@@ -63,7 +64,9 @@ def metrics_dir_for_workers() -> str | None:
     return made
 
 
-def main() -> None:
+def main(prepare: Callable[[], None] | None = None) -> None:
+    """Serves until stopped; `prepare` runs once Django is set up, before the listener starts
+    (bench/passthrough.py replaces the verbs there)."""
     import django
     import uvicorn
 
@@ -71,6 +74,8 @@ def main() -> None:
     made = metrics_dir_for_workers()
     try:
         django.setup()
+        if prepare is not None:
+            prepare()
         uvicorn.run("schedweb.asgi:extender_application", **uvicorn_options())
     finally:
         if made:

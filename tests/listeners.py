@@ -51,15 +51,20 @@ def _answers_healthz(port: int, ca_file: str | None = None) -> bool:
 
 
 def start_extender(
-    workdir: Path, *, redis_url: str, ca_file: str | None = None, **extra: str
+    workdir: Path,
+    *,
+    redis_url: str,
+    ca_file: str | None = None,
+    module: str = "schedweb.extender_server",
+    **extra: str,
 ) -> tuple[ManagedProcess, int]:
-    """`python -m schedweb.extender_server` on a free port (plain HTTP on loopback, or TLS when
-    `extra` names a certificate: `ca_file` then checks it)."""
+    """`python -m schedweb.extender_server` (or `module`) on a free port (plain HTTP on loopback,
+    or TLS when `extra` names a certificate: `ca_file` then checks it)."""
     port = free_ports(count=1)[0]
     env = listener_env(workdir, redis_url=redis_url, SCHEDWEB_EXTENDER_PORT=str(port), **extra)
     process = ManagedProcess(
         name="extender",
-        argv=[VENV_BIN / "python", "-m", "schedweb.extender_server"],
+        argv=[VENV_BIN / "python", "-m", module],
         log_path=workdir / "extender.log",
         env=env,
         cwd=ROOT,

@@ -30,7 +30,7 @@ def extender_answer(verb: str, body: bytes) -> tuple[int, bytes, str]:
 
 
 def after_answer() -> None:
-    """Deferred work of the last verb (freeing what it replaced), once its answer is written."""
+    """The last verb's deferred work (Extender.after_answer), once its answer is written."""
     runtime().extender.after_answer()
 
 

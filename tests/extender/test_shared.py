@@ -256,6 +256,27 @@ def test_prioritize_answered_from_the_body_built_after_filter_is_the_cold_answer
     assert orjson.loads(extender.prioritize(args_body(other, passed)).body) == _fresh(other, passed)
 
 
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["cp-1", "cp-1", "a-small-1"],  # a name twice
+        ["cp-1", "no-such-node", "a-small-1"],  # a name the snapshot does not know
+        [],  # no candidates
+    ],
+)
+def test_odd_candidate_lists_after_an_early_encoded_answer_get_the_cold_answer(publish, names):
+    """Whatever filter was sent, prioritize with the same bytes after after_answer answers as
+    an extender with nothing shared does (never a body encoded for another list)."""
+    publish(SPREAD)
+    extender = runtime().extender
+    pod = go_pod("odd")
+    expected = _fresh(pod, names)
+    body = args_body(pod, names)
+    assert extender.filter(body).status == 200
+    extender.after_answer()
+    assert orjson.loads(extender.prioritize(body).body) == expected
+
+
 def test_prioritize_with_the_filter_bodys_bytes_answers_as_if_parsed_afresh(publish):
     """kube-scheduler usually sends prioritize the very bytes it sent filter: the parse is
     reused, the answer is the one a cold extender gives."""

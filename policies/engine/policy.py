@@ -31,7 +31,7 @@ from .cel import (
     queue_env,
     types,
 )
-from .cel.deadline import deadline_check, deadline_get, deadline_passed, monotonic
+from .cel.deadline import deadline_check, deadline_get, deadline_passed, now
 from .document import (
     FieldError,
     ParsedDocument,
@@ -834,7 +834,7 @@ class _FastPath:
                 "_check_number": _check_number,
                 "_MESSAGE_LATER": _MESSAGE_LATER,
                 "_minmax": scoring.normalize_minmax,
-                "_monotonic": monotonic,
+                "_now": now,
                 "_deadline_passed": deadline_passed,
             }
         )
@@ -898,7 +898,7 @@ class _FastPath:
             "    for node in nodes:",
             "        i += 1",
             # the request's deadline (deadline.py), outside the try: never a hand-over
-            "        if dl is not None and _monotonic() > dl:",
+            "        if dl is not None and _now() > dl:",
             "            _deadline_passed()",
             "        try:",
         ]
@@ -1103,7 +1103,7 @@ class _FastPath:
         A key is remembered from its second pod on (a pod unlike the recent ones costs no
         bookkeeping). Each entry is one tuple, the view it was computed from first: replaced
         in one assignment, so a reader never pairs one view with another's results."""
-        if dl is not None and monotonic() > dl:
+        if dl is not None and now() > dl:
             deadline_passed()  # as the loop would before its first node: hits are no way round
         memo = self._memo.get(key)
         if memo is None:

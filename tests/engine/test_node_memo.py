@@ -10,6 +10,7 @@ import pytest
 
 from policies.engine import policy as engine_policy
 
+from ..clocks import StepClock
 from .inputs import ListCluster, node_view, pod_view
 from .test_policy import policy
 
@@ -169,7 +170,8 @@ def test_a_request_past_its_deadline_is_stopped_even_when_the_memo_knows_every_n
     nodes = [node_view(f"n{i}") for i in range(3)]
     p.evaluate(pod_view(cpu=100), nodes, memo=True)
     p.evaluate(pod_view(cpu=100), nodes, memo=True)  # every node in the memo now
-    with pytest.raises(EvaluationTimeout), deadline(1e-9):
+    # set at look 1 (t=1, due at 1.5): the first look of the evaluation is past it
+    with pytest.raises(EvaluationTimeout), deadline(0.5, clock=StepClock()):
         p.evaluate(pod_view(cpu=100), nodes, memo=True)
 
 

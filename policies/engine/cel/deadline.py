@@ -10,6 +10,9 @@ code that counts cost checks the clock:
     with deadline(2.0):
         preview_run(...)        # raises EvaluationTimeout once 2 s have passed
 
+The clock is `time.monotonic` unless the block names another (`deadline(5, clock=...)`): a test
+gives it a clock it controls, so "past the deadline" never depends on how fast the machine is.
+
 EvaluationTimeout derives from BaseException, like KeyboardInterrupt: it is a request to stop,
 not an evaluation error, so nothing that absorbs errors (`||`, the quantifiers, the fast path's
 hand-over to the exact path, `except Exception` around foreign calls) can swallow it. Without a
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 CHECK_EVERY = 10_000  # cost units between two looks at the clock in the interpreter
@@ -29,7 +32,14 @@ CHECK_EVERY = 10_000  # cost units between two looks at the clock in the interpr
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "schedweb_cel_deadline", default=None
 )
-monotonic = time.monotonic
+_CLOCK: contextvars.ContextVar[Callable[[], float]] = contextvars.ContextVar(
+    "schedweb_cel_clock", default=time.monotonic
+)
+
+
+def now() -> float:
+    """The current block's clock (time.monotonic unless a `deadline(..., clock=)` set one)."""
+    return _CLOCK.get()()
 
 
 class EvaluationTimeout(BaseException):
@@ -44,23 +54,29 @@ _LIMIT: contextvars.ContextVar[float] = contextvars.ContextVar("schedweb_cel_lim
 
 
 @contextmanager
-def deadline(seconds: float | None) -> Iterator[None]:
+def deadline(seconds: float | None, *, clock: Callable[[], float] | None = None) -> Iterator[None]:
     """Evaluations in this block stop with EvaluationTimeout after `seconds` (None or <= 0: no
-    limit). Nested blocks keep the earlier of the two deadlines."""
-    if seconds is None or seconds <= 0:
-        yield
-        return
-    at = monotonic() + seconds
-    current = _DEADLINE.get()
-    if current is not None and current <= at:
-        yield
-        return
-    token, limit_token = _DEADLINE.set(at), _LIMIT.set(seconds)
+    limit) by `clock` (default: the enclosing block's, else time.monotonic). Nested blocks keep
+    the earlier of the two deadlines."""
+    clock_token = None if clock is None else _CLOCK.set(clock)
     try:
-        yield
+        if seconds is None or seconds <= 0:
+            yield
+            return
+        at = now() + seconds
+        current = _DEADLINE.get()
+        if current is not None and current <= at:
+            yield
+            return
+        token, limit_token = _DEADLINE.set(at), _LIMIT.set(seconds)
+        try:
+            yield
+        finally:
+            _DEADLINE.reset(token)
+            _LIMIT.reset(limit_token)
     finally:
-        _DEADLINE.reset(token)
-        _LIMIT.reset(limit_token)
+        if clock_token is not None:
+            _CLOCK.reset(clock_token)
 
 
 def deadline_get() -> float | None:
@@ -71,7 +87,7 @@ def deadline_get() -> float | None:
 def deadline_check() -> None:
     """EvaluationTimeout when the current deadline has passed (a no-op without one)."""
     at = _DEADLINE.get()
-    if at is not None and monotonic() > at:
+    if at is not None and now() > at:
         raise EvaluationTimeout(_LIMIT.get())
 
 

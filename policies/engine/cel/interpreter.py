@@ -18,7 +18,7 @@ from . import functions as fn
 from . import runtime as rt
 from .bounds import traversal
 from .cost import RESULT_CHARGED, call_charge, runtime_size, walks
-from .deadline import CHECK_EVERY, deadline_get, deadline_passed, monotonic
+from .deadline import CHECK_EVERY, deadline_get, deadline_passed, now
 from .errors import CelCostError, CelEvalError
 from .library import GENERIC, dispatch
 from .types import TYPE_NAMES, Type
@@ -50,7 +50,7 @@ class Frame:
         if self.cost > self.limit:
             raise self.over_budget()
         if self.deadline is not None:
-            if monotonic() > self.deadline:
+            if now() > self.deadline:
                 deadline_passed()
             self.mark = min(self.limit, self.cost + CHECK_EVERY)
 

@@ -9,8 +9,9 @@ import pytest
 PASSWORD = "pw-" + "x" * 12
 
 pytest_plugins = [
-    "tests.harness.fixtures"
-]  # session fixture `control_plane`: real etcd + kube-apiserver
+    "tests.harness.fixtures",  # session fixture `control_plane`: real etcd + kube-apiserver
+    "tests.shuffle",  # --shuffle-within-files SEED (scripts/stress-test.sh)
+]
 
 # Only fixtures that open the test database (pytest-django's autouse fixtures pull
 # django_db_blocker into every test, so it says nothing).

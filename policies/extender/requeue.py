@@ -143,17 +143,24 @@ def _kube_client(factory):
 
 
 def requeue_unblocked(
-    *, client, cluster: str, snapshot, policies: dict[str, dict[str, Any]], kube
+    *,
+    client,
+    cluster: str,
+    snapshot,
+    policies: dict[str, dict[str, Any]],
+    kube,
+    now: float | None = None,
 ) -> dict[str, int]:
     """Annotates rejected pods that the active policy would now admit somewhere.
 
     `policies`: active entries by policy name (distribution format); `kube`: has
-    annotate_pod(namespace=, name=, annotations=). Returns counts for logging and tests.
+    annotate_pod(namespace=, name=, annotations=); `now`: the run's time (the clock's unless a
+    test gives its own). Returns counts for logging and tests.
     """
     key = requeue_key(cluster)
     raw = client.hgetall(key)
     counts = {"checked": 0, "requeued": 0, "forgotten": 0}
-    now = time.time()
+    now = time.time() if now is None else now
     state = snapshot.state
     nodes = state.nodes()
     for uid_bytes, data in raw.items():

@@ -61,6 +61,17 @@ def publish(extender_redis) -> Published:
     return Published(extender_redis)
 
 
+def runtime_by_hand():
+    """The process's runtime with its background thread stopped, its last round over: the test
+    does that thread's work itself (flushing rejections, taking sampled decisions, reading the
+    queue classes), and no round of the thread's, every 100 ms, takes or undoes part of it."""
+    state = runtime()
+    state.close()
+    state._thread.join(60)
+    assert not state._thread.is_alive(), "the runtime's thread did not stop"
+    return state
+
+
 @pytest.fixture
 def queries_anywhere(monkeypatch) -> list[str]:
     """The SQL of every query any thread runs while the test does, the runtime's refresh thread

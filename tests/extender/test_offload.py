@@ -11,8 +11,10 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
-import threading
+import signal
+import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import orjson
@@ -101,8 +103,8 @@ def _hostile() -> bytes:
     return orjson.dumps({"Pod": go_pod("abc"), "Nodes": {"items": nodes}, "NodeNames": None})
 
 
-def _post(port: int, verb: str, body: bytes) -> tuple[int, bytes, str]:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+def _post(port: int, verb: str, body: bytes, *, timeout: float = 60) -> tuple[int, bytes, str]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         connection.request("POST", f"/extender/{verb}", body, {"Content-Type": "application/json"})
         response = connection.getresponse()
@@ -121,51 +123,113 @@ def test_a_large_body_gets_the_same_answer_as_the_service_gives(listener, settin
         assert (status, answer, policy) == (direct.status, direct.body, direct.policy)
 
 
+def _head(length: int, extra: str = "") -> bytes:
+    """The headers of a filter whose body is `length` bytes."""
+    return (
+        "POST /extender/filter HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {length}\r\n{extra}\r\n"
+    ).encode()
+
+
+def _listener_pid(port: int) -> int:
+    [server] = [
+        int(p.name)
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit()
+        and f"SCHEDWEB_EXTENDER_PORT={port}".encode() in _environ(p)
+        and b"schedweb.extender_server" in _cmdline(p)
+    ]
+    return server
+
+
+def _workers(server: int) -> set[int]:
+    """The pids of the pool processes of the listener whose pid is `server`."""
+    return {pid for pid in _children(server) if b"spawn_main" in _cmdline(Path(f"/proc/{pid}"))}
+
+
+@contextlib.contextmanager
+def _workers_stopped(port: int):
+    """The pool's processes stopped (SIGSTOP) for the block: a body handed to one is worked on
+    until the block ends, however fast this machine would have answered it."""
+    workers = _workers(_listener_pid(port))
+    assert workers, "the listener started no worker process"
+    for pid in workers:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in workers:
+            os.kill(pid, signal.SIGCONT)
+
+
+def _until_the_pool_is_full(port: int) -> None:
+    """Returns once a large body is refused at its headers: the pool holds all it can take."""
+    deadline = time.monotonic() + 60
+    while True:
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+            sock.sendall(_head(INLINE + 1))  # and no body: this one is never handed over
+            sock.settimeout(0.5)
+            try:
+                if sock.recv(65536).startswith(b"HTTP/1.1 503 "):
+                    return
+            except TimeoutError:
+                pass  # the listener waits for its body: the pool has room still
+        assert time.monotonic() < deadline, "no large body reached the pool"
+
+
 @pytest.mark.django_db
 def test_small_filters_and_healthz_are_answered_while_a_hostile_body_is_parsed(listener):
-    answered: list[tuple[str, float, int]] = []
-    hostile = http.client.HTTPConnection("127.0.0.1", listener, timeout=120)
-    hostile.request("POST", "/extender/filter", _hostile(), {"Content-Type": "application/json"})
-
-    def hostile_answer() -> None:
-        response = hostile.getresponse()
-        response.read()
-        answered.append(("hostile", time.monotonic(), response.status))
-
-    reader = threading.Thread(target=hostile_answer)
-    reader.start()
-    # Sent once the whole hostile body is on its way: its parse alone holds a process for over
-    # 100 ms, which inline (this listener's loop) put every one of these behind it.
+    # The worker holding the hostile body is stopped until the small ones have their answers:
+    # they are answered during its parse whatever the parse costs on this machine (how fast is
+    # bench/hostile.py's). Parsed inline, on this listener's loop, it held every one of them up.
     small = args_body(go_pod("abc"), ["cp-1", "a-small-1"])
-    for _ in range(20):
-        status, answer, _policy = _post(listener, "filter", small)
-        answered.append(("small", time.monotonic(), status))
-    connection = http.client.HTTPConnection("127.0.0.1", listener, timeout=60)
-    connection.request("GET", "/healthz")
-    answered.append(("healthz", time.monotonic(), connection.getresponse().status))
-    connection.close()
-    reader.join(120)
-    hostile.close()
-    order = [what for what, _at, _status in sorted(answered, key=lambda a: a[1])]
-    assert order == ["small"] * 20 + ["healthz", "hostile"], answered
-    assert {status for _what, _at, status in answered} == {200}
-    assert answer == runtime().extender.filter(small).body
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        with _workers_stopped(listener):
+            hostile = pool.submit(_post, listener, "filter", _hostile(), timeout=300)
+            _until_the_pool_is_full(listener)
+            answers = [_post(listener, "filter", small) for _ in range(20)]
+            connection = http.client.HTTPConnection("127.0.0.1", listener, timeout=60)
+            connection.request("GET", "/healthz")
+            healthz = connection.getresponse().status
+            connection.close()
+            assert not hostile.done()  # still with the worker
+        hostile_status = hostile.result()[0]
+    assert [status for status, _answer, _policy in answers] == [200] * 20
+    assert {answer for _status, answer, _policy in answers} == {
+        runtime().extender.filter(small).body
+    }
+    assert (healthz, hostile_status) == (200, 200)
 
 
 @pytest.mark.django_db
 def test_large_bodies_past_the_pool_s_capacity_get_a_503_at_once(listener):
-    hostile = _hostile()
-    results: list[int] = []
-    threads = [
-        threading.Thread(target=lambda: results.append(_post(listener, "filter", hostile)[0]))
-        for _ in range(3)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    # One worker, no queue: while one is answered the others are refused, not queued.
-    assert sorted(results)[0] == 200 and 503 in results, results
+    """One worker, no queue: while it holds a body (stopped, for as long as the test needs),
+    the next ones are refused, whether the pool filled before or after their headers; queued,
+    they could not be answered before the worker resumes."""
+    body = _padded_filter(go_pod("abc"))
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        with _workers_stopped(listener):
+            # Its headers read while the pool has room: the listener's 100 Continue says so.
+            early = socket.create_connection(("127.0.0.1", listener), timeout=60)
+            early.sendall(_head(len(body), "Expect: 100-continue\r\n"))
+            interim = b""
+            while b"\r\n\r\n" not in interim:
+                chunk = early.recv(65536)
+                assert chunk, interim
+                interim += chunk
+            assert interim.startswith(b"HTTP/1.1 100 "), interim
+            first = pool.submit(_post, listener, "filter", body)
+            _until_the_pool_is_full(listener)
+            early.sendall(body)  # complete now that the pool is full
+            response = http.client.HTTPResponse(early)
+            response.begin()
+            refused_after_reading = response.status, orjson.loads(response.read())["error"]
+            early.close()
+            refused_at_headers = _post(listener, "filter", body)[0]
+            assert not first.done()  # still with the worker
+        answered = first.result()[0]
+    assert refused_after_reading == (503, "busy")
+    assert (refused_at_headers, answered) == (503, 200)
 
 
 @pytest.mark.django_db
@@ -199,15 +263,8 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.django_db
 def test_the_worker_processes_end_when_the_listener_is_killed(listener):
-    port = listener
-    [server] = [
-        int(p.name)
-        for p in Path("/proc").iterdir()
-        if p.name.isdigit()
-        and f"SCHEDWEB_EXTENDER_PORT={port}".encode() in _environ(p)
-        and b"schedweb.extender_server" in _cmdline(p)
-    ]
-    workers = {pid for pid in _children(server) if b"spawn_main" in _cmdline(Path(f"/proc/{pid}"))}
+    server = _listener_pid(listener)
+    workers = _workers(server)
     assert workers, "the listener started no worker process"
     os.kill(server, 9)  # no shutdown of its own: the workers notice their parent is gone
     deadline = time.monotonic() + 30

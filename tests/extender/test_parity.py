@@ -11,7 +11,7 @@ from policies import services
 from tests.asgiclient import extender_post
 from tests.conftest import make_user, token_client
 
-from .conftest import args_body, example, go_pod
+from .conftest import args_body, example, go_pod, runtime_by_hand
 
 pytestmark = pytest.mark.django_db
 
@@ -82,10 +82,10 @@ def test_extender_and_rest_preview_agree_on_50_generated_pods(publish, name):
 
 
 def test_sampled_decisions_are_stored_by_the_task_with_per_node_outcomes(publish):
-    from policies.extender.runtime import runtime
     from policies.models import Decision
 
     publish(example("seed-003-name-length"))
+    state = runtime_by_hand()  # the decisions are taken here, not by a round of its thread
     extender_post("filter", args_body(go_pod("abc"), ["cp-1", "a-small-1"]))
     extender_post("prioritize", args_body(go_pod("abc"), ["cp-1", "a-small-1"]))
     extender_post(
@@ -102,7 +102,7 @@ def test_sampled_decisions_are_stored_by_the_task_with_per_node_outcomes(publish
             }
         ),
     )
-    batch = runtime().decisions.take()
+    batch = state.decisions.take()
     assert [d.get("verb", d["kind"]) for d in batch] == ["prioritize", "filter"]
     services.decisions_store(
         batch=[

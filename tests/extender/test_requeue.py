@@ -62,39 +62,46 @@ def rejection(uid: str, name: str, at: float) -> dict:
     return {"uid": uid, "namespace": "default", "name": name, "policy": "seed-002-gang", "at": at}
 
 
-def sweep(redis_db, state: ClusterState, kube, policies=None) -> dict:
-    """One run of the beat task's work over the current state."""
+def sweep(redis_db, state: ClusterState, kube, policies=None, *, now=None) -> dict:
+    """One run of the beat task's work over the current state (at `now`, if given)."""
     return requeue_unblocked(
         client=redis_db,
         cluster="c",
         snapshot=LoadedCluster(state.freeze(), "live", "live"),
         policies={"seed-002-gang": ENTRY} if policies is None else policies,
         kube=kube,
+        now=now,
     )
 
 
 def test_a_rejected_gang_member_is_requeued_once_its_group_is_complete(redis_db):
+    # The sweeps' time is the test's: the pause between nudges is not a bet on how fast the
+    # sweeps before it ran.
+    now = time.time()
+    pause = requeue.NUDGE_EVERY_SECONDS
     state = ClusterState.from_objects(
         [make_node(name="n1")], [member("m0", "u0"), member("m1", "u1")]
     )
     rejections_record(
         redis_db,
         cluster="c",
-        rejections=[rejection("u0", "m0", time.time())],
+        rejections=[rejection("u0", "m0", now)],
     )
     kube = RecordingKube()
     # 2 of 3 members: still blocked, nothing patched, still remembered
-    counts = sweep(redis_db, state, kube)
+    counts = sweep(redis_db, state, kube, now=now)
     assert counts == {"checked": 1, "requeued": 0, "forgotten": 0} and kube.patched == []
     # the third member arrives: m0 would now pass, so it is annotated and forgotten
     state.apply_pod(member("m2", "u2"))
-    counts = sweep(redis_db, state, kube)
+    counts = sweep(redis_db, state, kube, now=now)
     assert counts["requeued"] == 1 and kube.patched == [("default", "m0")]
     # remembered until bound, nudged again only after a pause
-    counts = sweep(redis_db, state, kube)
+    counts = sweep(redis_db, state, kube, now=now + pause - 1)
     assert counts["requeued"] == 0 and len(kube.patched) == 1
+    counts = sweep(redis_db, state, kube, now=now + pause)
+    assert counts["requeued"] == 1 and len(kube.patched) == 2
     state.apply_pod(member("m0", "u0", node="n1"))
-    counts = sweep(redis_db, state, kube)
+    counts = sweep(redis_db, state, kube, now=now + pause)
     assert counts["forgotten"] == 1 and redis_db.hlen(requeue_key("c")) == 0
 
 
@@ -133,16 +140,14 @@ def test_a_policy_over_the_installations_budget_nudges_nothing_as_the_extender_s
 def test_the_extender_remembers_pods_it_rejected_everywhere(publish, settings):
     import orjson
 
-    from policies.extender.runtime import runtime
-
-    from .conftest import args_body, go_pod
+    from .conftest import args_body, go_pod, runtime_by_hand
 
     publish(example("seed-003-name-length"))
+    state = runtime_by_hand()  # the rejections are flushed here, not by a round of its thread
     extender_post("filter", args_body(go_pod("abcdefg"), ["cp-1", "a-small-1"]))
     extender_post(
         "filter", args_body(go_pod("abc"), ["cp-1", "a-small-1"])
     )  # passes: not remembered
-    state = runtime()
     state._flush_rejections()
     stored = {
         k.decode(): orjson.loads(v)

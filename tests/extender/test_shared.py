@@ -14,7 +14,7 @@ from policies.cluster.state import ClusterState
 from policies.extender.runtime import runtime
 from tests.asgiclient import extender_post
 
-from .conftest import args_body, example, go_pod
+from .conftest import args_body, example, go_pod, runtime_by_hand
 
 pytestmark = pytest.mark.django_db
 
@@ -185,7 +185,7 @@ def test_a_pod_with_a_new_resource_version_or_without_uid_is_evaluated_afresh(pu
 def test_a_sampled_prioritize_decision_shows_the_evaluation_it_answered_from(publish):
     publish(SPREAD)
     pod = go_pod("abc")
-    state = runtime()
+    state = runtime_by_hand()  # the decisions are taken here, not by a round of its thread
     state.decisions.take()
     passed = _filter(pod, NAMES)["NodeNames"]
     _prioritize(pod, passed)

@@ -94,6 +94,12 @@ def port(tmp_path_factory):
             SCHEDWEB_EXTENDER_WORKERS="1",
             SCHEDWEB_EXTENDER_INLINE_BODY_BYTES=str(INLINE),
             SCHEDWEB_EXTENDER_MAX_BODY_BYTES=str(MAX_BODY),
+            # A client that stops reading leaves its last request half read while it waits
+            # STOPPED seconds and then drains its answers; that request's deadlines count all of
+            # it (the client's time). Deadlines far past what a loaded machine takes for that;
+            # test_stalled_connections.py tests them.
+            SCHEDWEB_HEADER_TIMEOUT_SECONDS="600",
+            SCHEDWEB_BODY_TIMEOUT_SECONDS="600",
         )
         yield port
     finally:

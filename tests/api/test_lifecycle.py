@@ -242,18 +242,21 @@ def test_a_slow_publish_of_an_older_draft_never_replaces_a_newer_publish(monkeyp
     """Issue 14: A is shown revision 1 and its test cases are slow; meanwhile the draft is saved
     (revision 2) and B publishes it. A either publishes revision 1 before B (B's version ends
     active) or is refused; the newest reviewed draft is what serves."""
-    import time
-
     publisher = make_user("pub", "publisher")
     policy = services.policy_create(actor=publisher, document=document())
     shown = policy.draft_revision
     real_run = services.test_cases_run
     a_testing = threading.Event()
+    b_published = threading.Event()
 
     def slow_for_a(**kwargs):
         if threading.current_thread().name == "publisher-a":
             a_testing.set()
-            time.sleep(0.5)
+            # slow until B has published, which B cannot while A holds the publishing lock: A
+            # waits 0.5 s for it in vain and commits first. Without the lock B would publish at
+            # once and A's older draft after it (caught below). A wait for what must not happen
+            # has to end: a loaded machine can make it miss that bug, never fail a correct product.
+            b_published.wait(0.5)
         return real_run(**kwargs)
 
     monkeypatch.setattr(services, "test_cases_run", slow_for_a)
@@ -275,7 +278,7 @@ def test_a_slow_publish_of_an_older_draft_never_replaces_a_newer_publish(monkeyp
 
     thread = threading.Thread(target=publish_a, name="publisher-a")
     thread.start()
-    assert a_testing.wait(10)
+    assert a_testing.wait(60)
     newer = document(**{"description: test policy": "description: newer"})
     saved = services.policy_update_draft(
         actor=publisher, policy=Policy.objects.get(pk=policy.pk), document=newer, if_match="*"
@@ -283,7 +286,8 @@ def test_a_slow_publish_of_an_older_draft_never_replaces_a_newer_publish(monkeyp
     services.policy_publish(
         actor=publisher, policy=saved, message="b: the new draft", revision=saved.draft_revision
     )
-    thread.join(30)
+    b_published.set()
+    thread.join(60)
     active = PolicyActivation.objects.get(policy=policy, active=True).version
     assert active.document == newer and active.message == "b: the new draft"
     assert outcome == ["published"]  # A held the lock first: it committed before B, not after

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
+from policies.engine.cel.deadline import deadline
 from policies.models import AuditEvent, PolicyActivation, PolicyVersion
 
+from ..clocks import StepClock
 from .conftest import POD, document
 
 pytestmark = pytest.mark.django_db
@@ -462,22 +464,31 @@ def test_the_audit_log_records_who_did_what(api, created):
 
 
 # --- the wall-clock guard (SCHEDWEB_PREVIEW_SECONDS, issue 15) -------------------------------
+# The view sets the limit, the test sets the clock (issue 22): under `deadline(None, clock=)` the
+# view's deadline reads a StepClock that moves one second each time it is read, so a request is
+# past a limit of N seconds once it has looked at the clock N times, however fast the machine.
 
-_L60 = "[" + ", ".join(str(i) for i in range(60)) + "]"
-SLOW = f"{_L60}.all(x, {_L60}.all(y, x + y + node.name.size() >= 0))"  # ~0.5 ms per node
+
+def looks(settings, request) -> int:
+    """How many times `request()` looks at the clock under a limit it never reaches."""
+    settings.SCHEDWEB_PREVIEW_SECONDS = 10**6
+    clock = StepClock()
+    with deadline(None, clock=clock):
+        request()
+    return clock.looks
 
 
 def test_a_preview_past_the_time_limit_answers_503_too_slow(api, settings):
-    slow = document(
-        **{
-            "variables.freeCpu >= pod.requests.cpu": (
-                f"({SLOW}) && ({SLOW}) && variables.freeCpu >= pod.requests.cpu"
-            )
-        }
-    )
-    body = {"document": slow, "pod": POD, "cluster": "demo"}
-    settings.SCHEDWEB_PREVIEW_SECONDS = 0.003
-    response = api.post("/api/v1/preview", body, format="json")
+    def validate():
+        assert api.post("/api/v1/validate", {"document": document()}, format="json").json()["valid"]
+
+    body = {"document": document(), "pod": POD, "cluster": "demo"}
+    # a limit the compile fits in (validating compiles and no more): the preview compiles, then
+    # looks at the clock before each of the 36 nodes and stops among them
+    settings.SCHEDWEB_PREVIEW_SECONDS = looks(settings, validate)
+    with deadline(None, clock=StepClock()):
+        validate()
+        response = api.post("/api/v1/preview", body, format="json")
     assert response.status_code == 503, response.content
     assert response.json()["error"] == "too_slow"
     assert "SCHEDWEB_PREVIEW_SECONDS" in response.json()["detail"]
@@ -486,6 +497,9 @@ def test_a_preview_past_the_time_limit_answers_503_too_slow(api, settings):
 
 
 def test_a_validation_past_the_time_limit_answers_503_too_slow(api, settings):
+    def validate(text: str):
+        return api.post("/api/v1/validate", {"document": text}, format="json")
+
     c40 = "[" + ", ".join(str(i) for i in range(40)) + "]"
     folded = f"{c40}.all(x, {c40}.all(y, {c40}.all(z, x + y + z >= 0)))"  # folded: 64 000 steps
     slow = document(
@@ -495,12 +509,17 @@ def test_a_validation_past_the_time_limit_answers_503_too_slow(api, settings):
             )
         }
     )
-    settings.SCHEDWEB_PREVIEW_SECONDS = 0.002
-    response = api.post("/api/v1/validate", {"document": slow}, format="json")
+    # the limit a plain document's validation fits in: folding looks at the clock as it
+    # evaluates, 64 000 steps more often than a whole plain compile does
+    settings.SCHEDWEB_PREVIEW_SECONDS = looks(settings, lambda: validate(document()))
+    with deadline(None, clock=StepClock()):
+        assert validate(document()).json()["valid"]
+        response = validate(slow)
     assert response.status_code == 503, response.content
     assert response.json()["error"] == "too_slow"
-    settings.SCHEDWEB_PREVIEW_SECONDS = 10
-    assert api.post("/api/v1/validate", {"document": slow}, format="json").json()["valid"]
+    settings.SCHEDWEB_PREVIEW_SECONDS = 10**6  # a limit it never reaches: the document is valid
+    with deadline(None, clock=StepClock()):
+        assert validate(slow).json()["valid"]
 
 
 def test_every_error_code_the_api_can_answer_is_in_the_schemas_enum():
@@ -528,19 +547,26 @@ def test_the_schema_types_error_bodies(api):
 
 
 def test_a_document_slow_to_compile_answers_503_too_slow_not_500(api, settings):
+    def validate(text: str):
+        return api.post("/api/v1/validate", {"document": text}, format="json")
+
     # 25 rules of 480 `&&` terms (250 KiB, every limit kept): seconds of parsing and checking,
     # with nothing to evaluate or fold; the guard reaches the compile phases too
     chain = " && ".join(["node.name == 'a'"] * 480)
     slow = "name: t\nschedulerNames: [schedweb]\nfilters:\n" + "".join(
         f"  - name: f{k}\n    expression: {chain!r}\n" for k in range(25)
     )
-    settings.SCHEDWEB_PREVIEW_SECONDS = 0.01
-    response = api.post("/api/v1/validate", {"document": slow}, format="json")
-    assert response.status_code == 503, response.content
-    assert response.json()["error"] == "too_slow"
-    assert "to compile and evaluate" in response.json()["detail"]
-    body = {"document": slow, "pod": POD, "cluster": "demo"}
-    response = api.post("/api/v1/preview", body, format="json")
-    assert (response.status_code, response.json()["error"]) == (503, "too_slow")
+    one_rule = slow[: slow.index("  - name: f1\n")]
+    # the limit one rule's compile fits in: 25 of them look at the clock more often
+    settings.SCHEDWEB_PREVIEW_SECONDS = looks(settings, lambda: validate(one_rule))
+    with deadline(None, clock=StepClock()):
+        assert validate(one_rule).json()["valid"]
+        response = validate(slow)
+        assert response.status_code == 503, response.content
+        assert response.json()["error"] == "too_slow"
+        assert "to compile and evaluate" in response.json()["detail"]
+        body = {"document": slow, "pod": POD, "cluster": "demo"}
+        response = api.post("/api/v1/preview", body, format="json")
+        assert (response.status_code, response.json()["error"]) == (503, "too_slow")
     settings.SCHEDWEB_PREVIEW_SECONDS = 0  # no limit: the same document is valid
-    assert api.post("/api/v1/validate", {"document": slow}, format="json").json()["valid"]
+    assert validate(slow).json()["valid"]

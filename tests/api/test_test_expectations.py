@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from policies.engine.cel.deadline import deadline
 from policies.models import AuditEvent, PolicyTestCase
 from tests.api.conftest import POD
+from tests.clocks import StepClock
 
 TESTS = "/api/v1/policies/least/tests"
 # POD (500m CPU) on the demo cluster under `least` (free CPU %): five nodes tie at total 99,
@@ -184,9 +186,11 @@ def test_a_case_named_accept_is_still_reachable_by_its_name(api, created):
 def test_running_and_accepting_stop_a_slow_policy_with_503(clients, case, settings):
     editor = clients["editor"]
     tag = etag(editor)
-    settings.SCHEDWEB_PREVIEW_SECONDS = 1e-9  # any work at all outlasts it
-    ran = editor.post(f"{TESTS}/run")
-    accepted = editor.post(f"{TESTS}/accept", {}, format="json", HTTP_IF_MATCH=tag)
+    settings.SCHEDWEB_PREVIEW_SECONDS = 1e-9
+    # a clock that moves a second each time it is read: the first look past the start is late
+    with deadline(None, clock=StepClock()):
+        ran = editor.post(f"{TESTS}/run")
+        accepted = editor.post(f"{TESTS}/accept", {}, format="json", HTTP_IF_MATCH=tag)
     assert (ran.status_code, accepted.status_code) == (503, 503)
     assert "SCHEDWEB_PREVIEW_SECONDS" in accepted.json()["detail"]
     assert PolicyTestCase.objects.get(name="web").expect == WRONG

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.looks import LOOKS, Look, new_context
+from tests.browser.looks import LOOKS, WAIT_MS, Look, new_context
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -36,6 +36,7 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is in requirements-dev.txt"
 )
+playwright_api.expect.set_options(timeout=WAIT_MS)  # expect() waits as long as the rest
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -110,14 +111,13 @@ def context(browser, request: pytest.FixtureRequest):
     a test asking for `look` gets its viewport and scheme."""
     if "look" in request.fixturenames:
         ctx = new_context(browser, request.getfixturevalue("look"))
-        ctx.set_default_timeout(5000)
         yield ctx
         ctx.close()
         return
     marker = request.node.get_closest_marker("color_scheme")
     scheme = marker.args[0] if marker else "light"
     ctx = browser.new_context(viewport=VIEWPORT, color_scheme=scheme, reduced_motion="reduce")
-    ctx.set_default_timeout(5000)
+    ctx.set_default_timeout(WAIT_MS)
     yield ctx
     ctx.close()
 

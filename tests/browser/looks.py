@@ -31,13 +31,18 @@ class Look:
 SIZES = {"desktop": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
 LOOKS = [Look(size, scheme) for size in SIZES for scheme in ("light", "dark")]
 
+# How long a browser test waits for a condition (an element, a function, a navigation) before
+# it fails. A wait ends as soon as its condition holds, so a generous one costs nothing when the
+# product works, and a loaded 2-core CI machine can take seconds over a page (issue 22).
+WAIT_MS = 30_000
+
 
 def new_context(browser, look: Look, **options):
     """A context at `look`'s viewport and colour scheme, motion reduced."""
     ctx = browser.new_context(
         viewport=look.viewport, color_scheme=look.scheme, reduced_motion="reduce", **options
     )
-    ctx.set_default_timeout(10000)
+    ctx.set_default_timeout(WAIT_MS)
     return ctx
 
 

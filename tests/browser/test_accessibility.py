@@ -92,7 +92,6 @@ def test_no_page_has_a_serious_or_critical_accessibility_violation(browser, live
     ]
     # the page's CSP allows no inline script: axe is injected past it (a test tool, not the page)
     ctx = new_context(browser, look, bypass_csp=True)
-    ctx.set_default_timeout(15000)
     page = ctx.new_page()
     script = AXE[-1].read_text()
     problems = {}
@@ -132,7 +131,6 @@ def test_test_case_expectations_their_errors_and_the_review_have_no_serious_viol
     problems: dict[str, list[str]] = {}
     for user in ("edna", "vic"):
         ctx = new_context(browser, look, bypass_csp=True)
-        ctx.set_default_timeout(15000)
         page = ctx.new_page()
         try:
             page.goto(f"{live_server.url}/login/?next=/policies/seed-003-name-length/tests/")

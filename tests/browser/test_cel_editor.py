@@ -323,13 +323,18 @@ def test_ctrl_enter_fires_the_preview_event(gallery):
 
 
 def test_edits_fire_one_debounced_change_event(gallery):
+    # the page's timers run on a clock the test moves (Playwright's), not on how fast the
+    # keystrokes arrive: all three fall in one debounce, which ends 300 ms after the last
+    gallery.clock.install()
+    gallery.clock.pause_at(gallery.evaluate("Date.now()") + 1000)
     _record(gallery, "cel-editor:change")
     _go(gallery, 2)
     gallery.keyboard.type("abc")
-    gallery.wait_for_timeout(100)
+    gallery.clock.run_for(300 - 1)
     assert gallery.evaluate("window.seen['cel-editor:change'].length") == 0  # still debouncing
-    gallery.wait_for_function("window.seen['cel-editor:change'].length > 0")
-    gallery.wait_for_timeout(400)
+    gallery.clock.run_for(1)
+    assert gallery.evaluate("window.seen['cel-editor:change'].length") == 1
+    gallery.clock.run_for(60_000)
     seen = gallery.evaluate("window.seen['cel-editor:change']")
     assert len(seen) == 1
     assert seen[0]["revision"] == 3  # one revision per typed character

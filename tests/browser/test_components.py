@@ -46,7 +46,7 @@ def _contrast(fg: str, bg: str) -> float:
 def test_the_gallery_renders_without_console_errors(gallery):
     gallery.get_by_role("tab", name="CLI").click()
     gallery.get_by_role("button", name="Info toast").click()
-    gallery.wait_for_timeout(200)
+    gallery.locator("#toasts .toast--info").wait_for()  # the click has been handled
     assert gallery.console_errors == []
     assert gallery.locator("nav.nav a").all_inner_texts() == [
         "Dashboard",
@@ -141,15 +141,24 @@ def test_the_copy_button_puts_the_code_on_the_clipboard(gallery):
 
 
 def test_toasts_appear_and_success_toasts_go_away_by_themselves(gallery):
+    # the page's timers run on a clock the test moves (Playwright's): "after 4 s" is exact
+    gallery.clock.install()
+    gallery.clock.pause_at(gallery.evaluate("Date.now()") + 1000)
     gallery.get_by_role("button", name="Error toast").click()
     gallery.get_by_role("button", name="Success toast").click()
     error = gallery.locator(".toast--error")
+    success = gallery.locator(".toast--success")
     assert error.get_attribute("role") == "alert"
     assert "Publish failed" in error.inner_text()
-    gallery.locator(".toast--success").wait_for(state="detached", timeout=6000)
+    gallery.clock.run_for(4000 - 1)
+    assert success.is_visible()
+    gallery.clock.run_for(1 + 200)  # 4 s shown, then 200 ms leaving
+    assert success.count() == 0
+    gallery.clock.run_for(60_000)
     assert error.is_visible()  # errors stay until dismissed
     error.get_by_role("button", name="Dismiss").click()
-    error.wait_for(state="detached")
+    gallery.clock.run_for(200)
+    assert error.count() == 0
 
 
 def test_relative_times_read_like_a_person_would_say_them(gallery):
@@ -175,10 +184,10 @@ def test_the_theme_button_pins_a_palette_that_survives_a_reload(gallery):
     toggle.click()  # light -> dark
     assert toggle.get_attribute("aria-label") == "Color theme: dark"
     # waits out the palette's colour transition rather than sampling it half-way
-    gallery.wait_for_function(f"{background} === {DARK_BG!r}", timeout=3000)
+    gallery.wait_for_function(f"{background} === {DARK_BG!r}")
     gallery.reload()
     assert gallery.evaluate("document.documentElement.dataset.theme") == "dark"
-    gallery.wait_for_function(f"{background} === {DARK_BG!r}", timeout=3000)
+    gallery.wait_for_function(f"{background} === {DARK_BG!r}")
 
 
 @pytest.mark.color_scheme("dark")

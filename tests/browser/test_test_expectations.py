@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from policies.models import PolicyTestCase
-from tests.browser.looks import SIZES
+from tests.browser.looks import SIZES, WAIT_MS
 from tests.conftest import PASSWORD, make_user, seed003_with_test_case
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
@@ -32,7 +32,7 @@ def seed003(db):
 
 def open_page(browser, live_server, username: str, scheme: str, size: str):
     ctx = browser.new_context(viewport=SIZES[size], color_scheme=scheme, reduced_motion="reduce")
-    ctx.set_default_timeout(10000)
+    ctx.set_default_timeout(WAIT_MS)
     page = ctx.new_page()
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)

@@ -10,7 +10,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from policies import services
+from policies.engine.cel.deadline import deadline
 from policies.models import AuditEvent, Policy, PolicyTestCase
+from tests.clocks import StepClock
 from tests.conftest import make_user, seed003_with_test_case
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
@@ -175,12 +177,14 @@ def test_without_htmx_the_forms_still_work(clients, seed003):
 
 def test_review_and_accept_stop_a_slow_policy_in_words(clients, seed003, settings):
     revision = Policy.objects.get(pk=seed003.pk).draft_revision
-    settings.SCHEDWEB_PREVIEW_SECONDS = 1e-9  # any work at all outlasts it
-    review = clients["viewer"].post(f"{BASE}/review", **HTMX).content.decode()
+    settings.SCHEDWEB_PREVIEW_SECONDS = 1e-9
+    # a clock that moves a second each time it is read: the first look past the start is late
+    with deadline(None, clock=StepClock()):
+        review = clients["viewer"].post(f"{BASE}/review", **HTMX).content.decode()
+        accepted = clients["editor"].post(
+            f"{BASE}/accept", {"revision": revision, "cases": ["abc"]}, **HTMX
+        )
     assert "The test cases could not run: the policy took longer than" in review
-    accepted = clients["editor"].post(
-        f"{BASE}/accept", {"revision": revision, "cases": ["abc"]}, **HTMX
-    )
     assert accepted.status_code == 422
     assert "The test cases could not run" in accepted.content.decode()
     assert stored() == WRONG

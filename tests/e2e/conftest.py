@@ -78,6 +78,20 @@ def make_nodes(
         )
 
 
+def wait_nodes_known(stack: SchedwebStack, names: list[str]) -> None:
+    """Waits until every extender worker's snapshot holds the nodes `names`: the extender lets a
+    node it has no data for pass with score 0 (failurePolicy Ignore), so a test that expects
+    its verdicts on them waits for the snapshot to reach every worker, not for a time."""
+
+    def version_listing_them() -> int:
+        status, body = stack.request("GET", "/api/v1/cluster/nodes?limit=500")
+        if status != 200 or not set(names) <= {n["name"] for n in body["results"]}:
+            return 0
+        return body["snapshot"]["version"]
+
+    stack.wait_snapshot(wait_until(version_listing_them, timeout=60, what=f"nodes {names}"))
+
+
 def create_pod(
     api,
     name: str,

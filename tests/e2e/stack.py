@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,7 @@ class RedisServer:
             log_path=self.workdir / "redis.log",
         )
         self.process.start()
-        self.process.wait_ready(check=self._ping, timeout=10, what="PING")
+        self.process.wait_ready(check=self._ping, timeout=60, what="PING")
         return self
 
     def _ping(self) -> bool:
@@ -234,7 +235,9 @@ class SchedwebStack:
         )
         self.web.start()
         self.web.wait_ready(
-            check=lambda: self._ready(wait_for_snapshot), timeout=60, what="/readyz with a snapshot"
+            check=lambda: self._ready(wait_for_snapshot),
+            timeout=120,
+            what="/readyz with a snapshot",
         )
 
     def start_extender(self, *, wait_for_snapshot: bool = True) -> None:
@@ -249,7 +252,7 @@ class SchedwebStack:
         self.extender.start()
         self.extender.wait_ready(
             check=lambda: self._ready(wait_for_snapshot, extender=True),
-            timeout=60,
+            timeout=120,
             what="the extender's /readyz",
         )
 
@@ -273,7 +276,7 @@ class SchedwebStack:
         process.start()
         process.wait_ready(
             check=lambda: replica.request("GET", "/readyz")[0] in (200, 503),
-            timeout=60,
+            timeout=120,
             what="the replica's /readyz",
         )
         return replica
@@ -386,24 +389,51 @@ class SchedwebStack:
         if status != 200:
             raise StackError(f"deactivating {name}: {status} {body}")
 
-    def wait_serving(self, name: str, version: int, *, timeout: float = 10.0) -> float:
+    def wait_serving(
+        self, name: str, version: int, *, base: str = "", timeout: float = 60.0
+    ) -> float:
         """Seconds until every extender worker answers with `name/v<version>` (its /readyz)."""
-        start = time.monotonic()
         label = f"{name}/v{version}"
-        seen_ok = 0
-        while time.monotonic() - start < timeout:
-            _, body = self.extender_request("GET", "/readyz")
-            if (
-                isinstance(body, dict)
-                and label in body.get("extender", {}).get("policies", {}).values()
-            ):
-                seen_ok += 1
-                if seen_ok >= 4 * self.web_workers:  # several answers: every worker very likely
+        return self.wait_workers(
+            lambda health: label in health.get("policies", {}).values(),
+            what=f"{label} served",
+            base=base,
+            timeout=timeout,
+        )
+
+    def wait_snapshot(self, version: int, *, timeout: float = 60.0) -> float:
+        """Seconds until every extender worker holds snapshot `version` or a later one."""
+        return self.wait_workers(
+            lambda health: (health.get("snapshot") or {}).get("version", 0) >= version,
+            what=f"snapshot v{version}",
+            timeout=timeout,
+        )
+
+    def wait_workers(
+        self, check: Callable[[dict], bool], *, what: str, base: str = "", timeout: float = 60.0
+    ) -> float:
+        """Seconds until `check` holds for the /readyz `extender` part of every worker process of
+        the extender listener (`base`, else the stack's). Each answer names its worker (pid), so
+        this waits for each one's last answer, not for a run of answers that luck spreads."""
+        start = time.monotonic()
+        latest: dict[int, bool] = {}  # worker pid -> whether its last answer passed `check`
+        problem = ""
+        while True:
+            try:
+                _, body = self.extender_request("GET", "/readyz", base=base)
+            except (urllib.error.URLError, OSError) as exc:  # a replica starting or stopping
+                body, problem = None, str(exc)
+            health = body.get("extender") if isinstance(body, dict) else None
+            if isinstance(health, dict) and "pid" in health:
+                latest[health["pid"]] = bool(check(health))
+                if sum(latest.values()) >= self.web_workers:
                     return time.monotonic() - start
-            else:
-                seen_ok = 0
+            if time.monotonic() - start > timeout:
+                raise StackError(
+                    f"{what}: not by all {self.web_workers} extender workers within {timeout} s"
+                    f" (by worker pid: {latest}; last answer: {body or problem})"
+                )
             time.sleep(0.05)
-        raise StackError(f"{label} not served within {timeout} s")
 
     def scheduler_config(self, *extra: str) -> str:
         """`manage.py schedulerconfig` for this stack, with the kube-apiserver's admin kubeconfig."""

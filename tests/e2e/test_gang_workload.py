@@ -72,7 +72,7 @@ def test_a_gang_of_4_with_room_for_3_waits_whole_and_binds_whole_at_a_fourth_slo
         lambda: (
             (m := stack.request("GET", "/api/v1/cluster")[1]["gangMode"])["mode"] != "unknown" and m
         ),
-        timeout=30,
+        timeout=60,
         what="the worker to detect the gang mode",
     )
     assert mode["mode"] == "workload", mode
@@ -102,7 +102,7 @@ def test_a_gang_of_4_with_room_for_3_waits_whole_and_binds_whole_at_a_fourth_slo
             (w for w in api.get(WORKLOADS)["items"] if w["metadata"]["name"] == "schedweb-train"),
             None,
         ),
-        timeout=30,
+        timeout=60,
         what="the worker to create the Workload",
     )
     assert workload["spec"]["podGroups"] == [
@@ -140,4 +140,4 @@ def test_a_gang_of_4_with_room_for_3_waits_whole_and_binds_whole_at_a_fourth_slo
         ] * 4
         resources.node_create(api=api, manifest=resources.node_manifest(name="room-b", pods=1))
         for name in names:
-            resources.pod_wait_bound(api=api, name=name, timeout=60)
+            resources.pod_wait_bound(api=api, name=name)

@@ -211,7 +211,7 @@ def test_without_the_workload_api_gangs_are_held_and_the_api_says_so(queue_env):
         lambda: (
             (m := stack.request("GET", "/api/v1/cluster")[1]["gangMode"])["mode"] != "unknown" and m
         ),
-        timeout=30,
+        timeout=60,
         what="the worker to detect the gang mode",
     )
     assert mode["mode"] == "hold"

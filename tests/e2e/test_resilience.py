@@ -65,11 +65,13 @@ def test_200_pods_all_land_once_while_the_extender_is_killed_and_redis_stops(
         for name in names:
             create_pod(plane.api, name, cpu="50m")
             created.append(name)
-            time.sleep(0.08)  # ~16 s of arrivals: the disruptions below happen in the middle
+            time.sleep(0.08)  # ~16 s of arrivals or more: the disruptions below pace with them
 
     creator = threading.Thread(target=create_all)
     try:
         creator.start()
+        # These sleeps only pace the disruptions among the arrivals; nothing below depends on
+        # where they fall (every pod must land once however the two interleave).
         time.sleep(3)
         os.killpg(stack.extender.pid, signal.SIGKILL)  # the extender dies without warning
         stack.extender.stop()  # reap it
@@ -81,7 +83,7 @@ def test_200_pods_all_land_once_while_the_extender_is_killed_and_redis_stops(
         time.sleep(3)
         redis_server.__init__(redis_server.workdir, port)  # same port, empty data
         redis_server.start()
-        creator.join(60)
+        creator.join(600)  # creating 200 pods takes ~16 s, far more on a loaded machine
         assert len(created) == 200
 
         def all_bound() -> bool:
@@ -89,9 +91,9 @@ def test_200_pods_all_land_once_while_the_extender_is_killed_and_redis_stops(
             bound = {p["metadata"]["name"] for p in pods if p["spec"].get("nodeName")}
             return set(names) <= bound
 
-        wait_until(all_bound, timeout=120, interval=1, what="all 200 pods bound")
+        wait_until(all_bound, timeout=300, interval=1, what="all 200 pods bound")
     finally:
-        creator.join(60)
+        creator.join(600)
         scheduler.stop()
     counts = scheduled_events(plane.api)
     twice = {name: n for name, n in counts.items() if name in names and n != 1}
@@ -117,7 +119,7 @@ def test_bind_creates_the_binding_and_is_idempotent(plane, stack, nodes):
     def bound() -> bool:  # once the snapshot holds the new pod
         return stack.extender_request("POST", "/extender/bind", body) == (200, {"Error": ""})
 
-    wait_until(bound, timeout=15, interval=0.2, what="the extender's bind of bind-me")
+    wait_until(bound, timeout=60, interval=0.2, what="the extender's bind of bind-me")
     # the scheduler may retry a bind whose answer it did not get
     status, answer = stack.extender_request("POST", "/extender/bind", body)
     assert (status, answer) == (200, {"Error": ""})
@@ -140,7 +142,7 @@ def test_a_scheduler_with_the_bind_verb_binds_through_the_extender(plane, stack,
     config = stack.scheduler_config("--scheduler-name", "schedweb", "--bind", "--second-scheduler")
     with plane.start_scheduler(config):
         create_pod(plane.api, "bound-by-extender")
-        node = resources.pod_wait_bound(api=plane.api, name="bound-by-extender", timeout=30)
+        node = resources.pod_wait_bound(api=plane.api, name="bound-by-extender")
     assert node in nodes
 
     # the decision was recorded with the node the bind chose
@@ -148,4 +150,4 @@ def test_a_scheduler_with_the_bind_verb_binds_through_the_extender(plane, stack,
         status, body = stack.request("GET", "/api/v1/decisions?pod=bound-by-extender")
         return status == 200 and any(d["chosenNode"] == node for d in body["results"])
 
-    wait_until(decided, timeout=20, interval=0.5, what="the decision with its chosen node")
+    wait_until(decided, timeout=60, interval=0.5, what="the decision with its chosen node")

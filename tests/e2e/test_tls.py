@@ -16,7 +16,7 @@ import pytest
 
 from tests.harness import resources
 
-from .conftest import create_pod, make_nodes
+from .conftest import create_pod, make_nodes, wait_nodes_known
 from .stack import RedisServer, SchedwebStack
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -33,9 +33,10 @@ filters:
 
 
 @pytest.fixture(scope="module")
-def nodes(plane) -> list[str]:
+def nodes(plane, stack) -> list[str]:
     names = [f"tls-{i:02d}" for i in range(3)] + ["other-00"]
     make_nodes(plane.api, names)
+    wait_nodes_known(stack, names)
     return names
 
 
@@ -93,7 +94,7 @@ def test_pods_land_and_bind_through_the_bind_verb_over_mutual_tls(plane, stack, 
         for i in range(3):
             create_pod(plane.api, f"mtls-pod-{i}")
         for i in range(3):
-            node = resources.pod_wait_bound(api=plane.api, name=f"mtls-pod-{i}", timeout=30)
+            node = resources.pod_wait_bound(api=plane.api, name=f"mtls-pod-{i}")
             assert node.startswith("tls-")
 
 
@@ -113,11 +114,9 @@ def test_with_bind_and_resource_scoping_a_default_scheduler_pod_is_bound_without
         resources.pod_create(api=plane.api, manifest=opted_in)
         # The extender refuses to bind a pod no policy targets (tests/extender/test_protocol.py):
         # bound at all means DefaultBinder bound it, not the extender.
-        resources.pod_wait_bound(api=plane.api, name="plain-default", timeout=30)
+        resources.pod_wait_bound(api=plane.api, name="plain-default")
         # The opted-in pod went through the extender: its filter kept it on tls- nodes.
-        assert resources.pod_wait_bound(api=plane.api, name="opted-in", timeout=30).startswith(
-            "tls-"
-        )
+        assert resources.pod_wait_bound(api=plane.api, name="opted-in").startswith("tls-")
 
 
 def test_an_anonymous_bind_binds_nothing(plane, stack, nodes, policy):
@@ -158,13 +157,14 @@ def tls_stack(plane, tmp_path_factory):
 def test_pods_land_over_tls_without_client_certificates(plane, tls_stack, nodes):
     version = tls_stack.publish(POLICY, "tls only")
     tls_stack.wait_serving("tls-steer", version)
+    wait_nodes_known(tls_stack, nodes)  # its own watcher and extender
     assert handshake(tls_stack, client_cert=False).startswith(b"HTTP/1.1 200")
     config = tls_stack.scheduler_config("--scheduler-name", "schedweb")
     assert "caFile:" in config and "certFile:" not in config
     try:
         with plane.start_scheduler(config):
             create_pod(plane.api, "tls-pod")
-            node = resources.pod_wait_bound(api=plane.api, name="tls-pod", timeout=30)
+            node = resources.pod_wait_bound(api=plane.api, name="tls-pod")
             assert node.startswith("tls-")
     finally:
         tls_stack.deactivate("tls-steer")

@@ -183,9 +183,11 @@ def pod_delete(*, api: KubeApi, name: str, namespace: str = "default") -> None:
 
 
 def pod_wait_bound(
-    *, api: KubeApi, name: str, namespace: str = "default", timeout: float = 30.0
+    *, api: KubeApi, name: str, namespace: str = "default", timeout: float = 120.0
 ) -> str:
-    """Wait until a scheduler has bound the pod; return the node name."""
+    """Wait until a scheduler has bound the pod; return the node name. The limit only ends a
+    wait that failed: generous, for a loaded machine and the scheduler's retries (backoff up to
+    10 s each)."""
     deadline = time.monotonic() + timeout
     while True:
         pod = pod_get(api=api, name=name, namespace=namespace)

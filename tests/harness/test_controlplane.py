@@ -185,7 +185,7 @@ def test_the_default_kube_scheduler_binds_a_pod_to_the_only_node_that_fits(contr
     with control_plane.start_scheduler(
         {"profiles": [{"schedulerName": "default-scheduler"}]}
     ) as sched:
-        bound_to = pod_wait_bound(api=api, name=pod, timeout=60)
+        bound_to = pod_wait_bound(api=api, name=pod)
         metrics = sched.get("/metrics")
 
     assert bound_to == f"{run}-fits"

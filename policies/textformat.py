@@ -118,8 +118,13 @@ def format_cycle(cycle: Cycle) -> str:
                 [f" {o.node}".ljust(width), verdict.ljust(26), policy.ljust(6), _clip(why, 100)]
             )
         )
+    if cycle.skipped:
+        lines.append("skipped by PreScore (no score): " + ", ".join(cycle.skipped))
+    if cycle.admitted:
+        lines.append("added by API admission: " + "; ".join(cycle.admitted))
     if not cycle.pick:
         lines.append("kube-scheduler picks: none (the pod stays pending)")
+        lines.append(f"FailedScheduling: {cycle.failed_scheduling()}")
     elif len(cycle.pick) == 1:
         lines.append(f"kube-scheduler picks: {cycle.pick[0]}")
     else:

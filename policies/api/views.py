@@ -393,6 +393,8 @@ class Preview(ApiView):
             "policy": preview.compiled.name,
             "version": label,
             "pod": f"{pod['namespace']}/{pod['name']}",
+            # what API defaulting and admission added before judging the pod (as stored)
+            "admissionDefaults": list(pod.get("admitted") or ()),
             "cluster": {
                 "source": cluster.source,
                 "label": cluster.describe(),

@@ -361,7 +361,7 @@ def cycle_run(
         prefilter_message=prefilter_message,
         preemption_never=p.spec(pod).get("preemptionPolicy") == "Never",
         victims=victims,
-        admitted=list(pod.get("admitted") or ()),  # type: ignore[typeddict-item]
+        admitted=list(pod.get("admitted") or ()),
     )
 
 

@@ -403,6 +403,20 @@ def test_preview_accepts_a_pod_as_yaml_text_and_refuses_a_non_pod(api):
         assert "metadata: expected an object" in response.json()["detail"]
 
 
+def test_preview_names_what_admission_added_to_a_pod_given_as_text(api):
+    text = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  schedulerName: schedweb\n"
+        "  containers: [{name: c, image: x, resources: {limits: {memory: 1Gi}}}]\n"
+    )
+    body = api.post("/api/v1/preview", {"document": document(), "pod": text}, format="json").json()
+    assert body["admissionDefaults"] == [
+        "spec.containers[0].resources.requests.memory: 1Gi (its limit)",
+        "spec.tolerations: node.kubernetes.io/not-ready:NoExecute for 300s",
+        "spec.tolerations: node.kubernetes.io/unreachable:NoExecute for 300s",
+    ]
+    assert body["kubeScheduler"]["admissionDefaults"] == body["admissionDefaults"]
+
+
 def test_preview_compare_reports_changed_verdicts_against_the_active_version(api, created):
     publish_via(api, "least", {"message": "v1"})
     etag = api.get("/api/v1/policies/least")["ETag"]

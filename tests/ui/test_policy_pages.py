@@ -391,6 +391,20 @@ def test_a_pasted_pod_is_previewed(clients, seed003):
     assert "short-pod-name</span> rejects" in html
 
 
+def test_a_pasted_pod_preview_notes_what_admission_added(clients, seed003):
+    pod = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: big}\nspec:\n"
+        "  containers: [{name: c, image: x, resources: {limits: {cpu: '500'}}}]\n"
+    )
+    html = preview(clients["viewer"], seed003.draft, pod="pasted", pod_yaml=pod).content.decode()
+    assert 'data-testid="admitted"' in html
+    assert "spec.containers[0].resources.requests.cpu: 500 (its limit)" in html
+    assert "node.kubernetes.io/unreachable:NoExecute for 300s" in html
+    # no node has 500 cpus: kube-scheduler's FailedScheduling message, whole
+    assert 'data-testid="failed-scheduling"' in html
+    assert "0/36 nodes are available: " in html and "preemption: 0/36 nodes are available" in html
+
+
 def test_the_preview_remembers_the_pod_for_the_next_visit(clients, seed003):
     preview(clients["viewer"], seed003.draft, pod="example:gpu-training")
     html = clients["viewer"].get("/policies/seed-003-name-length/").content.decode()

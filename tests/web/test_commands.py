@@ -545,3 +545,34 @@ def test_hand_written_and_accepted_expectations_survive_export_import_and_policy
     assert code == 1
     assert "node a-gpu-1: expected extender score at least 7 and at most 7, got 8" in out
     assert "expected the winner among a-gpu-1, got cp-1 (total 100.00)" in out
+
+
+def test_evaluate_says_what_admission_added_and_prints_the_failed_scheduling_message(tmp_path):
+    # a pod written without tolerations, limits only, asking more cpu than any demo node has:
+    # judged as stored (requests from limits, the two default NoExecute tolerations) and
+    # unschedulable, with kube-scheduler's whole message
+    pod = tmp_path / "big.yaml"
+    pod.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: big}\nspec:\n"
+        "  containers: [{name: c, image: x, resources: {limits: {cpu: '500'}}}]\n"
+    )
+    policy = str(EXAMPLES / "seed-003-name-length.yaml")
+    code, out, _ = run("evaluate", "--policy", policy, "--pod", str(pod))
+    assert code == 0
+    assert (
+        "added by API admission: spec.containers[0].resources.requests.cpu: 500 (its limit); "
+        "spec.tolerations: node.kubernetes.io/not-ready:NoExecute for 300s; "
+        "spec.tolerations: node.kubernetes.io/unreachable:NoExecute for 300s"
+    ) in out
+    failed = next(line for line in out.splitlines() if line.startswith("FailedScheduling: "))
+    assert failed.startswith("FailedScheduling: 0/36 nodes are available: ")
+    assert "Insufficient cpu" in failed and failed.endswith(
+        "Preemption is not helpful for scheduling."
+    )
+    code, out, _ = run("evaluate", "--policy", policy, "--pod", str(pod), "--json")
+    data = json.loads(out)
+    assert (
+        data["admissionDefaults"][0] == "spec.containers[0].resources.requests.cpu: 500 (its limit)"
+    )
+    assert data["kubeScheduler"]["failedScheduling"] == failed.removeprefix("FailedScheduling: ")
+    assert data["kubeScheduler"]["pick"] == []

@@ -79,6 +79,7 @@ class Command(BaseCommand):
         if options["json"]:
             payload = {
                 "pod": f"{pod['namespace']}/{pod['name']}",
+                "admissionDefaults": list(pod.get("admitted") or ()),
                 "cluster": cluster.describe(),
                 **evaluation.to_dict(),
                 "kubeScheduler": preview.cycle.to_dict(),

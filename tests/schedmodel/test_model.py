@@ -26,6 +26,13 @@ def _outcome(cycle, name):
     return next(o for o in cycle.outcomes if o.node == name)
 
 
+def _match_field(operator: str, name: str) -> dict:
+    """Required node affinity with one matchFields requirement on metadata.name."""
+    field = {"key": "metadata.name", "operator": operator, "values": [name]}
+    required = {"nodeSelectorTerms": [{"matchFields": [field]}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+
+
 @pytest.mark.parametrize(
     ("node", "pod", "plugin", "reasons"),
     [
@@ -68,50 +75,14 @@ def _outcome(cycle, name):
         ),
         (
             make_node("n"),
-            {
-                "affinity": {
-                    "nodeAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": {
-                            "nodeSelectorTerms": [
-                                {
-                                    "matchFields": [
-                                        {
-                                            "key": "metadata.name",
-                                            "operator": "In",
-                                            "values": ["other"],
-                                        }
-                                    ]
-                                }
-                            ]
-                        }
-                    }
-                }
-            },
+            {"affinity": _match_field("In", "other")},
             # PreFilter narrowed the nodes to "other": n is never filtered
             "NodeAffinity",
             ["node(s) didn't satisfy plugin(s) [NodeAffinity]"],
         ),
         (
             make_node("n"),
-            {
-                "affinity": {
-                    "nodeAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": {
-                            "nodeSelectorTerms": [
-                                {
-                                    "matchFields": [
-                                        {
-                                            "key": "metadata.name",
-                                            "operator": "NotIn",
-                                            "values": ["n"],
-                                        }
-                                    ]
-                                }
-                            ]
-                        }
-                    }
-                }
-            },
+            {"affinity": _match_field("NotIn", "n")},
             "NodeAffinity",
             ["node(s) didn't match Pod's node affinity/selector"],
         ),

@@ -32,7 +32,6 @@ _NANO_PER_MILLI = 10**6
 _POD_LEVEL = ("cpu", "memory")
 _HUGEPAGES = "hugepages-"
 _QOS_RESOURCES = ("cpu", "memory")
-NS_NAME_LABEL = "kubernetes.io/metadata.name"  # core/v1 LabelMetadataName
 
 # Quantity strings repeat across a cluster ("100m", "128Mi"); parsing with Fraction costs ~5 us,
 # a dict hit ~50 ns. Bounded so a hostile stream of unique strings cannot grow it without limit.
@@ -566,10 +565,8 @@ def object_view(obj: Any, kind: str) -> dict[str, Any]:
         "resourceVersion": str(meta.get("resourceVersion") or ""),
     }
     if kind == "Namespace":
-        # The API server sets this label on every Namespace (namespace strategy
-        # PrepareForCreate/PrepareForUpdate); a file written by hand may omit it.
-        labels = _str_map(meta, "labels", where, "metadata.labels")
-        view["labels"] = {**labels, NS_NAME_LABEL: name}
+        # as listed: the model adds kubernetes.io/metadata.name where a file omits it
+        view["labels"] = _str_map(meta, "labels", where, "metadata.labels")
         return view
     spec = _dict(obj, "spec", where, "spec")
     if kind == "Service":

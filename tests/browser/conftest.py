@@ -127,12 +127,24 @@ def page(context):
     """A page whose console errors and uncaught exceptions are kept in `page.console_errors`."""
     pg = context.new_page()
     errors: list[str] = []
-    pg.on(
-        "console",
-        lambda msg: (
-            errors.append(f"console.{msg.type}: {msg.text}") if msg.type == "error" else None
-        ),
-    )
+
+    def on_console(msg) -> None:
+        if msg.type != "error":
+            return
+        text = f"console.{msg.type}: {msg.text}"
+        # hx-sync="this:replace" aborts a preview still in flight when a newer one starts (the
+        # playground's design), and htmx logs every abort as two console errors, afterRequest
+        # then sendAbort. Whether a preview is still in flight depends on the machine's speed,
+        # so an abort is not an error; a failed request (sendError, timeout) still is.
+        if msg.text.startswith("htmx:sendAbort"):
+            for k in range(len(errors) - 1, -1, -1):
+                if errors[k].startswith("console.error: htmx:afterRequest"):
+                    del errors[k]
+                    break
+            return
+        errors.append(text)
+
+    pg.on("console", on_console)
     pg.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"))
     pg.console_errors = errors
     return pg

@@ -13,6 +13,7 @@ or as a second, isolated kube-scheduler Deployment (`--manifests`).
 from __future__ import annotations
 
 import base64
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -345,6 +346,26 @@ def extender_url_problem(url: str) -> str:
     if not parts.path.endswith("/extender/"):
         return "the path ends with /extender/ (the listener answers /extender/<verb>)"
     return ""
+
+
+# The chart's extender Service (release "schedweb" in namespace "schedweb", as the README installs
+# it): what in-cluster manifests name when the configured URL is a loopback address, which a
+# scheduler pod cannot reach (its own loopback is not schedweb's).
+IN_CLUSTER_EXTENDER_URL = "https://schedweb-extender.schedweb.svc:8443/extender/"
+
+
+def url_is_loopback(url: str) -> bool:
+    """True when `url`'s host is a loopback address (127.0.0.0/8, ::1) or localhost."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def extender_urls(*, prefix: str) -> dict[str, str]:

@@ -34,6 +34,7 @@ from policies.extender.metrics import MINUTE_KEY, Metrics
 from policies.extender.service import ServedPolicy, _decision
 from policies.models import AuditEvent, Decision
 from policies.redis import redis_client
+from policies.schedulerconfig import IN_CLUSTER_EXTENDER_URL
 from tests.conftest import client_for, make_user
 
 pytestmark = pytest.mark.django_db
@@ -881,3 +882,47 @@ def test_the_connect_page_gives_the_queue_webhook_of_active_queue_policies(publi
     assert "priorityclasses" in out["rbac"] and out["cli_rbac"].endswith(" --queue")
     page = response.content.decode()
     assert 'id="config-webhook"' in page and 'id="tab-webhook"' in page
+
+
+def _manifests_url(out) -> str:
+    [config_map] = [d for d in yaml.safe_load_all(out["manifests"]) if d["kind"] == "ConfigMap"]
+    config = yaml.safe_load(config_map["data"]["scheduler-config.yaml"])
+    return config["extenders"][0]["urlPrefix"]
+
+
+@pytest.mark.parametrize(
+    ("configured", "typed", "called", "warned"),
+    [
+        # make run's URL: a pod would call itself; the manifests name the chart's Service
+        ("https://127.0.0.1:8443/extender/", "", IN_CLUSTER_EXTENDER_URL, True),
+        ("http://localhost:8443/extender/", "", IN_CLUSTER_EXTENDER_URL, True),
+        # typed in: kept as typed, with the warning
+        (
+            "https://10.0.0.7:8443/extender/",
+            "https://127.0.0.2:9443/extender/",
+            "https://127.0.0.2:9443/extender/",
+            True,
+        ),
+        # the chart's own setting: used as it is, nothing to warn of
+        (
+            "https://prod-extender.ops.svc:8443/extender/",
+            "",
+            "https://prod-extender.ops.svc:8443/extender/",
+            False,
+        ),
+    ],
+)
+def test_the_second_schedulers_manifests_never_default_to_a_loopback_url(
+    settings, configured, typed, called, warned
+):
+    settings.SCHEDWEB_EXTENDER_URL = configured
+    params = {"weight": "1", "node_cache_capable": "on", "url": typed, "tab": "manifests"}
+    response = client_for("viewer").get("/connect/", params)
+    out = response.context["out"]
+    assert _manifests_url(out) == called
+    assert bool(out["manifests_loopback"]) is warned
+    assert (b'id="manifests-loopback"' in response.content) is warned
+    if called != configured:
+        assert f"--url {called}" in out["cli_manifests"]  # the command prints these manifests
+    # the cluster's own scheduler is given the URL as configured (it may share schedweb's host)
+    assert yaml.safe_load(out["profile"])["extenders"][0]["urlPrefix"] == (typed or configured)

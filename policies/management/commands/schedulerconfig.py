@@ -25,6 +25,7 @@ from policies.engine.document import PolicyInvalid
 from policies.errors import ClusterUnavailable, InputError
 from policies.evaluation import example_pod_views, pods_pending, weight_advise_run
 from policies.schedulerconfig import (
+    IN_CLUSTER_EXTENDER_URL,
     BindScopeError,
     SchedulerSetup,
     dump_yaml,
@@ -33,6 +34,7 @@ from policies.schedulerconfig import (
     queue_webhook_configuration,
     scheduler_configuration,
     second_scheduler_yaml,
+    url_is_loopback,
     webhook_url,
 )
 from policies.selectors import scheduler_names_active
@@ -201,6 +203,12 @@ class Command(BaseCommand):
             tls_cert_file=options["cert_file"],
             tls_key_file=options["key_file"],
         )
+        if separate and url_is_loopback(options["url"]):
+            self.stderr.write(
+                f"warning: --url {options['url']} is a loopback address: a scheduler pod calling "
+                "it calls itself, not schedweb; give the address the pod reaches the extender at"
+                f" (the chart's Service: {IN_CLUSTER_EXTENDER_URL})"
+            )
         try:
             if options["manifests"]:
                 self.stdout.write(second_scheduler_yaml(setup), ending="")

@@ -613,16 +613,24 @@ def test_without_bind_the_profile_scoping_is_a_configuration():
     assert "bindVerb" not in config["extenders"][0]
 
 
-@pytest.mark.parametrize(("bind", "binding_rule"), [(False, False), (True, True)])
-def test_the_extender_rbac_grants_binding_only_when_it_binds(bind, binding_rule):
+@pytest.mark.parametrize("bind", [False, True])
+def test_only_the_extenders_account_may_bind_and_only_when_it_binds(bind):
     params = {"weight": "1", "node_cache_capable": "on", **({"bind": "on"} if bind else {})}
     out = client_for("viewer").get("/connect/", params).context["out"]
-    role = next(d for d in yaml.safe_load_all(out["rbac"]) if d["kind"] == "ClusterRole")
-    grants = {(r, v) for rule in role["rules"] for r in rule["resources"] for v in rule["verbs"]}
-    assert {("nodes", "list"), ("nodes", "watch"), ("pods", "list"), ("pods", "watch")} <= grants
-    assert ("pods", "patch") in grants
-    assert (("pods/binding", "create") in grants) is binding_rule
-    assert (("pods", "get") in grants) is binding_rule  # read by a bind answered 409
+    roles = {
+        d["metadata"]["name"]: {
+            (r, v) for rule in d["rules"] for r in rule["resources"] for v in rule["verbs"]
+        }
+        for d in yaml.safe_load_all(out["rbac"])
+        if d["kind"] == "ClusterRole"
+    }
+    worker = roles.pop("schedweb-worker")
+    assert {("nodes", "list"), ("nodes", "watch"), ("pods", "list"), ("pods", "watch")} <= worker
+    assert ("pods", "patch") in worker and ("pods/binding", "create") not in worker
+    if bind:  # pods/binding, and get pods: read by a bind answered 409
+        assert roles == {"schedweb-extender": {("pods/binding", "create"), ("pods", "get")}}
+    else:
+        assert roles == {}
 
 
 def test_the_connect_page_proposes_bind_as_the_settings_enable_it(settings):
@@ -630,8 +638,11 @@ def test_the_connect_page_proposes_bind_as_the_settings_enable_it(settings):
     for enabled in (False, True):
         settings.SCHEDWEB_EXTENDER_BIND = enabled
         out = viewer.get("/connect/").context["out"]
-        role = next(d for d in yaml.safe_load_all(out["rbac"]) if d["kind"] == "ClusterRole")
-        assert any("pods/binding" in rule["resources"] for rule in role["rules"]) is enabled
+        roles = [d for d in yaml.safe_load_all(out["rbac"]) if d["kind"] == "ClusterRole"]
+        binding = [r for r in roles if any("pods/binding" in x["resources"] for x in r["rules"])]
+        assert [r["metadata"]["name"] for r in binding] == (
+            ["schedweb-extender"] if enabled else []
+        )
 
 
 @pytest.mark.parametrize("bind", [False, True])
@@ -644,8 +655,10 @@ def test_the_cli_prints_the_same_rbac_as_the_connect_page(bind):
     printed = io.StringIO()
     call_command(*shlex.split(command)[2:], stdout=printed)  # after "python manage.py"
     assert printed.getvalue() == out["rbac"]
-    kinds = [d["kind"] for d in yaml.safe_load_all(printed.getvalue())]
-    assert kinds == ["ClusterRole", "ClusterRoleBinding"]
+    named = [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(printed.getvalue())]
+    worker = [("ClusterRole", "schedweb-worker"), ("ClusterRoleBinding", "schedweb-worker")]
+    extender = [("ClusterRole", "schedweb-extender"), ("ClusterRoleBinding", "schedweb-extender")]
+    assert named == worker + (extender if bind else [])
 
 
 @pytest.mark.parametrize(

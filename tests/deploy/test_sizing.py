@@ -101,3 +101,51 @@ def test_at_install_the_chart_counts_the_clusters_nodes(control_plane, names):
     )
     assert objects
     assert _template("sizing.nodes=1").returncode == 0  # no lookup in helm template
+
+
+FIGURES = CHART.parents[2] / "docs" / "perf" / "issue-26-sizing.txt"
+README = CHART.parents[2] / "README.md"
+
+
+def _fits() -> dict[str, list[float]]:
+    """Each process's fit as the benchmark run behind the README printed it."""
+    found = re.findall(
+        r"^\s+(\w+):\s+\[([-\d.]+), ([-\d.]+), ([-\d.]+)\]$", FIGURES.read_text(), re.M
+    )
+    return {name: [float(a), float(b), float(c)] for name, a, b, c in found}
+
+
+def test_the_charts_model_is_the_benchmarks_fit_rounded_up():
+    model_text = (CHART / "templates" / "_helpers.tpl").read_text()
+    model_text = model_text.split('define "schedweb.sizingModel"', 1)[1].split("{{- end", 1)[0]
+    model = {
+        name: [float(x) for x in values.split(",")]
+        for name, values in re.findall(r"^(\w+): \[([^\]]+)\]$", model_text, re.M)
+    }
+    fits = _fits()
+    assert set(fits) == {"listener", "offload", "watcher", "reader", "redis"}
+    for name in ("listener", "watcher", "reader", "redis"):
+        assert all(m >= f for m, f in zip(model[name], fits[name], strict=True)), name
+        assert all(m - f <= 2.5 for m, f in zip(model[name], fits[name], strict=True)), name
+    # the offload process is sized as a listener: it measured the same or less
+    assert all(m >= f for m, f in zip(model["listener"], fits["offload"], strict=True))
+
+
+def test_the_readmes_sizing_table_is_the_benchmarks_measurements():
+    measured = re.findall(
+        r"^\s+(\d+)\s+(\d+) \|.*\|\s+(\d+)\s+(\d+)\s+(\d+) \|\s+(\d+)\s+\(\d+ s\)$",
+        FIGURES.read_text(),
+        re.M,
+    )
+    assert len(measured) == 3
+    table = README.read_text()
+    for nodes, pods, extender, worker, web, redis in measured:
+
+        def spaced(n: str) -> str:
+            return f"{int(n):,}".replace(",", " ")
+
+        row = (
+            f"| {spaced(nodes)} | {spaced(pods)} | {spaced(extender)} MB | {spaced(worker)} MB |"
+            f" {spaced(web)} MB | {redis} MB |"
+        )
+        assert row in table, row

@@ -22,8 +22,7 @@ import pytest
 
 from schedweb.tls_reload import ReloadingContext, files_stamp
 from tests.e2e.stack import RedisServer
-from tests.harness.processes import ManagedProcess, free_ports
-from tests.listeners import ROOT, VENV_BIN, listener_env
+from tests.listeners import ROOT, start_extender
 
 BODY = orjson.dumps(
     {
@@ -100,31 +99,22 @@ def listener(tmp_path):
     volume = SecretVolume(tmp_path / "tls")
     volume.project_set(old)
     redis = RedisServer(tmp_path / "redis").start()
-    port = free_ports(count=1)[0]
-    env = listener_env(
-        tmp_path,
-        redis_url=redis.url,
-        SCHEDWEB_EXTENDER_PORT=str(port),
-        SCHEDWEB_EXTENDER_WORKERS="1",
-        SCHEDWEB_EXTENDER_TLS_CERT=str(volume.root / "tls.crt"),
-        SCHEDWEB_EXTENDER_TLS_KEY=str(volume.root / "tls.key"),
-        SCHEDWEB_EXTENDER_CLIENT_CA=str(volume.root / "ca.crt"),
-    )
-    process = ManagedProcess(
-        name="extender",
-        argv=[VENV_BIN / "python", "-m", "schedweb.extender_server"],
-        log_path=tmp_path / "extender.log",
-        env=env,
-        cwd=ROOT,
-    )
-    process.start()
     try:
-        process.wait_ready(
-            check=lambda: _get(port, old)[0] == 200, timeout=60, what="/healthz over mutual TLS"
+        process, port = start_extender(
+            tmp_path,
+            redis_url=redis.url,
+            ca_file=str(old / "ca.crt"),
+            client=(str(old / "client.crt"), str(old / "client.key")),
+            SCHEDWEB_EXTENDER_WORKERS="1",
+            SCHEDWEB_EXTENDER_TLS_CERT=str(volume.root / "tls.crt"),
+            SCHEDWEB_EXTENDER_TLS_KEY=str(volume.root / "tls.key"),
+            SCHEDWEB_EXTENDER_CLIENT_CA=str(volume.root / "ca.crt"),
         )
-        yield {"process": process, "port": port, "old": old, "new": new, "volume": volume}
+        try:
+            yield {"process": process, "port": port, "old": old, "new": new, "volume": volume}
+        finally:
+            process.stop(grace=5)
     finally:
-        process.stop(grace=5)
         redis.stop()
 
 

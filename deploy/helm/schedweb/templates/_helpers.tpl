@@ -336,7 +336,7 @@ copy of the snapshot. */}}
 {{- define "schedweb.sizingModel" -}}
 listener: [100.0, 41.0, 55.0]
 watcher: [60.0, 24.0, 36.0]
-reader: [60.0, 40.0, 55.0]
+reader: [61.0, 41.0, 55.0]
 idle: [62.0, 0.0, 0.0]
 redis: [2.0, 4.0, 4.3]
 {{- end -}}

@@ -16,7 +16,9 @@ import pytest
 from policies.admission.classes import class_manifest
 from policies.cluster.live import KINDS, KubeError, LiveClient
 from policies.cluster.store import SnapshotStore
-from policies.schedulerconfig import REQUEUE_ANNOTATION, schedweb_rbac
+from policies.extender.requeue import ANNOTATION as REQUEUE_ANNOTATION
+from policies.schedulerconfig import REQUEUE_ANNOTATION as GENERATED_ANNOTATION
+from policies.schedulerconfig import schedweb_rbac
 from tests.cluster.conftest import synced_reader, wait_until
 from tests.deploy.chart import chart_render
 from tests.harness.kubeapi import ApiError
@@ -162,6 +164,19 @@ def _policy_in_force(release: Installed, pod: str) -> None:
         return False
 
     wait_until(refused, timeout=120, what="the admission policy in force")
+
+
+def test_the_admission_policy_allows_the_annotation_the_requeue_nudge_writes():
+    """The annotation the worker writes (policies/extender/requeue.py) is the one the chart's
+    policy allows and schedulerconfig names."""
+    assert GENERATED_ANNOTATION == REQUEUE_ANNOTATION
+    [policy] = [
+        o
+        for o in chart_render(values=["default"])
+        if o["kind"] == "ValidatingAdmissionPolicy" and o["metadata"]["name"].endswith("-pods")
+    ]
+    allowed = [v["expression"] for v in policy["spec"]["validations"]]
+    assert any(f"k == '{REQUEUE_ANNOTATION}'" in e for e in allowed)
 
 
 def test_the_charts_roles_are_the_ones_schedulerconfig_rbac_prints():

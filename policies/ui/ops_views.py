@@ -48,18 +48,20 @@ from policies.models import AuditEvent, Decision, PolicyActivation
 from policies.redis import redis_client
 from policies.schedmodel.pipeline import SCORE_PLUGINS
 from policies.schedulerconfig import (
+    IN_CLUSTER_EXTENDER_URL,
     MANAGED_RESOURCE,
     MAX_URL_LENGTH,
     BindScopeError,
     SchedulerSetup,
     dump_yaml,
-    extender_cluster_role,
     extender_url_problem,
     extender_urls,
     queue_webhook_configuration,
     rbac_command,
     scheduler_configuration,
+    schedweb_rbac,
     second_scheduler_yaml,
+    url_is_loopback,
     webhook_admission_configuration,
     webhook_url,
 )
@@ -691,11 +693,16 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
     # its kubeconfig): it must keep its lease, the only one system:kube-scheduler may update.
     profile = SchedulerSetup(**common, scoping="profile", lease_name=DEFAULT_LEASE)
     resource = SchedulerSetup(**common, scoping="resource", lease_name=DEFAULT_LEASE)
+    # A pod cannot reach schedweb at its own loopback address: unless one was typed in, the
+    # second scheduler's manifests name the chart's extender Service instead (and say so).
+    loopback = url if url_is_loopback(url) else ""
+    manifests_url = IN_CLUSTER_EXTENDER_URL if loopback and not data.get("url") else url
+    namespace = data.get("namespace") or "kube-system"
     second = SchedulerSetup(
-        **common,
+        **{**common, "extender_url": manifests_url},
         scoping="profile",
         keep_default_profile=False,
-        namespace=data.get("namespace") or "kube-system",
+        namespace=namespace,
     )
     webhook = _queue_webhook(url)
     return {
@@ -706,9 +713,10 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
         "profile": _config_or_why_not(profile),
         "resource": dump_yaml(scheduler_configuration(resource)),
         "manifests": second_scheduler_yaml(second),
-        "rbac": dump_yaml(
-            extender_cluster_role(bind=data["bind"], queue=bool(webhook["policies"]))
-        ),
+        "manifests_url": manifests_url,
+        "manifests_loopback": loopback,
+        "namespace": namespace,
+        "rbac": dump_yaml(schedweb_rbac(bind=data["bind"], queue=bool(webhook["policies"]))),
         "webhook": webhook,
         "managed_resource": MANAGED_RESOURCE,
         "opt_in_pod": dump_yaml(_opt_in_pod(names[0])),
@@ -716,7 +724,7 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
         "cli_resource": _cli(names=names, data=data, extra="--scoping resource"),
         "cli_manifests": _cli(
             names=names,
-            data=data,
+            data={**data, "url": manifests_url},
             extra="--manifests"
             + (f" --namespace {data['namespace']}" if data.get("namespace") else ""),
         ),

@@ -4,8 +4,8 @@ this extender.
 Without options: a KubeSchedulerConfiguration (v1) to start kube-scheduler with
 (`kube-scheduler --config FILE`). With --manifests: the ServiceAccount, RBAC, ConfigMap and
 Deployment of a second, isolated scheduler (seed 001), configured the same way. With --rbac: the
-ClusterRole and ClusterRoleBinding schedweb's own account needs (pods/binding with --bind), as
-the Connect page's RBAC tab shows them. With --advise POLICY_FILE: the smallest extender weight
+ClusterRoles and ClusterRoleBindings schedweb's own accounts need (the worker's; with --bind
+the extender's pods/binding), as the Connect page's RBAC tab shows them. With --advise POLICY_FILE: the smallest extender weight
 at which the policy's preferred node becomes kube-scheduler's pick, for the example pods (or the
 pods given with --pod, or the cluster's pending pods with --pending).
 """
@@ -25,21 +25,23 @@ from policies.engine.document import PolicyInvalid
 from policies.errors import ClusterUnavailable, InputError
 from policies.evaluation import example_pod_views, pods_pending, weight_advise_run
 from policies.schedulerconfig import (
+    IN_CLUSTER_EXTENDER_URL,
     BindScopeError,
     SchedulerSetup,
     dump_yaml,
-    extender_cluster_role,
     extender_url_problem,
     queue_webhook_configuration,
     scheduler_configuration,
+    schedweb_rbac,
     second_scheduler_yaml,
+    url_is_loopback,
     webhook_url,
 )
 from policies.selectors import scheduler_names_active
 
 
 class Command(BaseCommand):
-    help = "Print a KubeSchedulerConfiguration (or, with --manifests, a second scheduler's manifests; with --rbac, the extender's RBAC) using this extender."
+    help = "Print a KubeSchedulerConfiguration (or, with --manifests, a second scheduler's manifests; with --rbac, the RBAC of schedweb's accounts) using this extender."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -79,8 +81,8 @@ class Command(BaseCommand):
         output.add_argument(
             "--rbac",
             action="store_true",
-            help="print the ClusterRole and binding schedweb's own account needs instead "
-            "(with --bind: create pods/binding too)",
+            help="print the ClusterRoles and bindings schedweb's own accounts need instead "
+            "(the worker's; with --bind, the extender's pods/binding)",
         )
         parser.add_argument(
             "--kubeconfig",
@@ -169,7 +171,7 @@ class Command(BaseCommand):
             self._advise(options)
             return
         if options["rbac"]:
-            rbac = extender_cluster_role(bind=options["bind"], queue=options["queue"])
+            rbac = schedweb_rbac(bind=options["bind"], queue=options["queue"])
             self.stdout.write(dump_yaml(rbac), ending="")
             return
         if problem := extender_url_problem(options["url"]):
@@ -201,6 +203,12 @@ class Command(BaseCommand):
             tls_cert_file=options["cert_file"],
             tls_key_file=options["key_file"],
         )
+        if separate and url_is_loopback(options["url"]):
+            self.stderr.write(
+                f"warning: --url {options['url']} is a loopback address: a scheduler pod calling "
+                "it calls itself, not schedweb; give the address the pod reaches the extender at"
+                f" (the chart's Service: {IN_CLUSTER_EXTENDER_URL})"
+            )
         try:
             if options["manifests"]:
                 self.stdout.write(second_scheduler_yaml(setup), ending="")

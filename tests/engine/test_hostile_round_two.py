@@ -117,6 +117,24 @@ def test_the_same_formula_gives_the_estimate_and_the_run_time_charge():
     assert find_all_metered("abc", "") == (["", "", "", ""], 8)
 
 
+def test_a_pattern_computed_at_run_time_is_charged_its_compile_once_unless_it_varies():
+    from policies.engine.cel.regex import COMPILE_UNITS
+
+    source = "node.labels.exists(k, k.matches(pod.name))"  # the same pattern in every step
+    activation = {
+        "node": node_view("n1", labels={"a": "1", "b": "2"}),
+        "pod": pod_view(name="^a-pattern-only-this-test-compiles$"),
+    }
+    estimate, first = _measured(source, activation)
+    _, again = _measured(source, activation)  # now in the cache: no compile, no charge
+    assert first - again == COMPILE_UNITS and first <= estimate
+    # a pattern that differs in every step is charged in every step: 64 labels
+    varying = compile_expression(
+        "node.labels.exists(k, pod.name.matches(k))", ENV, cost_limit=10**12
+    )
+    assert varying.cost > 64 * COMPILE_UNITS > estimate
+
+
 def test_find_all_matches_as_go_and_stops_before_a_search_past_its_budget():
     assert find_all("axb", "x*") == ["", "x", ""]  # the empty match after "x" is skipped
     assert find_all("é日a", "") == ["", "", "", ""]

@@ -25,6 +25,7 @@ from . import ast
 from . import bounds as bd
 from .bounds import Bound
 from .functions import MAX_VALUE_SIZE
+from .regex import COMPILE_UNITS
 from .types import Type
 
 _SIZED = ("string", "bytes")
@@ -110,6 +111,24 @@ def comparison(function: str, static: Sequence[Type]) -> str | None:
 
 
 _ORDERINGS = frozenset(("_<_", "_<=_", "_>_", "_>=_"))
+REGEX_FUNCTIONS = frozenset(("matches", "find", "findAll"))
+
+
+def compiles_pattern(node: ast.Call) -> bool:
+    """Whether a regex call compiles its pattern when it runs (the pattern is not a literal,
+    which the checker compiled): it is then charged regex.COMPILE_UNITS."""
+    return (
+        node.function in REGEX_FUNCTIONS
+        and len(node.operands) >= 2
+        and not isinstance(node.operands[1], ast.Literal)
+    )
+
+
+def _varies(node: ast.Node) -> bool:
+    """Whether a value may differ between iterations of a macro (it reads a macro variable)."""
+    return any(isinstance(n, ast.Ident) and n.binding is not None for n in ast.walk(node))
+
+
 _COMPARE_CAP = 2**40
 
 
@@ -243,9 +262,14 @@ class Estimator:
         self.var_bounds: dict[int, Bound] = {}  # comprehension slot -> variable bound
         self.costs: dict[int, int] = {}  # id(node) -> subtree cost, for the dominant node
         self.bounds: dict[int, Bound] = {}
+        # charged once per evaluation, not per iteration: compiling a pattern that is the same
+        # in every iteration (the cache then holds it; see compiles_pattern)
+        self.once = 0
+        self.once_at: dict[int, int] = {}  # id(call) -> what of `once` it charged
 
     def run(self, root: ast.Node) -> Estimate:
         total, _ = self.visit(root)
+        total += self.once
         return Estimate(total, self._dominant(root, total), self.bounds)
 
     def visit(self, node: ast.Node) -> tuple[int, Bound]:
@@ -260,7 +284,8 @@ class Estimator:
             heavy = isinstance(node, ast.Comprehension) or (
                 isinstance(node, ast.Call) and any(ov.cost for ov in node.overloads)
             )
-            if heavy and self.costs.get(id(node), 0) * 2 >= total:
+            cost = self.costs.get(id(node), 0) + self.once_at.get(id(node), 0)
+            if heavy and cost * 2 >= total:
                 best = node  # walk is parent-first, so the deepest such node wins
         return best
 
@@ -358,6 +383,12 @@ class Estimator:
         ]
         cost += call_charge(node.overloads, lambda ov: BoundSizes(arg_bounds, ov.params, literals))
         cost += operator_charge(node.function, [o.type for o in node.operands], arg_bounds)
+        if compiles_pattern(node):
+            if _varies(node.operands[1]):
+                cost += COMPILE_UNITS
+            else:
+                self.once += COMPILE_UNITS
+                self.once_at[id(node)] = COMPILE_UNITS
         # With several candidates (dyn arguments) any of them may run: cover them all.
         result = bd.SCALAR
         for ov in node.overloads:

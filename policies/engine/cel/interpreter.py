@@ -17,10 +17,11 @@ from . import ast
 from . import functions as fn
 from . import runtime as rt
 from .bounds import traversal
-from .cost import RESULT_CHARGED, ValueSizes, comparison, runtime_size
+from .cost import RESULT_CHARGED, ValueSizes, comparison, compiles_pattern, runtime_size
 from .deadline import CHECK_EVERY, deadline_get, deadline_passed, now
 from .errors import CelCostError, CelEvalError
 from .library import GENERIC, dispatch
+from .regex import COMPILE_UNITS, is_compiled
 from .types import TYPE_NAMES, Type
 from .values import TypeValue, clip, kind_of
 
@@ -379,6 +380,8 @@ class Compiler:
     # -- calls ------------------------------------------------------------------------------------
     def _call(self, node: ast.Call) -> Eval:
         operands = [self.compile(o) for o in node.operands]
+        if self.track and compiles_pattern(node):
+            operands[1] = _compile_charged(operands[1])
         function = node.function
         candidates = node.overloads
         static = [o.type for o in node.operands]
@@ -561,6 +564,21 @@ def _counted_walk(
         return result is not flip
 
     return counted
+
+
+def _compile_charged(pattern: Eval) -> Eval:
+    """A regex call's pattern operand, charged regex.COMPILE_UNITS when it is not compiled yet
+    (before the call compiles it; cost.compiles_pattern is the estimate's side)."""
+
+    def compiled_pattern(fr: Frame) -> Any:
+        value = pattern(fr)
+        if type(value) is str and not is_compiled(value):
+            fr.cost += COMPILE_UNITS
+            if fr.cost > fr.mark:
+                fr.tick()
+        return value
+
+    return compiled_pattern
 
 
 def _charge_of(candidates: list, args: tuple) -> int:

@@ -58,6 +58,18 @@ def looped(body: str, outer: int = 1000, inner: int = 100) -> str:
     return f"{numbers(outer)}.all(i, {numbers(inner)}.all(j, {body}))"
 
 
+def refused_loop(variables, body: str, outer: int = 1000, inner: int = 100):
+    """A case: `body` over `variables` in a loop, refused now because the estimate sees what
+    each step reads."""
+    text = document(variables=variables, filters=[("f", looped(body, outer, inner))])
+    return text, "rejected", ("cost", "the all() over")
+
+
+NEEDLE = [("hay", '"' + "a" * 2400 + '"'), ("pin", f'"{"a" * 600}b{"a" * 599}"')]
+BIG_MAP = [BIG_A, BIG_B, ("m", "{variables.a: 1}")]
+LONG_LIST = f'{L100}.map(i, "{"x" * 9000}")'
+
+
 # ten filters of ~1 M units each that the generated code cannot decide: a division by zero
 # first (the generated code raises, the node goes to the exact path), then a loop the exact
 # path runs whole, 0.7 s per node for the ten (35 s over the demo cluster in the issue)
@@ -86,30 +98,15 @@ CORPUS: dict[str, tuple[str, str, tuple[str, str] | None]] = {
     # -- the issue's ----------------------------------------------------------------------------
     # 100 000 comparisons of two equal 900 KB strings per node (7 s per node): each now costs
     # the common length, ceil(900 000 / 10) = 90 000
-    "string equality of 900 KB strings in a loop": (
-        document(
-            variables=[BIG_A, BIG_B],
-            filters=[("f", looped("variables.a == variables.b"))],
-        ),
-        "rejected",
-        ("cost", "the all() over"),
+    "string equality of 900 KB strings in a loop": refused_loop(
+        [BIG_A, BIG_B], "variables.a == variables.b"
     ),
-    "ordering of 900 KB strings in a loop": (
-        document(
-            variables=[BIG_A, BIG_B],
-            filters=[("f", looped("variables.a <= variables.b"))],
-        ),
-        "rejected",
-        ("cost", "the all() over"),
+    "ordering of 900 KB strings in a loop": refused_loop(
+        [BIG_A, BIG_B], "variables.a <= variables.b"
     ),
     # `in` a list compares each element as equality does
-    "`in` a list of a 900 KB string in a loop": (
-        document(
-            variables=[BIG_A, BIG_B],
-            filters=[("f", looped("variables.a in [variables.b]", 900))],
-        ),
-        "rejected",
-        ("cost", "the all() over"),
+    "`in` a list of a 900 KB string in a loop": refused_loop(
+        [BIG_A, BIG_B], "variables.a in [variables.b]", 900
     ),
     # an empty pattern matches 900 001 times, each match a search and a list entry (3.8 s)
     "findAll with an empty pattern over 900 KB": (
@@ -139,58 +136,23 @@ CORPUS: dict[str, tuple[str, str, tuple[str, str] | None]] = {
     # -- added here ----------------------------------------------------------------------------
     # CPython's substring search is O(n x m) below 2500 characters: 0.28 ms a call here, and
     # 3840 calls per node fit the old charge (the haystack's traversal, 240)
-    "contains with a needle that almost matches everywhere": (
-        document(
-            variables=[("hay", '"' + "a" * 2400 + '"'), ("pin", f'"{"a" * 600}b{"a" * 599}"')],
-            filters=[("f", looped("!variables.hay.contains(variables.pin)", 60, 64))],
-        ),
-        "rejected",
-        ("cost", "the all() over"),
+    "contains with a needle that almost matches everywhere": refused_loop(
+        NEEDLE, "!variables.hay.contains(variables.pin)", 60, 64
     ),
-    "lastIndexOf with a needle that almost matches everywhere": (
-        document(
-            variables=[("hay", '"' + "a" * 2400 + '"'), ("pin", f'"{"a" * 600}b{"a" * 599}"')],
-            filters=[("f", looped("variables.hay.lastIndexOf(variables.pin) < 0", 40, 64))],
-        ),
-        "rejected",
-        ("cost", "the all() over"),
+    "lastIndexOf with a needle that almost matches everywhere": refused_loop(
+        NEEDLE, "variables.hay.lastIndexOf(variables.pin) < 0", 40, 64
     ),
     # a map lookup hashes its key and compares it with the key found: 900 KB each time
-    "a map looked up by a 900 KB key in a loop": (
-        document(
-            variables=[BIG_A, BIG_B, ("m", "{variables.a: 1}")],
-            filters=[("f", looped("variables.m[variables.b] == 1"))],
-        ),
-        "rejected",
-        ("cost", "the all() over"),
+    "a map looked up by a 900 KB key in a loop": refused_loop(
+        BIG_MAP, "variables.m[variables.b] == 1"
     ),
-    "`in` a map of a 900 KB key in a loop": (
-        document(
-            variables=[BIG_A, BIG_B, ("m", "{variables.a: 1}")],
-            filters=[("f", looped("variables.b in variables.m"))],
-        ),
-        "rejected",
-        ("cost", "the all() over"),
-    ),
+    "`in` a map of a 900 KB key in a loop": refused_loop(BIG_MAP, "variables.b in variables.m"),
     # lists of long strings: equality walks 100 elements and compares 9000 characters at each
-    "equality of lists of long strings in a loop": (
-        document(
-            variables=[
-                ("la", f'{L100}.map(i, "{"x" * 9000}")'),
-                ("lb", f'{L100}.map(i, "{"x" * 9000}")'),
-            ],
-            filters=[("f", looped("variables.la == variables.lb", 90))],
-        ),
-        "rejected",
-        ("cost", "the all() over"),
+    "equality of lists of long strings in a loop": refused_loop(
+        [("la", LONG_LIST), ("lb", LONG_LIST)], "variables.la == variables.lb", 90
     ),
-    "isSorted over long equal strings in a loop": (
-        document(
-            variables=[("la", f'{L100}.map(i, "{"x" * 9000}")')],
-            filters=[("f", looped("variables.la.isSorted()", 90))],
-        ),
-        "rejected",
-        ("cost", "the all() over"),
+    "isSorted over long equal strings in a loop": refused_loop(
+        [("la", LONG_LIST)], "variables.la.isSorted()", 90
     ),
     # a pattern computed in each iteration is compiled in each: [\p{Greek}\p{Han}]{100} took
     # 4 ms a compile, while the search itself is charged 26 x 7 (1000 per node: 4 s)

@@ -435,15 +435,14 @@ class Compiler:
             def impl(*args: Any) -> Any:
                 return dispatch(function, candidates, args)
 
-        if how is not None:  # "leaf" (strings compared), "key" or "any" (a map index)
-            return _read_charged(
-                operands, impl, rt.leaf_charge if how == "leaf" else _index_charge, function
-            )
         if self.track and function == "findAll":
             return _find_all(operands, candidates[0])
 
         def size_of(*args: Any) -> int:
             return _charge_of(candidates, args)
+
+        if how is not None:  # "leaf" (strings compared), "key" or "any" (a map index): call2
+            charged, size_of = True, rt.leaf_charge if how == "leaf" else _index_charge
 
         if not charged and len(operands) == 2:
             a, b = operands
@@ -589,29 +588,6 @@ def _charge_of(candidates: list, args: tuple) -> int:
 
 def _index_charge(container: Any, key: Any) -> int:
     return rt.key_charge(key) if kind_of(container) == "map" else 0
-
-
-def _read_charged(
-    operands: list[Eval], impl: Callable[..., Any], charge: Callable[[Any, Any], int], where: str
-) -> Eval:
-    """A binary operator charged 1 plus `charge(x, y)`, what it reads of its operands
-    (cost.comparison: two strings' common length, a map key's characters)."""
-    a, b = operands
-
-    def read_charged(fr: Frame) -> Any:
-        x = a(fr)
-        y = b(fr)
-        fr.cost += 1 + charge(x, y)
-        if fr.cost > fr.mark:
-            fr.tick()
-        try:
-            return impl(x, y)
-        except CelEvalError:
-            raise
-        except Exception as e:
-            raise foreign_error(where, e) from None
-
-    return read_charged
 
 
 def _find_all(operands: list[Eval], overload: Any) -> Eval:

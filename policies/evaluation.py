@@ -349,6 +349,8 @@ def test_case_run(
     except (InputError, ClusterUnavailable) as exc:
         return {"name": name, "passed": False, "failures": [str(exc)]}
     evaluation = compiled.evaluate(pod_view, target.nodes(), target.state)
+    if evaluation.stopped:  # under a budget (`policy test`): failurePolicy's verdicts
+        return {"name": name, "passed": False, "failures": [f"stopped: {evaluation.stopped}"]}
     queue_key = None
     if "queueKey" in expect:
         labels = target.state.namespaces().get(pod_view["namespace"])

@@ -1,11 +1,13 @@
 """Plain-text rendering of an evaluation and of kube-scheduler's cycle around it for the terminal
-(`evaluate`, `policy test`)."""
+(`evaluate`, `policy test`). Every text that comes from a document, a pod or a cluster is written
+through `printable`: a NUL, an ANSI escape or a bidi override in a node name or a filter message
+shows as an escape, never acts on the terminal (issue 27)."""
 
 from __future__ import annotations
 
 from policies.engine.inputs import PodView
 from policies.engine.results import Evaluation
-from policies.formatting import number_format
+from policies.formatting import number_format, printable
 from policies.schedmodel.pipeline import Cycle
 
 
@@ -14,6 +16,7 @@ def _num(value: float | int | None) -> str:
 
 
 def _clip(text: str, width: int) -> str:
+    text = printable(text)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -23,17 +26,25 @@ def format_evaluation(evaluation: Evaluation, *, pod: PodView, cluster: str) -> 
     Each score column shows raw / normalized / weighted (normalized x weight).
     """
     rows = evaluation.rows()
+    names = {r.node: printable(r.node) for r in rows}
     lines = [
-        f"policy {evaluation.policy} · pod {pod['namespace']}/{pod['name']} · cluster {cluster} ({evaluation.size} nodes)"
+        printable(
+            f"policy {evaluation.policy} · pod {pod['namespace']}/{pod['name']} · cluster "
+            f"{cluster} ({evaluation.size} nodes)"
+        )
     ]
+    if evaluation.stopped:
+        lines.append(f"stopped: {printable(evaluation.stopped)}")
     if not evaluation.applies:
-        lines.append(f"pass-through: {evaluation.reason}; every node passes, nothing is scored")
+        lines.append(
+            f"pass-through: {printable(evaluation.reason)}; every node passes, nothing is scored"
+        )
         return "\n".join(lines) + "\n"
 
     winners = set(evaluation.winners())
     passing = sorted((r for r in rows if r.passed), key=lambda r: (-r.total, r.node))
     rejected = sorted((r for r in rows if not r.passed), key=lambda r: r.node)
-    name_width = max([4, *(len(r.node) + 2 for r in rows)])
+    name_width = max([4, *(len(names[r.node]) + 2 for r in rows)])
     headers = ["NODE".ljust(name_width), "VERDICT"]
     score_headers = [
         f"{name} (w{weight})" for name, weight in zip(evaluation.score_names, evaluation.weights)
@@ -42,9 +53,16 @@ def format_evaluation(evaluation: Evaluation, *, pod: PodView, cluster: str) -> 
     for row in passing:
         mark = "*" if row.node in winners else " "
         scores = [f"{_num(s.raw)} / {_num(s.normalized)} / {_num(s.weighted)}" for s in row.scores]
-        note = "; ".join(f"{e.rule}: {e.message}" for e in row.errors)
+        note = printable("; ".join(f"{e.rule}: {e.message}" for e in row.errors))
         cells.append(
-            [f"{mark}{row.node}", "pass", *scores, _num(row.total), str(row.extender_score), note]
+            [
+                f"{mark}{names[row.node]}",
+                "pass",
+                *scores,
+                _num(row.total),
+                str(row.extender_score),
+                note,
+            ]
         )
     widths = [name_width, 7]
     widths += [
@@ -62,10 +80,12 @@ def format_evaluation(evaluation: Evaluation, *, pod: PodView, cluster: str) -> 
     for row in rejected:
         reason = f"{row.failed_rule}: {row.message}" if row.message else str(row.failed_rule)
         kind = "unresolvable" if row.unresolvable else "resolvable"
-        lines.append(f" {row.node.ljust(name_width - 1)}  reject   {_clip(reason, 120)}  [{kind}]")
+        lines.append(
+            f" {names[row.node].ljust(name_width - 1)}  reject   {_clip(reason, 120)}  [{kind}]"
+        )
     summary = f"{len(passing)} of {evaluation.size} nodes pass"
     if winners:
-        summary += f"; best: {', '.join(sorted(winners))}"
+        summary += f"; best: {printable(', '.join(sorted(winners)))}"
     errors = sum(len(r.errors) for r in rows)
     if errors:
         summary += (
@@ -88,7 +108,8 @@ def format_cycle(cycle: Cycle) -> str:
         (o for o in cycle.outcomes if o.total is not None), key=lambda o: (-o.total, o.node)
     )
     others = sorted((o for o in cycle.outcomes if o.total is None), key=lambda o: o.node)
-    width = max([4, *(len(o.node) + 2 for o in cycle.outcomes)])
+    names = {o.node: printable(o.node) for o in cycle.outcomes}
+    width = max([4, *(len(names[o.node]) + 2 for o in cycle.outcomes)])
     header = ["NODE".ljust(width), "IN-TREE".ljust(26), "POLICY".ljust(6), "PLUGINS", "EXTENDER"]
     lines.append("  ".join([*header, " FINAL"]))
     for o in scored:
@@ -97,7 +118,7 @@ def format_cycle(cycle: Cycle) -> str:
         lines.append(
             "  ".join(
                 [
-                    (("*" if o.node in pick else " ") + o.node).ljust(width),
+                    (("*" if o.node in pick else " ") + names[o.node]).ljust(width),
                     "pass".ljust(26),
                     policy.ljust(6),
                     str(plugins).rjust(7),
@@ -115,7 +136,12 @@ def format_cycle(cycle: Cycle) -> str:
             policy = "reject"
         lines.append(
             "  ".join(
-                [f" {o.node}".ljust(width), verdict.ljust(26), policy.ljust(6), _clip(why, 100)]
+                [
+                    f" {names[o.node]}".ljust(width),
+                    printable(verdict).ljust(26),
+                    policy.ljust(6),
+                    _clip(why, 100),
+                ]
             )
         )
     if cycle.skipped:
@@ -126,11 +152,11 @@ def format_cycle(cycle: Cycle) -> str:
         lines.append("kube-scheduler picks: none (the pod stays pending)")
         lines.append(f"FailedScheduling: {cycle.failed_scheduling()}")
     elif len(cycle.pick) == 1:
-        lines.append(f"kube-scheduler picks: {cycle.pick[0]}")
+        lines.append(f"kube-scheduler picks: {printable(cycle.pick[0])}")
     else:
         lines.append(
             f"kube-scheduler picks at random among {len(cycle.pick)} tied nodes: "
-            + ", ".join(cycle.pick)
+            + printable(", ".join(cycle.pick))
         )
-    lines += [f"caveat: {c}" for c in cycle.caveats]
+    lines += [f"caveat: {printable(c)}" for c in cycle.caveats]
     return "\n".join(lines) + "\n"

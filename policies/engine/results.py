@@ -79,7 +79,8 @@ class Evaluation:
     """A policy applied to one pod over candidate nodes.
 
     `applies` is False when the pod passes through (another schedulerName, a false
-    matchCondition): then every node passes and nothing is scored.
+    matchCondition): then every node passes and nothing is scored. `stopped` is set when the
+    caller's budget ran out first: the nodes not judged follow failurePolicy.
     """
 
     policy: str
@@ -98,6 +99,9 @@ class Evaluation:
     total: list[float] = field(default_factory=list)
     extender: list[int] = field(default_factory=list)
     scored: bool = True
+    # set when a budget (deadline.budget) stopped the evaluation: how many nodes it did not
+    # judge and that they follow failurePolicy (their errors say so too)
+    stopped: str | None = None
 
     @property
     def size(self) -> int:
@@ -156,7 +160,7 @@ class Evaluation:
 
     def to_dict(self) -> dict[str, Any]:
         rows = self.rows()
-        return {
+        out = {
             "policy": self.policy,
             "applies": self.applies,
             "reason": self.reason,
@@ -170,3 +174,6 @@ class Evaluation:
             },
             "nodes": [r.to_dict() for r in rows],
         }
+        if self.stopped is not None:
+            out["stopped"] = self.stopped
+        return out

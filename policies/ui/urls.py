@@ -34,6 +34,7 @@ from . import (
     ops_views,
     share_views,
     test_expect_views,
+    test_views,
     token_page,
     transfer_views,
 )
@@ -71,10 +72,10 @@ urlpatterns = [
         views.preview_all_status,
         name="policy-preview-all-status",
     ),
-    path("policies/<slug:name>/tests/", views.tests_page, name="policy-tests"),
-    path("policies/<slug:name>/tests/add", views.test_add, name="policy-test-add"),
-    path("policies/<slug:name>/tests/run", views.tests_run, name="policy-tests-run"),
-    path("policies/<slug:name>/tests/delete", views.test_delete, name="policy-test-delete"),
+    path("policies/<slug:name>/tests/", test_views.tests_page, name="policy-tests"),
+    path("policies/<slug:name>/tests/add", test_views.test_add, name="policy-test-add"),
+    path("policies/<slug:name>/tests/run", test_views.tests_run, name="policy-tests-run"),
+    path("policies/<slug:name>/tests/delete", test_views.test_delete, name="policy-test-delete"),
     path(
         "policies/<slug:name>/tests/expect",
         test_expect_views.test_expect_save,

@@ -204,7 +204,26 @@ def _bench_preview(size: int) -> dict[str, float]:
         f"  {size:5d} nodes + {size * 10:6d} pods  preview with the full model  {timing.ms()}"
         f"  (target median <= {target:.0f} ms: {verdict})"
     )
+    # "Compare with published" (issue 23): kube-scheduler's cycle once more with the published
+    # version, and what would change in the cluster (compare_placements)
+    published = POLICY.replace("    weight: 2\n", "    weight: 3\n")
+    compared = measure(
+        lambda i: preview_run(
+            document=POLICY,
+            pod=pods[i % len(pods)],
+            cluster=cluster,
+            profile=profile,
+            compare_document=published,
+        ),
+        runs=60 if size <= 500 else 12,
+        warmup=2,
+    )
+    print(
+        f"  {size:5d} nodes + {size * 10:6d} pods  the same, compared with published  "
+        f"{compared.ms()}  (x{compared.median / timing.median:.2f} of the preview alone)"
+    )
     return {
         f"preview_model_{size}_median_ms": timing.median * 1e3,
         f"preview_model_{size}_p99_ms": timing.p99 * 1e3,
+        f"preview_compare_{size}_median_ms": compared.median * 1e3,
     }

@@ -476,6 +476,7 @@ def preview(request: HttpRequest, name: str) -> HttpResponse:
         "checked_at": timezone.now(),
         "oob": True,
         "compare_requested": request.POST.get("compare") == "1",
+        **_abilities(request),  # can_edit: the result offers what "Add as test case" pins
     }
     response = render(
         request,
@@ -572,10 +573,8 @@ def _job_response(request: HttpRequest, *, policy: Policy, job_id: str) -> HttpR
             {"error": "This preview job is unknown or expired; start it again.", "policy": policy},
         )
     results = job["results"] or []
-    if job["compare"]:
-        results = sorted(
-            results, key=lambda r: not (r.get("winnerChanged") or r.get("appliesChanged"))
-        )
+    if job["compare"]:  # the pods that would move first
+        results = sorted(results, key=lambda r: not (r.get("compare") or {}).get("moves"))
     context = {
         "policy": policy,
         "job": job,
@@ -584,7 +583,7 @@ def _job_response(request: HttpRequest, *, policy: Policy, job_id: str) -> HttpR
             kwargs={"name": policy.name, "job_id": uuid.UUID(job_id)},
         ),
         "results": results,
-        "changed": sum(1 for r in results if r.get("winnerChanged") or r.get("appliesChanged")),
+        "moved": sum(1 for r in results if (r.get("compare") or {}).get("moves")),
         "pct": round(100 * job["done"] / job["total"]) if job["total"] else 0,
         "waiting": timezone.now().timestamp() - job["created"],
     }

@@ -18,14 +18,15 @@ from policies import selectors, services
 from policies.cluster.manifest import parse_manifest
 from policies.cluster.sources import CLUSTER_KEYS, cluster_for
 from policies.engine.document import PolicyInvalid
-from policies.engine.testcases import expect_canonical
+from policies.engine.placement import FILTER_PLUGINS
+from policies.engine.testcases import PINS, expect_canonical
 from policies.errors import (
     ClusterUnavailable,
     EvaluationTooSlow,
     InputError,
     ServiceError,
 )
-from policies.evaluation import policy_compile, preview_run, request_guard
+from policies.evaluation import policy_compile, preview_run, profile_active, request_guard
 from policies.models import Policy, PolicyTestCase
 
 from .access import is_htmx, page_access
@@ -73,23 +74,46 @@ def text_rows(text: str) -> int:
 
 
 def expect_summary(expect: dict[str, Any]) -> str:
-    """A test case's expectation in a few words, for the list (the YAML is one click away)."""
-    if expect.get("applies") is False:
-        return "passes through"
+    """A test case's expectation in a few words, for the list (the YAML is one click away):
+    where the pod lands first, then what the policy alone must do (marked policy-level)."""
     parts = []
+    if "landsIn" in expect:
+        lands = expect["landsIn"]
+        parts.append(f"lands on {lands[0]}" if len(lands) == 1 else f"lands in one of {len(lands)}")
+    if "unschedulable" in expect:
+        value = expect["unschedulable"]
+        if value is False:
+            parts.append("gets a node")
+        elif isinstance(value, list):
+            parts.append(f"unschedulable ({len(value)} reason{'s' if len(value) != 1 else ''})")
+        else:
+            parts.append("unschedulable")
+    if expect.get("applies") is False:
+        parts.append("passes through the policy")
+    rejected = expect.get("rejectedBy") or {}
+    if rejected:
+        by_plugin = sum(1 for v in rejected.values() if v in FILTER_PLUGINS)
+        kinds = [
+            f"{len(rejected) - by_plugin} by a rule" if len(rejected) > by_plugin else "",
+            f"{by_plugin} by a plugin" if by_plugin else "",
+        ]
+        plural = "s" if len(rejected) != 1 else ""
+        parts.append(f"{len(rejected)} rejection{plural} ({', '.join(k for k in kinds if k)})")
+    policy_level = []
     if "winner" in expect:
-        parts.append(f"winner {expect['winner']}")
+        policy_level.append(f"winner {expect['winner']}")
     if "winnerIn" in expect:
-        parts.append(f"winner among {len(expect['winnerIn'])}")
+        policy_level.append(f"winner among {len(expect['winnerIn'])}")
     for key, one, many in (
         ("verdicts", "verdict", "verdicts"),
-        ("rejectedBy", "rejection by a rule", "rejections by a rule"),
         ("extenderScores", "exact score", "exact scores"),
         ("scores", "score bound", "score bounds"),
     ):
         count = len(expect.get(key) or {})
         if count:
-            parts.append(f"{count} {one if count == 1 else many}")
+            policy_level.append(f"{count} {one if count == 1 else many}")
+    if policy_level:
+        parts.append("policy-level: " + ", ".join(policy_level))
     return " · ".join(parts) or "the policy applies"
 
 
@@ -133,13 +157,16 @@ def tests_run(request: HttpRequest, name: str) -> HttpResponse:
     )
 
 
-def _test_name(*, wanted: str, pod_name: str, winner: str, taken: set[str]) -> str:
-    """The given name, or `<pod>-on-<winner>` made unique (-2, -3, ...)."""
+def _test_name(*, wanted: str, pod_name: str, pick: list[str], taken: set[str]) -> str:
+    """The given name, or `<pod>-on-<pick>` (`<pod>-unschedulable`; `<pod>` for a tie) made
+    unique (-2, -3, ...)."""
     if wanted:
         return wanted
-    base = _TEST_NAME_JUNK.sub("-", f"{pod_name}-on-{winner}" if winner else f"{pod_name}").strip(
-        "-"
-    )[:56]
+    if len(pick) == 1:
+        base = f"{pod_name}-on-{pick[0]}"
+    else:
+        base = pod_name if pick else f"{pod_name}-unschedulable"
+    base = _TEST_NAME_JUNK.sub("-", base).strip("-")[:56]
     name, n = base, 1
     while name in taken:
         n += 1
@@ -147,15 +174,27 @@ def _test_name(*, wanted: str, pod_name: str, winner: str, taken: set[str]) -> s
     return name
 
 
+def _pins(request: HttpRequest) -> tuple[str, ...] | None:
+    """The pins ticked in the playground (None: the form offered none, use the defaults);
+    unknown values are dropped."""
+    if not request.POST.get("pins_shown"):
+        return None
+    return tuple(p for p in PINS if p in request.POST.getlist("pin"))
+
+
 @page_access(roles={"POST": "editor"})
 def test_add(request: HttpRequest, name: str) -> HttpResponse:
-    """ "Add as test case" in one click: the previewed pod, with the current verdicts and
-    winner (of the editor's text) as the expectation."""
+    """ "Add as test case": the previewed pod, with what the author chose to pin about it (by
+    default kube-scheduler's pick and the nodes the policy rejects; never every node's
+    verdict) as the expectation, judged as the preview judged it (same profile)."""
     policy = _policy(name)
     cluster_key = request.POST.get("cluster", "")
     wanted = request.POST.get("test_name", "").strip()
     if len(wanted) > 63:
         return _add_answer(request, policy, error="A test case name has at most 63 characters.")
+    pins = _pins(request)
+    if pins == ():
+        return _add_answer(request, policy, error="Tick at least one thing for the case to pin.")
     try:
         document = request.POST.get("document", "")
         policy_compile(document)
@@ -171,16 +210,20 @@ def test_add(request: HttpRequest, name: str) -> HttpResponse:
         return _add_answer(request, policy, error=str(exc))
     try:
         with request_guard():
-            previewed = preview_run(document=document, pod=pod, cluster=cluster)
+            previewed = preview_run(
+                document=document,
+                pod=pod,
+                cluster=cluster,
+                profile=profile_active(scheduler_name=pod["schedulerName"]),
+            )
     except EvaluationTooSlow as exc:
         return _add_answer(request, policy, error=str(exc))
-    evaluation = previewed.evaluation
-    expect = test_expectation(evaluation=evaluation)
-    winners = evaluation.winners()
+    expect = test_expectation(preview=previewed, pins=pins)
+    pick = list(previewed.placement.pick)
     case_name = _test_name(
         wanted=wanted,
         pod_name=pod["name"],
-        winner=winners[0] if len(winners) == 1 else "",
+        pick=pick,
         taken=set(policy.test_cases.values_list("name", flat=True)),
     )
     try:
@@ -197,10 +240,7 @@ def test_add(request: HttpRequest, name: str) -> HttpResponse:
         details = exc.details if isinstance(exc.details, list) else []
         more = "; ".join(d.get("message", "") for d in details if isinstance(d, dict))
         return _add_answer(request, policy, error=exc.message + (f": {more}" if more else ""))
-    # A test case checks the policy alone (every node, as `policy test` runs it); the answer
-    # also names kube-scheduler's pick, which the table stars, so the two are not confused.
-    pick = previewed.cycle.pick if previewed.cycle is not None else []
-    return _add_answer(request, policy, case=case, expect=expect, pick=pick)
+    return _add_answer(request, policy, case=case, expect=expect)
 
 
 def _add_answer(
@@ -210,14 +250,13 @@ def _add_answer(
     error: str = "",
     case: PolicyTestCase | None = None,
     expect: dict[str, Any] | None = None,
-    pick: list[str] | None = None,
 ) -> HttpResponse:
     context = {
         "policy": policy,
         "error": error,
         "case": case,
         "expect": expect or {},
-        "pick": pick or [],
+        "summary": expect_summary(expect or {}),
     }
     if case is not None:
         context.update(_tests_context(request, policy, policy.draft, "the saved draft"))

@@ -41,8 +41,11 @@ def test_the_run_shows_what_accepting_would_write_old_and_new(clients, case):
     assert len(winners) > 1 and "cp-1" not in winners
     got = result["proposed"]["scores"]["a-small-1"]["atLeast"]
     assert got < 10
-    assert f"node a-small-1: expected extender score at least 10, got {got}" in result["failures"]
-    assert any(f.startswith("expected the winner among cp-1, got ") for f in result["failures"])
+    assert f"node a-small-1: expected policy score at least 10, got {got}" in result["failures"]
+    assert any(
+        f.startswith("expected the policy's top node (policy-level winnerIn) among cp-1, got ")
+        for f in result["failures"]
+    )
     assert result["changes"] == [
         {"path": "winnerIn", "old": ["cp-1"], "new": winners},
         {"path": "scores.a-small-1.atLeast", "old": 10, "new": got},

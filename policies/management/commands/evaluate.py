@@ -1,10 +1,11 @@
 """`python manage.py evaluate --policy FILE --pod FILE [--cluster FILE|live|demo] [--json]`.
 
-Prints every node's verdict and score breakdown for one pod (the policy over every node, as the
-REST preview's `result`), then kube-scheduler's cycle around it (`kubeScheduler` in the REST
-preview): the in-tree verdict and rejecting plugin, the plugins' total, the extender's
-contribution, the final total and the node it picks. Exit status 0 on success; 2 when the policy is invalid (every error printed) or
-an input file cannot be used.
+Prints the answer first: where kube-scheduler puts the pod with the policy served by its
+extender (`answer` in the REST preview), and its cycle (`kubeScheduler`): per node the filters'
+verdict and rejecting plugin, the plugins' total, the extender's contribution, the final total
+and the policy's own score and rank; the pick starred. Then the policy alone over every node
+(policy-level, the REST preview's `result`): verdicts and every score's arithmetic. Exit status
+0 on success; 2 when the policy is invalid (every error printed) or an input file cannot be used.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from policies.cluster.manifest import pod_view_from_text
 from policies.cluster.sources import cluster_load
 from policies.engine.document import PolicyInvalid
 from policies.errors import ClusterUnavailable, InputError
-from policies.evaluation import policy_compile, preview_run, profile_from_file
+from policies.evaluation import policy_compile, preview_dict, preview_run, profile_from_file
 from policies.textformat import format_cycle, format_evaluation
 
 
@@ -75,18 +76,24 @@ class Command(BaseCommand):
             sys.exit(2)
 
         preview = preview_run(document=policy_text, pod=pod, cluster=cluster, profile=profile)
-        evaluation = preview.evaluation
         if options["json"]:
+            body = preview_dict(preview)
             payload = {
                 "pod": f"{pod['namespace']}/{pod['name']}",
                 "cluster": cluster.describe(),
-                **evaluation.to_dict(),
-                "kubeScheduler": preview.cycle.to_dict(),
+                "answer": body["answer"],
+                **body["result"],  # the policy alone over every node (policy-level)
+                "kubeScheduler": body["kubeScheduler"],
             }
             self.stdout.write(json.dumps(payload, indent=2))
         else:
-            self.stdout.write(format_evaluation(evaluation, pod=pod, cluster=cluster.describe()))
-            self.stdout.write("\n" + format_cycle(preview.cycle))
+            label = cluster.describe()
+            self.stdout.write(
+                f"pod {pod['namespace']}/{pod['name']} · policy {preview.compiled.name} · "
+                f"cluster {label} ({len(preview.placement.nodes)} nodes)\n"
+            )
+            self.stdout.write(format_cycle(preview.cycle, preview.placement))
+            self.stdout.write("\n" + format_evaluation(preview.evaluation, pod=pod, cluster=label))
 
 
 def _read(path: str, what: str) -> str:

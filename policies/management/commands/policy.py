@@ -2,8 +2,11 @@
 
     policy import policies/*.yaml          create or replace drafts from files
     policy export NAME [--version N|--active] [-o FILE]   the document with its recorded test cases
-    policy test FILE... [--allow-empty]    run each document's `tests:`; exit 1 on a failure or
-                                           when there is no test case at all (CI)
+    policy test FILE... [--allow-empty] [--scheduler-config FILE]
+                                           run each document's `tests:` (kube-scheduler modelled
+                                           with the configuration `schedulerconfig` prints, or
+                                           FILE); exit 1 on a failure or when there is no test
+                                           case at all (CI)
 
 Only the files named here are read (regular files, at most MAX_DOCUMENT_BYTES), and by `test`
 the cluster files their cases name, relative to the document's folder and inside it.
@@ -22,9 +25,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from policies import selectors, services
 from policies.cluster.files import read_regular_file
 from policies.engine.document import MAX_DOCUMENT_BYTES, PolicyInvalid
+from policies.engine.testcases import POLICY_LEVEL_KEYS
 from policies.engine.tests_section import TestsSectionError
-from policies.evaluation import policy_compile, test_case_run
+from policies.errors import InputError
+from policies.evaluation import policy_compile, profile_from_file, test_case_run
 from policies.models import Policy, PolicyVersion
+from policies.schedmodel.profile import profile_default
 
 
 class Command(BaseCommand):
@@ -51,6 +57,12 @@ class Command(BaseCommand):
             "--allow-empty",
             action="store_true",
             help="exit 0 when the documents have no test case (default: exit 1)",
+        )
+        test.add_argument(
+            "--scheduler-config",
+            metavar="FILE",
+            help="a KubeSchedulerConfiguration to model (default: the one `schedulerconfig` "
+            "prints), for landsIn, unschedulable and rejectedBy a plugin",
         )
 
     def handle(self, *args, **options) -> None:
@@ -122,6 +134,16 @@ class Command(BaseCommand):
     def _test(self, options) -> None:
         total = failures = 0
         invalid = False
+        try:
+            profile = (
+                profile_from_file(options["scheduler_config"])
+                if options["scheduler_config"]
+                else profile_default()  # a CI job has no installation to read one from
+            )
+        except InputError as exc:
+            self.stderr.write(str(exc))
+            sys.exit(2)
+        policy_level = False
         for path in options["files"]:
             text = self._read(path)
             try:
@@ -136,12 +158,23 @@ class Command(BaseCommand):
             base = Path(path).resolve().parent
             for case in compiled.spec.tests:
                 total += 1
-                problems = test_case_run(compiled=compiled, base=base, **case)["failures"]
+                problems = test_case_run(compiled=compiled, base=base, profile=profile, **case)[
+                    "failures"
+                ]
                 status = "ok" if not problems else "FAIL"
-                self.stdout.write(f"{path}: {case['name']}: {status}")
+                expect = case["expect"] if isinstance(case["expect"], dict) else {}
+                level = [k for k in POLICY_LEVEL_KEYS if k in expect]
+                policy_level |= bool(level)
+                note = f"  (policy-level: {', '.join(level)})" if level else ""
+                self.stdout.write(f"{path}: {case['name']}: {status}{note}")
                 for problem in problems:
                     self.stdout.write(f"    {problem}")
                 failures += bool(problems)
+        if policy_level:
+            self.stdout.write(
+                "policy-level: the policy alone over every node, before kube-scheduler's "
+                "filters and plugins; landsIn and unschedulable state where the pod lands"
+            )
         self.stdout.write(f"{total - failures} of {total} test cases passed")
         if invalid:
             sys.exit(2)

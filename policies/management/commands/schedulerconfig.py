@@ -6,8 +6,8 @@ Without options: a KubeSchedulerConfiguration (v1) to start kube-scheduler with
 Deployment of a second, isolated scheduler (seed 001), configured the same way. With --rbac: the
 ClusterRole and ClusterRoleBinding schedweb's own account needs (pods/binding with --bind), as
 the Connect page's RBAC tab shows them. With --advise POLICY_FILE: the smallest extender weight
-at which the policy's preferred node becomes kube-scheduler's pick, for the example pods (or the
-pods given with --pod, or the cluster's pending pods with --pending).
+at which kube-scheduler picks one of the nodes the policy scores highest, for the example pods
+(or the pods given with --pod, or the cluster's pending pods with --pending).
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ class Command(BaseCommand):
         output.add_argument(
             "--advise",
             metavar="POLICY_FILE",
-            help="print the smallest extender weight at which the policy's preferred node "
-            "becomes kube-scheduler's pick (for the example pods unless --pod or --pending)",
+            help="print the smallest extender weight at which kube-scheduler picks a node the "
+            "policy scores highest (for the example pods unless --pod or --pending)",
         )
         output.add_argument(
             "--rbac",
@@ -260,10 +260,15 @@ class Command(BaseCommand):
             if a.weight is None:
                 self.stdout.write(f"{ref}: no advice ({a.reason})")
             else:
-                preferred = ", ".join(a.preferred[:3]) + (" ..." if len(a.preferred) > 3 else "")
-                self.stdout.write(f"{ref}: weight >= {a.weight} (the policy prefers {preferred})")
+                top = ", ".join(a.preferred[:3]) + (" ..." if len(a.preferred) > 3 else "")
+                self.stdout.write(
+                    f"{ref}: weight >= {a.weight} (kube-scheduler then picks one of the nodes "
+                    f"the policy scores highest: {top})"
+                )
         if advice.weight is None:
-            self.stdout.write("advice: none - the policy prefers no node for these pods")
+            self.stdout.write(
+                "advice: none - the policy scores no node of these pods above another"
+            )
         else:
             self.stdout.write(
                 f"advice: extender weight {advice.weight} "

@@ -3,8 +3,9 @@
 One cached, budgeted `policy_compile`; one `preview_run` that the REST preview, the playground,
 background previews, the decision pages and `evaluate` call, whose answer is kube-scheduler's
 pick (`Preview.placement`, built from the model's cycle by `placement_from_cycle`); one
-test-case runner with one meaning of a test's cluster. The extender compiles with the same `policy_compile` and evaluates with the same engine
-(`policies/extender/service.py`); parity tests hold the two to the same numbers.
+test-case runner with one meaning of a test's cluster. The extender compiles with the same
+`policy_compile` and evaluates with the same engine (`policies/extender/service.py`); parity
+tests hold the two to the same numbers.
 """
 
 from __future__ import annotations

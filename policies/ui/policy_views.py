@@ -1,5 +1,6 @@
 """Policy pages: the list, the playground (editor + live preview), versions with publish and
-rollback, and the side-by-side diff (test cases: test_views.py, test_expect_views.py).
+rollback, and the side-by-side diff (test cases: test_views.py, test_expect_views.py; the
+background preview of all pending pods: preview_all_views.py).
 
 Views parse input, call one service or selector (or the playground's preview presenter), and
 render a page or an htmx fragment. Every page needs a login and the viewer role; every write
@@ -9,7 +10,6 @@ checks its role on the server (403 with a sentence) whatever the page showed.
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 from django.conf import settings
@@ -19,7 +19,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
-from policies import preview_jobs, selectors, services
+from policies import selectors, services
 from policies.api.errors import http_status
 from policies.cluster.filters import pods_search
 from policies.cluster.loaded import pod_from_cluster
@@ -532,68 +532,6 @@ def draft_save(request: HttpRequest, name: str) -> HttpResponse:
         return _toast(response, f"Draft saved (revision {saved.draft_revision}).")
     # playground.js swaps a 412 answer too (the page's htmx config swaps only 2xx and 422)
     return render(request, "policies/_save_answer.html", context, status=status)
-
-
-# --- preview of all pending pods ----------------------------------------------------------------
-
-
-@page_access(roles={"POST": "viewer"})
-def preview_all_start(request: HttpRequest, name: str) -> HttpResponse:
-    """Starts the background preview of every pending pod and answers its progress bar."""
-    policy = _policy(name)
-    compare_document, compare_label = None, ""
-    if request.POST.get("compare") == "1":
-        compare_document, compare_label = _compare_source(policy)
-    cluster_key = request.POST.get("cluster", "")
-    try:
-        job_id = preview_jobs.preview_job_start(
-            policy_name=policy.name,
-            document=request.POST.get("document", ""),
-            compare_document=compare_document,
-            compare_label=compare_label,
-            cluster_key=cluster_key if cluster_key in CLUSTER_KEYS else "",
-            user_id=request.user.pk,
-        )
-    except preview_jobs.JobError as exc:
-        return render(
-            request, "policies/_preview_all.html", {"error": str(exc), "policy": policy}, status=422
-        )
-    return _job_response(request, policy=policy, job_id=job_id)
-
-
-def _job_response(request: HttpRequest, *, policy: Policy, job_id: str) -> HttpResponse:
-    try:
-        job = preview_jobs.preview_job_read(job_id=job_id)
-    except preview_jobs.JobError as exc:
-        return render(request, "policies/_preview_all.html", {"error": str(exc), "policy": policy})
-    if job is None or job["policy"] != policy.name or job["user"] != str(request.user.pk):
-        return render(
-            request,
-            "policies/_preview_all.html",
-            {"error": "This preview job is unknown or expired; start it again.", "policy": policy},
-        )
-    results = job["results"] or []
-    if job["compare"]:  # the pods that would move first
-        results = sorted(results, key=lambda r: not (r.get("compare") or {}).get("moves"))
-    context = {
-        "policy": policy,
-        "job": job,
-        "job_url": reverse(
-            "policy-preview-all-status",
-            kwargs={"name": policy.name, "job_id": uuid.UUID(job_id)},
-        ),
-        "results": results,
-        "moved": sum(1 for r in results if (r.get("compare") or {}).get("moves")),
-        "pct": round(100 * job["done"] / job["total"]) if job["total"] else 0,
-        "waiting": timezone.now().timestamp() - job["created"],
-    }
-    return render(request, "policies/_preview_all.html", context)
-
-
-@page_access(roles={"GET": "viewer"})
-def preview_all_status(request: HttpRequest, name: str, job_id: str) -> HttpResponse:
-    """The job's progress (polled every 300 ms), then its per-pod summary."""
-    return _job_response(request, policy=_policy(name), job_id=job_id.hex)
 
 
 def _run_tests(policy: Policy, document: str) -> tuple[list[dict[str, Any]] | None, str]:

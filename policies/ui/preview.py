@@ -101,10 +101,11 @@ def test_pin_choices(*, preview: Preview) -> list[dict[str, Any]]:
     placement, evaluation = preview.placement, preview.evaluation
     policy_rejects = sum(1 for n in placement.nodes if n.rule)
     plugin_rejects = sum(1 for n in placement.nodes if n.plugin)
-    if placement.scheduled:
-        pick = f"lands in {', '.join(placement.pick)}" + (
-            " (a tie)" if len(placement.pick) > 1 else ""
-        )
+    tied = placement.pick
+    if len(tied) > 3:
+        pick = f"lands in one of {len(tied)} tied nodes ({', '.join(tied[:3])}, …)"
+    elif tied:
+        pick = f"lands in {', '.join(tied)}" + (" (a tie)" if len(tied) > 1 else "")
     else:
         pick = f"unschedulable, with its {len(placement.reasons())} reason(s)"
     choices = [
@@ -127,7 +128,12 @@ def test_pin_choices(*, preview: Preview) -> list[dict[str, Any]]:
     ]
     defaults = DEFAULT_PINS if evaluation.applies else (*DEFAULT_PINS, "applies")
     return [
-        {"value": value, "label": label, "checked": value in defaults, "available": available}
+        {
+            "value": value,
+            "label": label,
+            "checked": available and value in defaults,
+            "available": available,
+        }
         for value, label, available in choices
     ]
 

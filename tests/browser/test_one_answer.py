@@ -3,7 +3,8 @@ node's final total and its breakdown without sideways scrolling at 1440x900 and 
 node drill-down's fixes, and a test case recorded in the playground that pins the pick, passes
 `policy test` after `policy export` and survives a node added to the cluster.
 
-Screenshots: artifacts/screenshots/one-answer-<look>.png, one-answer-drill-<look>.png.
+Screenshots: artifacts/screenshots/one-answer-<look>.png, one-answer-drill-<look>.png,
+one-answer-compare-<look>.png.
 """
 
 from __future__ import annotations
@@ -114,6 +115,36 @@ def test_the_answer_and_each_final_total_with_its_breakdown_fit_without_sideways
     _no_sideways_scroll(page, "#node-drill")
     fits(page)
     screenshot(page, f"one-answer-drill-{look.id}", selector="#node-drill")
+    assert meaningful_errors(page) == []
+
+
+def test_compare_with_published_says_where_the_pod_goes_side_by_side_and_fits(
+    live_server, look, page, screenshot
+):
+    publisher = make_user("pia", "publisher")
+    policy = services.policy_create(actor=publisher, document=example(SEED))
+    services.policy_publish(
+        actor=publisher, policy=policy, message="v1", revision=policy.draft_revision
+    )
+    policy.refresh_from_db()
+    flipped = policy.draft.replace(
+        "expression: 20 - size(node.name)", "expression: size(node.name)"
+    )
+    services.policy_update_draft(
+        actor=publisher, policy=policy, document=flipped, if_match=policy.etag
+    )
+    sign_in(page, live_server, "pia", then=f"/policies/{SEED}/")
+    page.goto(f"{live_server.url}/policies/{SEED}/?pod=default/abc&compare=1")
+    ready(page)
+    page.wait_for_selector("#compare-banner[data-moves='true']")
+    after = page.inner_text("#summary-pick").strip()
+    sides = page.locator("#compare-sides tbody tr").first.inner_text().split("\t")
+    assert [cell.strip() for cell in sides] == ["kube-scheduler picks", PICK, after]
+    assert after != PICK
+    fits(page)
+    _no_sideways_scroll(page, ".pg-nodes-wrap")
+    page.locator("#compare-banner").scroll_into_view_if_needed()
+    screenshot(page, f"one-answer-compare-{look.id}", selector="#compare-banner")
     assert meaningful_errors(page) == []
 
 

@@ -46,7 +46,13 @@ from policies.engine.testcases import (
 from policies.errors import ClusterUnavailable, EvaluationTooSlow, InputError
 from policies.schedmodel.advisor import WeightAdvice, weight_advise
 from policies.schedmodel.pipeline import Cycle, cycle_run
-from policies.schedmodel.profile import Profile, ProfileInvalid, profile_default, profile_parse
+from policies.schedmodel.profile import (
+    FILTERS,
+    Profile,
+    ProfileInvalid,
+    profile_default,
+    profile_parse,
+)
 
 # --- compiling -------------------------------------------------------------------------------
 
@@ -175,7 +181,7 @@ def placement_from_cycle(cycle: Cycle, *, applies: bool | None = None) -> Placem
         )
     if applies is None:  # the cycle knows when a node reached the extender
         applies = ev is None or ev.applies
-    return Placement(tuple(nodes), tuple(cycle.pick), applies=applies)
+    return Placement(tuple(nodes), tuple(cycle.pick), applies=applies, filter_plugins=FILTERS)
 
 
 @dataclass(frozen=True)

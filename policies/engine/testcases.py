@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .placement import FILTER_PLUGINS, Placement
+from .placement import Placement
 from .queue import QueueKey
 from .results import Evaluation
 
@@ -217,17 +217,15 @@ def _reasons_errors(value: Any) -> list[tuple[str, str]]:
 
 
 def needs_placement(expect: dict[str, Any]) -> bool:
-    """Whether checking `expect` needs kube-scheduler's answer (landsIn, unschedulable, or a
-    rejectedBy that names a filter plugin)."""
-    rejected = expect.get("rejectedBy")
-    return (
-        "landsIn" in expect
-        or "unschedulable" in expect
-        or (
-            isinstance(rejected, dict)
-            and any(v in FILTER_PLUGINS for v in rejected.values() if isinstance(v, str))
-        )
-    )
+    """Whether checking `expect` needs kube-scheduler's answer: landsIn, unschedulable, or a
+    rejectedBy (whose names may be kube-scheduler's filter plugins, which the model knows)."""
+    return "landsIn" in expect or "unschedulable" in expect or "rejectedBy" in expect
+
+
+def _plugins(placement: Placement | None) -> tuple[str, ...]:
+    """The filter plugin names a rejectedBy may give (none without kube-scheduler's answer:
+    then every name is a rule's)."""
+    return placement.filter_plugins if placement is not None else ()
 
 
 def _bounds_errors(path: str, bounds: Any) -> list[tuple[str, str]]:
@@ -281,15 +279,15 @@ def _check_placement(
 ) -> list[str]:
     """The kube-scheduler-level kinds: landsIn, unschedulable, rejectedBy a filter plugin."""
     failures: list[str] = []
+    if placement is None:  # a caller without the model (unit tests of the other kinds)
+        if "landsIn" in expect or "unschedulable" in expect:
+            failures.append("kube-scheduler's answer is not available to check this case")
+        return failures
     plugin_rejections = {
         name: plugin
         for name, plugin in (expect.get("rejectedBy") or {}).items()
-        if plugin in FILTER_PLUGINS
+        if plugin in placement.filter_plugins
     }
-    if placement is None:  # a caller without the model (unit tests of the other kinds)
-        if "landsIn" in expect or "unschedulable" in expect or plugin_rejections:
-            failures.append("kube-scheduler's answer is not available to check this case")
-        return failures
     if "landsIn" in expect:
         wanted = ", ".join(expect["landsIn"])
         outside = [n for n in placement.pick if n not in expect["landsIn"]]
@@ -403,8 +401,9 @@ def check_expectations(
             if actual != verdict:
                 why = f" ({why_rejected(i)})" if actual == "reject" else ""
                 failures.append(f"node {name}: expected the policy's {verdict}, got {actual}{why}")
+    plugins = _plugins(placement)
     for name, rule in (expect.get("rejectedBy") or {}).items():
-        if rule in FILTER_PLUGINS:
+        if rule in plugins:
             continue  # checked against kube-scheduler's filters above
         i = node_index(name)
         if i is not None and evaluation.failed_rule[i] != rule:
@@ -581,7 +580,7 @@ def _rerecord_nodes(
                     continue
                 i = index[name]
                 node = placement.node(name) if placement is not None else None
-                if was in FILTER_PLUGINS and node is not None and node.plugin:
+                if node is not None and was in placement.filter_plugins and node.plugin:
                     kept[name] = node.plugin
                 elif not evaluation.passed[i]:
                     kept[name] = evaluation.failed_rule[i]

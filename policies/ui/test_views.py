@@ -18,7 +18,6 @@ from policies import selectors, services
 from policies.cluster.manifest import parse_manifest
 from policies.cluster.sources import CLUSTER_KEYS, cluster_for
 from policies.engine.document import PolicyInvalid
-from policies.engine.placement import FILTER_PLUGINS
 from policies.engine.testcases import PINS, expect_canonical
 from policies.errors import (
     ClusterUnavailable,
@@ -28,6 +27,7 @@ from policies.errors import (
 )
 from policies.evaluation import policy_compile, preview_run, profile_active, request_guard
 from policies.models import Policy, PolicyTestCase
+from policies.schedmodel.profile import FILTERS
 
 from .access import is_htmx, page_access
 from .policy_views import _abilities, _policy, _preview_choice, _run_tests, _toast
@@ -92,7 +92,7 @@ def expect_summary(expect: dict[str, Any]) -> str:
         parts.append("passes through the policy")
     rejected = expect.get("rejectedBy") or {}
     if rejected:
-        by_plugin = sum(1 for v in rejected.values() if v in FILTER_PLUGINS)
+        by_plugin = sum(1 for v in rejected.values() if v in FILTERS)
         kinds = [
             f"{len(rejected) - by_plugin} by a rule" if len(rejected) > by_plugin else "",
             f"{by_plugin} by a plugin" if by_plugin else "",

@@ -17,6 +17,7 @@ from policies.engine.testcases import (
     record_expectation,
     rerecord,
 )
+from policies.schedmodel.profile import FILTERS
 
 
 def evaluation(*rows: tuple[str, str | None, float, int], applies: bool = True) -> Evaluation:
@@ -59,6 +60,7 @@ PLACED_ONE = Placement(
         NodePlacement("cp-1", plugin="TaintToleration", plugin_reasons=(TAINT,)),
     ),
     ("a-1",),
+    filter_plugins=FILTERS,
 )
 # around TIE: a-1 and a-2 tie; cp-1 reaches the policy, which rejects it
 PLACED_TIE = Placement(
@@ -69,6 +71,7 @@ PLACED_TIE = Placement(
         NodePlacement("cp-1", rule="no-control-plane", message="too small"),
     ),
     ("a-1", "a-2"),
+    filter_plugins=FILTERS,
 )
 # nowhere: every node is rejected, by a plugin or by the policy
 PLACED_NONE = Placement(
@@ -78,9 +81,13 @@ PLACED_NONE = Placement(
         NodePlacement("cp-1", plugin="TaintToleration", plugin_reasons=(TAINT,)),
     ),
     (),
+    filter_plugins=FILTERS,
 )
 PLACED_THROUGH = Placement(
-    (NodePlacement("a-1", final=500), NodePlacement("b-1", final=400)), ("a-1",), applies=False
+    (NodePlacement("a-1", final=500), NodePlacement("b-1", final=400)),
+    ("a-1",),
+    applies=False,
+    filter_plugins=FILTERS,
 )
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from django.core.management import call_command
 
 from policies.cluster.demo import demo_objects
@@ -387,6 +388,38 @@ def test_evaluate_models_the_scheduler_configuration_given(tmp_path):
     code, _, err = run("evaluate", *args, "--scheduler-config", str(config))
     assert code == 2
     assert "apiVersion: expected kubescheduler.config.k8s.io/v1" in err
+    assert "extenders[0].weight: expected an integer, got 'x'" in err
+
+
+def test_policy_test_models_the_configuration_schedulerconfig_prints_or_the_one_given(tmp_path):
+    # where the pod lands depends on kube-scheduler's configuration: with the default
+    # (LeastAllocated) abc lands on c-mem-1; packing (MostAllocated) sends it to a small node
+    pod = (EXAMPLES / "pods" / "abc.yaml").read_text()
+    document = (EXAMPLES / "seed-003-name-length.yaml").read_text() + (
+        "tests:\n  - name: lands\n    cluster: demo\n"
+        f"    pod: {json.dumps(yaml.safe_load(pod))}\n"
+        "    expect: {landsIn: [c-mem-1], rejectedBy: {cp-1: TaintToleration}}\n"
+    )
+    path = tmp_path / "seed.yaml"
+    path.write_text(document)
+    assert run("policy", "test", str(path)) == (
+        0,
+        f"{path}: lands: ok\n1 of 1 test cases passed\n",
+        "",
+    )
+    config = tmp_path / "packing.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n"
+        "      scoringStrategy: {type: MostAllocated, resources: [{name: cpu, weight: 1}, "
+        "{name: memory, weight: 1}]}\n"
+    )
+    code, out, _ = run("policy", "test", str(path), "--scheduler-config", str(config))
+    assert code == 1
+    assert "expected the pod to land in c-mem-1, but kube-scheduler picks one of " in out
+    config.write_text("kind: KubeSchedulerConfiguration\nextenders: [{weight: x}]\n")
+    code, out, err = run("policy", "test", str(path), "--scheduler-config", str(config))
+    assert code == 2 and out == ""
     assert "extenders[0].weight: expected an integer, got 'x'" in err
 
 

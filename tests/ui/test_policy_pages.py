@@ -1103,6 +1103,7 @@ def test_the_background_preview_in_compare_mode_lists_the_pods_that_would_move(
     for ref in admitted:
         row = flipped[flipped.index(f">{ref}</a>") :].split("</tr>")[0]
         assert kube_pick(seed003.draft, ref)[0] in row and ">moves</span>" in row
+        assert re.search(r"\b27 feasible\b", row)  # the published side: pick, feasible nodes
     # a one-line change that moves no pod says so in one line
     same = run(cp1_scores_more(seed003.draft))
     summary = re.search(r'<p class="pg-all-summary" id="preview-all-summary">(.*?)</p>', same)

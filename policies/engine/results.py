@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .placement import competition_ranks
+
 
 @dataclass(frozen=True, slots=True)
 class RuleError:
@@ -159,7 +161,16 @@ class Evaluation:
         return names
 
     def to_dict(self) -> dict[str, Any]:
-        rows = self.rows()
+        """The policy alone over these nodes (policy-level): verdicts, scores and each passing
+        node's policy rank by total. Not where the pod lands: that is kube-scheduler's pick
+        (the `answer` beside it, policies/engine/placement.py)."""
+        ranks = (
+            competition_ranks(
+                {n: t for n, t, ok in zip(self.node_names, self.total, self.passed) if ok}
+            )
+            if self.applies and self.scored
+            else {}
+        )
         out = {
             "policy": self.policy,
             "applies": self.applies,
@@ -170,9 +181,8 @@ class Evaluation:
                 "passing": sum(self.passed),
                 "rejected": self.size - sum(self.passed),
                 "errors": sum(len(v) for v in self.errors.values()),
-                "winners": self.winners(),
             },
-            "nodes": [r.to_dict() for r in rows],
+            "nodes": [{**r.to_dict(), "policyRank": ranks.get(r.node)} for r in self.rows()],
         }
         if self.stopped is not None:
             out["stopped"] = self.stopped

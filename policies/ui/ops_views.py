@@ -39,6 +39,7 @@ from policies.cluster.loaded import pod_from_cluster
 from policies.cluster.sources import cluster_default
 from policies.cluster.status import cluster_status
 from policies.engine.document import PolicyInvalid
+from policies.engine.placement import competition_ranks
 from policies.errors import ClusterUnavailable, InputError
 from policies.evaluation import preview_run, profile_active
 from policies.extender.metrics import recent_summary
@@ -449,6 +450,13 @@ def decision_breakdown(*, decision: Decision) -> dict[str, Any]:
         )
     # Passing nodes first, best total first; rejected ones after, by name.
     rows.sort(key=lambda r: (not r["ok"], -(r["total"] or 0), r["node"]))
+    # the policy's own rank among the nodes the extender was sent (not the answer: kube-
+    # scheduler adds its plugins' scores and picks the highest final total)
+    policy_ranks = competition_ranks(
+        {r["node"]: r["total"] for r in rows if r["ok"] and r["total"] is not None}
+    )
+    for r in rows:
+        r["policy_rank"] = policy_ranks.get(r["node"])
     passing = sum(1 for r in rows if r["ok"])
     chosen_in_list = any(r["chosen"] for r in rows)
     return {
@@ -464,6 +472,7 @@ def decision_breakdown(*, decision: Decision) -> dict[str, Any]:
         "readable": readable,
         "chosen_in_list": chosen_in_list,
         "chosen_is_winner": decision.chosen_node in winners,
+        "chosen_policy_rank": policy_ranks.get(decision.chosen_node),
         # The playground opens this pod with this version (its URL contract, ui-playground brief).
         "playground": f"/policies/{decision.policy_name}/?"
         + urlencode(
@@ -537,10 +546,13 @@ def decision_model(*, decision: Decision) -> dict[str, Any]:
         preview = preview_run(document=document, pod=pod, cluster=cluster, profile=profile)
     except (InputError, ClusterUnavailable, PolicyInvalid) as exc:
         return {"error": str(exc)}
-    pick = preview.cycle.pick
+    pick = list(preview.placement.pick)
+    ranks = preview.placement.policy_ranks()
     return {
         "pick": pick,
-        "policy": preview.cycle.evaluation.winners() if preview.cycle.evaluation else [],
+        "answer": preview.placement.summary(),
+        # the nodes of policy rank 1 among those kube-scheduler sends it (a column, not a pick)
+        "policy_top": sorted(n for n, r in ranks.items() if r == 1),
         "chosen_in_pick": bool(decision.chosen_node) and decision.chosen_node in pick,
         "bound": bool(pod["nodeName"]),
         "cluster": cluster.describe(),
@@ -549,8 +561,8 @@ def decision_model(*, decision: Decision) -> dict[str, Any]:
 
 @page_access(roles={"GET": "viewer"})
 def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
-    """Why the pod went where it went: every node's verdict and score breakdown, and the node
-    kube-scheduler's model picks next to the policy's."""
+    """Why the pod went where it went: the node kube-scheduler chose, the node the model says
+    it picks, and every node's verdict, score breakdown and policy rank."""
     decision = get_object_or_404(Decision, pk=decision_id)
     return _page(
         request,

@@ -347,7 +347,7 @@ def test_a_database_that_cannot_load_the_session_gets_a_page_not_a_500(redis_dow
 # --- decisions ------------------------------------------------------------------------------------
 
 
-def test_the_decision_list_shows_passing_counts_winners_and_the_chosen_node():
+def test_the_decision_list_shows_passing_counts_the_chosen_node_and_the_policys_rank_1():
     decision, evaluation = record_decision(chosen="")
     winner = evaluation.winners()[0]
     decision.chosen_node = winner
@@ -360,6 +360,7 @@ def test_the_decision_list_shows_passing_counts_winners_and_the_chosen_node():
     assert f"{sum(evaluation.passed)} / {evaluation.size}" in row
     assert f"{winner}</td>" in row  # the chosen node's cell, with no "not top" badge
     assert "not top" not in row
+    assert ">Policy rank 1</th>" in response.content.decode()
 
 
 @pytest.mark.parametrize(
@@ -449,15 +450,18 @@ def test_a_rejected_node_shows_its_failing_rule_and_message():
     assert "badge--reject" in row
 
 
-def test_a_chosen_node_that_is_not_the_top_score_is_explained():
+def test_a_chosen_node_below_the_policys_rank_1_is_explained_with_its_policy_rank():
     decision, evaluation = record_decision()
     ranked = sorted((r for r in evaluation.rows() if r.passed), key=lambda r: r.total, reverse=True)
-    runner_up = next(r.node for r in ranked if r.total < ranked[0].total)
-    decision.chosen_node = runner_up
+    runner_up = next(r for r in ranked if r.total < ranked[0].total)
+    rank = 1 + sum(1 for r in ranked if r.total > runner_up.total)  # competition rank
+    decision.chosen_node = runner_up.node
     decision.save()
     body = client_for("viewer").get(f"/decisions/{decision.pk}/").content.decode()
-    assert "Why not the top score?" in body
-    assert "not the top score" in body
+    assert "Why not a node of policy rank 1?" in body
+    assert f'<span id="decision-chosen-rank">policy rank {rank}</span>' in body
+    # the policy's ranking is a column, never a second winner
+    assert "Winner" not in body and "top score" not in body
 
 
 def test_a_filter_decision_has_verdicts_but_no_score_columns():
@@ -788,7 +792,7 @@ def test_only_an_admin_changes_the_configuration_previews_model():
     assert response.status_code == 403
 
 
-def test_the_decision_page_shows_the_models_pick_next_to_the_policys(published):
+def test_the_decision_page_shows_the_models_pick_and_the_policys_rank_1_as_a_column(published):
     decision, _ = record_decision(pod_file="abc.yaml")  # default/abc is pending in the demo
     response = client_for("viewer").get(f"/decisions/{decision.pk}/")
     model = response.context["model"]
@@ -796,7 +800,7 @@ def test_the_decision_page_shows_the_models_pick_next_to_the_policys(published):
     assert model["pick"] and "cp-1" not in model["pick"]  # a tainted control-plane node
     body = response.content.decode()
     assert 'id="decision-model-pick"' in body and model["pick"][0] in body
-    assert "the policy&#x27;s choice there" in body or "the policy's choice there" in body
+    assert "policy rank 1 there" in body and "choice" not in body
 
 
 def test_the_decision_page_says_why_the_model_cannot_run():

@@ -197,3 +197,43 @@ def test_policy_test_fails_a_case_past_its_budget_and_says_so(tmp_path):
     assert exited.value.code == 1
     assert "slow: FAIL" in out.getvalue()
     assert "stopped: the evaluation ran past its budget of 0.5 s" in out.getvalue()
+
+
+def test_the_answer_and_the_cycle_print_names_and_messages_escaped():
+    """The one answer's line (its pick, or the FailedScheduling message), the cycle's rows, the
+    admission notes and the picks go through printable like the rest of the terminal's text."""
+    from policies.engine.placement import NodePlacement, Placement
+    from policies.schedmodel.pipeline import Cycle, NodeOutcome
+    from policies.schedmodel.profile import profile_default
+    from policies.textformat import format_cycle
+
+    evil = "n\x1b[2J\u202e1"
+    placed = format_cycle(
+        Cycle(
+            outcomes=[NodeOutcome(node=evil, total=100)],
+            pick=[evil],
+            evaluation=None,
+            profile=profile_default(),
+            caveats=[],
+            admitted=["metadata.name: \x1b[31m"],
+        ),
+        Placement((NodePlacement(evil, final=100),), (evil,)),
+    )
+    message = "0/1 nodes are available: 1 rule: \x1b[31mred."
+    stuck = format_cycle(
+        Cycle(
+            outcomes=[NodeOutcome(node=evil, plugin="NodeName", reasons=("\u202ex",))],
+            pick=[],
+            evaluation=None,
+            profile=profile_default(),
+            caveats=[],
+        ),
+        Placement((NodePlacement(evil, plugin="NodeName"),), (), failed_scheduling=message),
+    )
+    for out in (placed, stuck):
+        assert "\x1b" not in out and "\u202e" not in out
+    assert "answer: lands on n\\x1b[2J\\u202e1 (final total 100)" in placed
+    assert "added by API admission: metadata.name: \\x1b[31m" in placed
+    assert "answer: unschedulable: 0/1 nodes are available: 1 rule: \\x1b[31mred." in stuck
+    # the cycle's own message: the plugin's reason escaped too
+    assert "FailedScheduling: 0/1 nodes are available: 1 \\u202ex." in stuck

@@ -1,10 +1,15 @@
 """`python manage.py evaluate --policy FILE --pod FILE [--cluster FILE|live|demo] [--json]`.
 
-Prints every node's verdict and score breakdown for one pod (the policy over every node, as the
-REST preview's `result`), then kube-scheduler's cycle around it (`kubeScheduler` in the REST
-preview): the in-tree verdict and rejecting plugin, the plugins' total, the extender's
-contribution, the final total and the node it picks. Exit status 0 on success; 2 when the policy is invalid (every error printed) or
-an input file cannot be used; 3 when the evaluation ran past its budget (`--budget`, by default
+Prints the answer first: where kube-scheduler puts the pod with the policy served by its
+extender (`answer` in the REST preview; for an unschedulable pod, the FailedScheduling message
+kube-scheduler writes), and its cycle (`kubeScheduler`): per node the filters' verdict and
+rejecting plugin, the plugins' total, the extender's contribution, the final total and the
+policy's own score and rank; the pick starred; the plugins PreScore skips and what API
+admission added to a pod given as text. Then the policy alone over every node (policy-level,
+the REST preview's `result`): verdicts and every score's arithmetic.
+
+Exit status 0 on success; 2 when the policy is invalid (every error printed) or an input file
+cannot be used; 3 when the evaluation ran past its budget (`--budget`, by default
 SCHEDWEB_PREVIEW_SECONDS): the nodes it had not judged follow the policy's failurePolicy, as the
 extender would answer, and the output says so.
 
@@ -29,7 +34,7 @@ from policies.cluster.sources import cluster_load
 from policies.engine.cel.deadline import EvaluationTimeout, budget
 from policies.engine.document import FieldError, PolicyInvalid
 from policies.errors import ClusterUnavailable, InputError
-from policies.evaluation import policy_compile, preview_run, profile_from_file
+from policies.evaluation import policy_compile, preview_dict, preview_run, profile_from_file
 from policies.formatting import printable
 from policies.textformat import format_cycle, format_evaluation
 
@@ -108,12 +113,14 @@ class Command(BaseCommand):
         in_cycle = preview.cycle.evaluation  # the policy over the in-tree-feasible nodes
         stopped = evaluation.stopped or (in_cycle.stopped if in_cycle is not None else None)
         if as_json:
+            body = preview_dict(preview)
             payload = {
                 "pod": f"{pod['namespace']}/{pod['name']}",
                 "admissionDefaults": list(pod.get("admitted") or ()),
                 "cluster": cluster.describe(),
-                **evaluation.to_dict(),
-                "kubeScheduler": preview.cycle.to_dict(),
+                "answer": body["answer"],
+                **body["result"],  # the policy alone over every node (policy-level)
+                "kubeScheduler": body["kubeScheduler"],
             }
             if stopped:
                 payload["stopped"] = stopped
@@ -122,8 +129,16 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(payload, indent=2))
         else:
             self._warn(compiled.warnings)
-            self.stdout.write(format_evaluation(evaluation, pod=pod, cluster=cluster.describe()))
-            self.stdout.write("\n" + format_cycle(preview.cycle))
+            label = cluster.describe()
+            self.stdout.write(
+                printable(
+                    f"pod {pod['namespace']}/{pod['name']} · policy {compiled.name} · "
+                    f"cluster {label} ({len(preview.placement.nodes)} nodes)"
+                )
+                + "\n"
+            )
+            self.stdout.write(format_cycle(preview.cycle, preview.placement))
+            self.stdout.write("\n" + format_evaluation(evaluation, pod=pod, cluster=label))
             if stopped:
                 self.stderr.write(f"warning: {printable(stopped)} (--budget {seconds:g})")
         if stopped:

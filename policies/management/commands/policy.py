@@ -2,8 +2,11 @@
 
     policy import policies/*.yaml          create or replace drafts from files
     policy export NAME [--version N|--active] [-o FILE]   the document with its recorded test cases
-    policy test FILE... [--allow-empty]    run each document's `tests:`; exit 1 on a failure or
-                                           when there is no test case at all (CI)
+    policy test FILE... [--allow-empty] [--scheduler-config FILE] [--budget SECONDS]
+                                           run each document's `tests:` (kube-scheduler modelled
+                                           with the configuration `schedulerconfig` prints, or
+                                           FILE); exit 1 on a failure or when there is no test
+                                           case at all (CI)
 
 Only the files named here are read (regular files, at most MAX_DOCUMENT_BYTES), and by `test`
 the cluster files their cases name, relative to the document's folder and inside it.
@@ -29,10 +32,13 @@ from policies import selectors, services
 from policies.cluster.files import read_regular_file
 from policies.engine.cel.deadline import EvaluationTimeout, budget
 from policies.engine.document import MAX_DOCUMENT_BYTES, FieldError, PolicyInvalid
+from policies.engine.testcases import POLICY_LEVEL_KEYS
 from policies.engine.tests_section import TestsSectionError
-from policies.evaluation import policy_compile, test_case_run
+from policies.errors import InputError
+from policies.evaluation import policy_compile, profile_from_file, test_case_run
 from policies.formatting import printable
 from policies.models import Policy, PolicyVersion
+from policies.schedmodel.profile import profile_default
 
 
 class Command(BaseCommand):
@@ -59,6 +65,12 @@ class Command(BaseCommand):
             "--allow-empty",
             action="store_true",
             help="exit 0 when the documents have no test case (default: exit 1)",
+        )
+        test.add_argument(
+            "--scheduler-config",
+            metavar="FILE",
+            help="a KubeSchedulerConfiguration to model (default: the one `schedulerconfig` "
+            "prints), for landsIn, unschedulable and rejectedBy a plugin",
         )
         test.add_argument(
             "--budget",
@@ -151,6 +163,16 @@ class Command(BaseCommand):
             seconds = settings.SCHEDWEB_PREVIEW_SECONDS
         total = failures = 0
         invalid = False
+        try:
+            profile = (
+                profile_from_file(options["scheduler_config"])
+                if options["scheduler_config"]
+                else profile_default()  # a CI job has no installation to read one from
+            )
+        except InputError as exc:
+            self.stderr.write(printable(str(exc)))
+            sys.exit(2)
+        policy_level = False
         for path in options["files"]:
             shown = printable(path)
             text = self._read(path)
@@ -177,14 +199,25 @@ class Command(BaseCommand):
                 total += 1
                 try:
                     with budget(seconds):  # each case is a request of its own
-                        problems = test_case_run(compiled=compiled, base=base, **case)["failures"]
+                        problems = test_case_run(
+                            compiled=compiled, base=base, profile=profile, **case
+                        )["failures"]
                 except EvaluationTimeout as exc:  # outside the evaluation: the queue key
                     problems = [f"stopped: the case took longer than {exc.seconds:g} s (--budget)"]
                 status = "ok" if not problems else "FAIL"
-                self.stdout.write(f"{shown}: {printable(str(case['name']))}: {status}")
+                expect = case["expect"] if isinstance(case["expect"], dict) else {}
+                level = [k for k in POLICY_LEVEL_KEYS if k in expect]
+                policy_level |= bool(level)
+                note = f"  (policy-level: {', '.join(level)})" if level else ""
+                self.stdout.write(f"{shown}: {printable(str(case['name']))}: {status}{note}")
                 for problem in problems:
                     self.stdout.write(f"    {printable(problem)}")
                 failures += bool(problems)
+        if policy_level:
+            self.stdout.write(
+                "policy-level: the policy alone over every node, before kube-scheduler's "
+                "filters and plugins; landsIn and unschedulable state where the pod lands"
+            )
         self.stdout.write(f"{total - failures} of {total} test cases passed")
         if invalid:
             sys.exit(2)

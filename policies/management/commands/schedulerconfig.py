@@ -5,9 +5,10 @@ Without options: a KubeSchedulerConfiguration (v1) to start kube-scheduler with
 (`kube-scheduler --config FILE`). With --manifests: the ServiceAccount, RBAC, ConfigMap and
 Deployment of a second, isolated scheduler (seed 001), configured the same way. With --rbac: the
 ClusterRoles and ClusterRoleBindings schedweb's own accounts need (the worker's; with --bind
-the extender's pods/binding), as the Connect page's RBAC tab shows them. With --advise POLICY_FILE: the smallest extender weight
-at which the policy's preferred node becomes kube-scheduler's pick, for the example pods (or the
-pods given with --pod, or the cluster's pending pods with --pending).
+the extender's pods/binding), as the Connect page's RBAC tab shows them. With --advise
+POLICY_FILE: the smallest extender weight at which kube-scheduler picks one of the nodes the
+policy scores highest, for the example pods (or the pods given with --pod, or the cluster's
+pending pods with --pending).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from policies.cluster.sources import cluster_load
 from policies.engine.document import PolicyInvalid
 from policies.errors import ClusterUnavailable, InputError
 from policies.evaluation import example_pod_views, pods_pending, weight_advise_run
+from policies.formatting import printable
 from policies.schedulerconfig import (
     IN_CLUSTER_EXTENDER_URL,
     BindScopeError,
@@ -75,8 +77,8 @@ class Command(BaseCommand):
         output.add_argument(
             "--advise",
             metavar="POLICY_FILE",
-            help="print the smallest extender weight at which the policy's preferred node "
-            "becomes kube-scheduler's pick (for the example pods unless --pod or --pending)",
+            help="print the smallest extender weight at which kube-scheduler picks a node the "
+            "policy scores highest (for the example pods unless --pod or --pending)",
         )
         output.add_argument(
             "--rbac",
@@ -261,17 +263,24 @@ class Command(BaseCommand):
                 self.stderr.write(f"  {error}")
             sys.exit(2)
         except (InputError, ClusterUnavailable) as exc:
-            self.stderr.write(f"error: {exc}")
+            self.stderr.write(f"error: {printable(str(exc))}")
             sys.exit(2)
-        for pod, a in advice.pods:
-            ref = f"{pod['namespace']}/{pod['name']}"
+        for pod, a in advice.pods:  # names from pods and clusters, escaped for the terminal
+            ref = printable(f"{pod['namespace']}/{pod['name']}")
             if a.weight is None:
-                self.stdout.write(f"{ref}: no advice ({a.reason})")
+                self.stdout.write(f"{ref}: no advice ({printable(a.reason)})")
             else:
-                preferred = ", ".join(a.preferred[:3]) + (" ..." if len(a.preferred) > 3 else "")
-                self.stdout.write(f"{ref}: weight >= {a.weight} (the policy prefers {preferred})")
+                top = printable(", ".join(a.preferred[:3])) + (
+                    " ..." if len(a.preferred) > 3 else ""
+                )
+                self.stdout.write(
+                    f"{ref}: weight >= {a.weight} (kube-scheduler then picks one of the nodes "
+                    f"the policy scores highest: {top})"
+                )
         if advice.weight is None:
-            self.stdout.write("advice: none - the policy prefers no node for these pods")
+            self.stdout.write(
+                "advice: none - the policy scores no node of these pods above another"
+            )
         else:
             self.stdout.write(
                 f"advice: extender weight {advice.weight} "

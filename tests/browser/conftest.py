@@ -11,24 +11,13 @@ and uncaught exceptions; `screenshot(page, name)` writes artifacts/screenshots/<
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.browser.looks import LOOKS, WAIT_MS, Look, new_context
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 VIEWPORT = {"width": 1280, "height": 800}
 LOOPBACK = "127.0.0.1"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
@@ -70,27 +59,6 @@ def live_server(request: pytest.FixtureRequest):
         raise RuntimeError(f"live server bound to {bound}, expected {LOOPBACK}")
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
-    """One headless Chromium for the session (Debian's, never a downloaded build)."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (scripts/bootstrap.sh dev)")
-    # Playwright's sync API runs an event loop in this thread; Django would then refuse ORM
-    # calls from the tests' teardown (flush) as "async-unsafe". They are not: nothing is async.
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with playwright_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-        )
-        yield chromium
-        chromium.close()
-    if previous is None:
-        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    else:
-        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import http.client
 import re
 import shlex
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -23,7 +22,6 @@ from tests.listeners import ROOT, VENV_BIN, listener_env
 
 pytestmark = [pytest.mark.cluster, pytest.mark.browser]
 
-CHROMIUM = Path("/usr/bin/chromium")
 PORT_FORWARD = re.compile(
     r"kubectl -n (?P<ns>\S+) port-forward svc/(?P<service>\S+) (?P<local>\d+):(?P<remote>\d+)\s+"
     r"then (?P<url>http://127\.0\.0\.1:(?P=local)/)"
@@ -69,7 +67,7 @@ def _get(port: int, path: str, host: str) -> http.client.HTTPResponse:
     return response
 
 
-def test_notes_lead_to_sign_in_and_the_first_admin_signs_in(control_plane, tmp_path):
+def test_notes_lead_to_sign_in_and_the_first_admin_signs_in(control_plane, browser, tmp_path):
     objects, notes = helm_install_dry_run(
         control_plane.kubeconfig, values=["default"], namespace="schedweb"
     )
@@ -146,38 +144,32 @@ def test_notes_lead_to_sign_in_and_the_first_admin_signs_in(control_plane, tmp_p
             assert in_cluster.status == 200
             assert _get(local, "/healthz", "attacker.example").status == 400
             url = forward["url"].replace(f":{forward['local']}/", f":{local}/")
-            _sign_in(url, SIGN_IN_AS.search(notes)["user"], password)
+            _sign_in(browser, url, SIGN_IN_AS.search(notes)["user"], password)
         finally:
             process.stop(grace=5)
     finally:
         redis.stop()
 
 
-def _sign_in(url: str, username: str, password: str) -> None:
-    """Chromium opens `url`, is sent to the sign-in page (not to https://), signs in and lands
-    on the dashboard; the session cookie is Secure, as production mode makes it."""
-    from playwright.sync_api import sync_playwright
-
+def _sign_in(browser, url: str, username: str, password: str) -> None:
+    """Chromium (the session's, tests/chromium.py) opens `url`, is sent to the sign-in page (not
+    to https://), signs in and lands on the dashboard; the session cookie is Secure, as
+    production mode makes it."""
     from tests.browser.looks import WAIT_MS
 
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing (scripts/bootstrap.sh dev installs it)")
-    args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=args)
-        try:
-            context = browser.new_context()
-            context.set_default_timeout(WAIT_MS)
-            page = context.new_page()
-            page.goto(url)
-            page.wait_for_url(re.compile(r"/login/"))
-            assert page.url.startswith(url.rstrip("/"))  # still http://127.0.0.1:<port>
-            page.fill("#id_username", username)
-            page.fill("#id_password", password)
-            page.click("#login-form button[type=submit]")
-            page.wait_for_url(url)
-            assert username in page.locator("#user-menu summary").inner_text()
-            session = next(c for c in context.cookies() if c["name"] == "sessionid")
-            assert session["secure"] and session["httpOnly"]
-        finally:
-            browser.close()
+    context = browser.new_context()
+    try:
+        context.set_default_timeout(WAIT_MS)
+        page = context.new_page()
+        page.goto(url)
+        page.wait_for_url(re.compile(r"/login/"))
+        assert page.url.startswith(url.rstrip("/"))  # still http://127.0.0.1:<port>
+        page.fill("#id_username", username)
+        page.fill("#id_password", password)
+        page.click("#login-form button[type=submit]")
+        page.wait_for_url(url)
+        assert username in page.locator("#user-menu summary").inner_text()
+        session = next(c for c in context.cookies() if c["name"] == "sessionid")
+        assert session["secure"] and session["httpOnly"]
+    finally:
+        context.close()

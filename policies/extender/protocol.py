@@ -114,6 +114,7 @@ class ExtenderArgs:
     pod: dict[str, Any]
     node_names: list[str]
     nodes: list[dict[str, Any]] | None  # the full objects when nodeCacheCapable is false
+    pod_key: bytes | None = None  # the pod as JSON, once a cache needs it (service.pod_key)
 
     @property
     def cache_capable(self) -> bool:
@@ -157,6 +158,7 @@ class PreemptionArgs:
 
     pod: dict[str, Any]
     victims: dict[str, dict[str, Any]]  # node -> {"Pods": [{"UID": ...}], "NumPDBViolations": n}
+    pod_key: bytes | None = None  # as ExtenderArgs.pod_key
 
 
 def parse_preemption_args(body: bytes) -> PreemptionArgs:

@@ -16,6 +16,8 @@ from functools import partial
 from itertools import compress
 from typing import Any
 
+import orjson
+
 from policies.cluster.convert import ConversionError, node_view, pod_view
 from policies.engine.inputs import NodeView, PodView, ResourceMap
 from policies.engine.policy import CompiledPolicy
@@ -49,22 +51,42 @@ class Answer:
     policy: str = "none"
 
 
+# Pods larger than this (as JSON) are converted on every call rather than remembered: a cache
+# entry holds its key's bytes, and kube-scheduler's pods are a few KB (etcd stores at most 1.5 MB).
+MAX_CACHED_POD_BYTES = 256 * 1024
+
+
+def pod_key(args: protocol.ExtenderArgs | protocol.PreemptionArgs) -> bytes | None:
+    """What a cached answer about the request's pod may be looked up by: the pod object itself,
+    as orjson writes the parsed object (1, 1.0 and true stay apart, as they do in CEL), or None
+    when it is too large to remember. Not its uid and resourceVersion: any caller can send a
+    pending pod's with other content (issue 27: a forged pod's labels then decided the real
+    pod's later calls). Computed once per parsed request (prioritize often reuses filter's)."""
+    key = args.pod_key
+    if key is None:
+        try:
+            key = orjson.dumps(args.pod)
+        except orjson.JSONEncodeError:  # not from orjson.loads; never cached
+            key = b""
+        args.pod_key = key
+    return key if 0 < len(key) <= MAX_CACHED_POD_BYTES else None
+
+
 class _PodCache:
-    """The last few converted pods: filter and prioritize for one pod come back to back."""
+    """The last few converted pods, by content (`pod_key`): filter and prioritize for one pod
+    come back to back with the same pod."""
 
     def __init__(self, size: int = 8) -> None:
         self._size = size
-        self._items: dict[tuple[str, str, str], PodView] = {}
+        self._items: dict[bytes, PodView] = {}
 
-    def view(self, obj: dict[str, Any]) -> PodView:
-        meta = obj.get("metadata") or {}
-        key = (meta.get("uid") or "", meta.get("resourceVersion") or "", meta.get("name") or "")
-        if key[0] and key[1]:
+    def view(self, obj: dict[str, Any], key: bytes | None) -> PodView:
+        if key is not None:
             hit = self._items.get(key)
             if hit is not None:
                 return hit
         view = pod_view(obj)
-        if key[0] and key[1]:
+        if key is not None:
             if len(self._items) >= self._size:
                 self._items.pop(next(iter(self._items)))
             self._items[key] = view
@@ -129,11 +151,11 @@ class Extender:
     def _served(self, pod: dict[str, Any]) -> ServedPolicy | None:
         return self._policies().get(protocol.scheduler_name(pod))
 
-    def _pod_view(self, pod: dict[str, Any]) -> PodView:
+    def _pod_view(self, args: protocol.ExtenderArgs | protocol.PreemptionArgs) -> PodView:
         """The engine's view of the request's pod; a ProtocolError naming the field when the
         pod cannot be converted (a 400, as for any other malformed field)."""
         try:
-            return self._pods.view(pod)
+            return self._pods.view(args.pod, pod_key(args))
         except ConversionError as exc:
             raise protocol.ProtocolError(f"Pod: {exc}") from None
 
@@ -216,7 +238,7 @@ class Extender:
             )
             return self._observe("filter", started, answer, None)
         try:
-            pod = self._pod_view(args.pod)
+            pod = self._pod_view(args)
         except protocol.ProtocolError as exc:
             return self._bad_request("filter", started, exc)
         try:
@@ -239,7 +261,7 @@ class Extender:
         # Cache-capable requests only: with full Node objects, a node the snapshot lacks is
         # judged from the object sent, which the names alone do not identify.
         key = (
-            self.shared.key(args.pod, served, snapshot, args.node_names)
+            self.shared.key(pod_key(args), served, snapshot, args.node_names)
             if args.nodes is None
             else None
         )
@@ -281,7 +303,7 @@ class Extender:
             if len(passed) != len(args.node_names):
                 # What prioritize will be asked about: the names that passed.
                 self.shared.put(
-                    self.shared.key(args.pod, served, snapshot, passed),
+                    self.shared.key(pod_key(args), served, snapshot, passed),
                     passed,
                     policy,
                     state,
@@ -348,14 +370,14 @@ class Extender:
         if served is None:
             return self._observe("prioritize", started, Answer(200, b"[]"), None)
         try:
-            pod = self._pod_view(args.pod)
+            pod = self._pod_view(args)
         except protocol.ProtocolError as exc:
             return self._bad_request("prioritize", started, exc)
         try:
             snapshot = self._snapshot()
             state = snapshot.state if snapshot is not None else None
             key = (
-                self.shared.key(args.pod, served, snapshot, args.node_names)
+                self.shared.key(pod_key(args), served, snapshot, args.node_names)
                 if args.nodes is None
                 else None
             )
@@ -405,7 +427,7 @@ class Extender:
                 "preempt", started, Answer(200, protocol.preemption_result(args.victims)), served
             )
         try:
-            pod = self._pod_view(args.pod)
+            pod = self._pod_view(args)
         except protocol.ProtocolError as exc:
             return self._bad_request("preempt", started, exc)
         try:

@@ -80,6 +80,12 @@ class Metrics:
             else:
                 pending[f"passthrough|{verb}"] += 1
 
+    def count(self, kind: str, *labels: str, value: float = 1.0) -> None:
+        """Adds to a counter that is not a request's: refusals by client certificate
+        (`refused`, path kind and client role) and requeue evictions (`requeue_evicted`)."""
+        with self._lock:
+            self._pending["|".join((kind, *labels))] += value
+
     def collect(self) -> None:
         """Moves the pending deltas into the totals and into the next Redis flush."""
         with self._lock:
@@ -201,7 +207,9 @@ def render_prometheus(totals: dict[str, float], *, gauges: dict[str, float]) -> 
 
     def sample(kind: str, name: str, labels: dict[str, str], value: float) -> None:
         text = ",".join(f'{key}="{_label(str(label))}"' for key, label in labels.items())
-        series[kind].append(f"{name}{{{text}}} {_number(value)}")
+        series[kind].append(
+            f"{name}{{{text}}} {_number(value)}" if text else f"{name} {_number(value)}"
+        )
 
     for key, value in sorted(totals.items()):
         kind, *labels = key.split("|")
@@ -221,6 +229,11 @@ def render_prometheus(totals: dict[str, float], *, gauges: dict[str, float]) -> 
             )
         elif kind == "passthrough" and len(labels) == 1:
             sample(kind, "schedweb_extender_passthrough_total", {"verb": labels[0]}, value)
+        elif kind == "refused" and len(labels) == 2:
+            path, client = labels
+            sample(kind, "schedweb_extender_refused_total", {"path": path, "client": client}, value)
+        elif kind == "requeue_evicted" and not labels:
+            sample(kind, "schedweb_requeue_evictions_total", {}, value)
     verbs = sorted({k.split("|")[1] for k in totals if k.startswith("latency_count|")})
     name = "schedweb_extender_request_duration_seconds"
     for verb in verbs:
@@ -250,6 +263,16 @@ def render_prometheus(totals: dict[str, float], *, gauges: dict[str, float]) -> 
             "schedweb_extender_passthrough_total",
             "counter",
             "Requests for pods no active policy targets.",
+        ),
+        "refused": (
+            "schedweb_extender_refused_total",
+            "counter",
+            "Requests refused (403) because the client certificate may not use the path.",
+        ),
+        "requeue_evicted": (
+            "schedweb_requeue_evictions_total",
+            "counter",
+            "Older rejected pods evicted from the full requeue store to keep newer ones.",
         ),
         "latency": (
             "schedweb_extender_request_duration_seconds",

@@ -261,7 +261,11 @@ class ExtenderRuntime:
         while self.rejections:
             batch.append(self.rejections.popleft())
         try:
-            rejections_record(self.redis, cluster=settings.SCHEDWEB_CLUSTER_NAME, rejections=batch)
+            recorded = rejections_record(
+                self.redis, cluster=settings.SCHEDWEB_CLUSTER_NAME, rejections=batch
+            )
+            if recorded.evicted:
+                self.metrics.count("requeue_evicted", value=recorded.evicted)
         except Exception as exc:
             # Dropped, not put back: a batch that fails for its content would otherwise block
             # every later one. A requeue nudge is an optimisation; kube-scheduler retries the

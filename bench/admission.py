@@ -167,7 +167,8 @@ def _over_https(objects: list[dict], workdir: Path) -> dict[str, float]:
         )
         listener.start()
         context = ssl.create_default_context(cafile=str(tls / "ca.crt"))
-        context.load_cert_chain(tls / "client.crt", tls / "client.key")
+        # kube-apiserver's webhook client certificate: the only one /admission/queue accepts
+        context.load_cert_chain(tls / "webhook.crt", tls / "webhook.key")
 
         def healthy() -> bool:
             connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=2, context=context)

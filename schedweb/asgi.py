@@ -6,8 +6,11 @@
   and optionally mutual TLS): kube-scheduler's calls (POST /extender/<verb>), kube-apiserver's
   mutating admission webhook (POST /admission/queue: queue keys as pod priorities), /healthz,
   /readyz (Django's view: what these processes serve) and /metrics (Prometheus: the counters of
-  these processes, which are the ones that count), nothing else. Requests whose Host is not in SCHEDWEB_EXTENDER_ALLOWED_HOSTS get a 400, a POST whose
-  content type is not application/json a 415, both before the body is read.
+  these processes, which are the ones that count), nothing else. Requests whose Host is not in
+  SCHEDWEB_EXTENDER_ALLOWED_HOSTS (or with more than one Host) get a 400, requests whose
+  client certificate does not hold the path's role (schedweb/client_certs.py: the verbs need
+  kube-scheduler's, /admission/queue kube-apiserver's) a 403, a POST whose content type is not
+  application/json a 415, all before the body is read.
 
 The extender's calls are answered here directly, without Django's request handling: they need no
 session, CSRF, auth, URL resolution or templates, and kube-scheduler waits for every one of them.
@@ -33,6 +36,7 @@ import asyncio
 import logging
 import os
 import warnings
+from functools import partial
 
 from django.core.asgi import get_asgi_application
 from django.http.request import split_domain_port, validate_host
@@ -48,6 +52,7 @@ warnings.filterwarnings(
 from policies.admission.review import PATH as ADMISSION_PATH  # noqa: E402
 from policies.extender import entry  # noqa: E402  (needs Django set up first)
 from policies.extender.offload import Offload, busy_answer  # noqa: E402
+from schedweb import client_certs  # noqa: E402
 
 log = logging.getLogger(__name__)
 _INLINE = frozenset({"filter", "prioritize", "preempt"})
@@ -114,11 +119,10 @@ def host_allowed(value: bytes, allowed_hosts: list[str]) -> bool:
 
 
 def _host_allowed(scope, allowed_hosts: list[str]) -> bool:
-    """The request's Host header (port ignored) matches SCHEDWEB_EXTENDER_ALLOWED_HOSTS."""
-    for name, value in scope["headers"]:
-        if name == b"host":
-            return host_allowed(value, allowed_hosts)
-    return False
+    """The request's one Host header (port ignored) matches SCHEDWEB_EXTENDER_ALLOWED_HOSTS;
+    a repeated Host is refused whatever the values (RFC 9112 section 3.2: 400)."""
+    hosts = [value for name, value in scope["headers"] if name == b"host"]
+    return len(hosts) == 1 and host_allowed(hosts[0], allowed_hosts)
 
 
 def _content_length(scope) -> int:
@@ -268,8 +272,23 @@ async def extender_application(scope, receive, send) -> None:
         return
     if scope["type"] != "http":  # websockets: nothing here
         return
+    path = scope["path"]
+    role = (
+        client_certs.SCHEDULER
+        if path.startswith(entry.PREFIX)
+        else client_certs.WEBHOOK
+        if path == ADMISSION_PATH
+        else ""
+    )
     if not _host_allowed(scope, settings.SCHEDWEB_EXTENDER_ALLOWED_HOSTS):
         await _answer(send, 400, _BAD_HOST)
+    elif role and not client_certs.may(client := client_certs.scope_client(scope), role):
+        # Before the body is read: a certificate without the role sends nothing further.
+        status, answer, _policy = await _from_memory(
+            partial(entry.refused_answer, kind=role, client=client.name, label=client.label),
+            path,
+        )
+        await _answer(send, status, answer, [(b"connection", b"close")])
     elif scope["path"].startswith(entry.PREFIX):
         await extender(scope, receive, send)
     elif scope["path"] == ADMISSION_PATH:

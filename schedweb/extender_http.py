@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from . import client_certs
 from .http_timeouts import _BODY, TimedHttpToolsProtocol
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,15 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
         self._fast_chunks: list[bytes] = []
         self._fast_keep_alive = True
         self._reads_wait_for_writes = False
+        self._client: client_certs.Client | None = None
+        self._verbs_allowed = True
+
+    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        # The certificate the handshake verified, named once per connection (issue 27): only
+        # kube-scheduler's may take the direct path; others get the ASGI path's 403.
+        self._client = client_certs.client_of(transport)
+        self._verbs_allowed = client_certs.may(self._client, client_certs.SCHEDULER)
 
     def on_message_begin(self) -> None:
         self._fast_verb = ""
@@ -65,6 +75,7 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
         # when no request is pending, and cancels it in data_received).
         self._unset_keepalive_if_required()
         super().on_message_begin()
+        self.scope[client_certs.SCOPE_KEY] = self._client
 
     def on_headers_complete(self) -> None:
         verb = self._direct_verb()
@@ -82,6 +93,7 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
         verb = _FAST_PATHS.get(self.url)
         if (
             verb is None
+            or not self._verbs_allowed
             or not self._asgi.runtime_ready()
             or (self.cycle is not None and not self.cycle.response_complete)
             or self.parser.get_method() != b"POST"

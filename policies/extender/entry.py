@@ -13,11 +13,16 @@ X-Schedweb-Policy header.
 
 from __future__ import annotations
 
+import logging
+import time
+
 from policies.admission import review
 
 from . import protocol
 from .metrics import render_prometheus
 from .runtime import runtime
+
+log = logging.getLogger(__name__)
 
 PREFIX = "/extender/"
 VERBS = ("filter", "prioritize", "preempt", "bind")
@@ -49,6 +54,35 @@ def admission_answer(body: bytes) -> tuple[int, bytes, str]:
     except review.ReviewInvalid as exc:
         answer = review.invalid_answer(str(exc))
     return answer.status, answer.body, answer.policy
+
+
+# A refused certificate is logged once a minute per certificate name and path kind: a client
+# that keeps asking must not flood the log (every refusal is counted).
+REFUSAL_LOG_SECONDS = 60.0
+_refusals_logged: dict[tuple[str, str], float] = {}
+
+
+def refused_answer(path: str, *, kind: str, client: str, label: str) -> tuple[int, bytes, str]:
+    """403: the client certificate named `client` does not hold the role `kind` that `path`
+    needs (schedweb/client_certs.py). Counted (schedweb_extender_refused_total{path=kind,
+    client=label}) and logged; the caller learns nothing of which certificates may."""
+    runtime().metrics.count("refused", kind, label)
+    now = time.monotonic()
+    key = (client, kind)
+    last = _refusals_logged.get(key)
+    if last is None or now - last >= REFUSAL_LOG_SECONDS:
+        if len(_refusals_logged) > 1000:
+            _refusals_logged.clear()
+        _refusals_logged[key] = now
+        log.warning(
+            "extender refused %s to the client certificate %r: not one of the %s clients"
+            " (403; logged at most once a minute per certificate and kind of path)",
+            path[:200],
+            client[:200],
+            kind,
+        )
+    body = protocol.error_body("this client certificate may not use this path", code="forbidden")
+    return 403, body, ""
 
 
 def too_large_answer(limit: int) -> tuple[int, bytes, str]:

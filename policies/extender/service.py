@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from itertools import compress
@@ -21,6 +21,12 @@ import orjson
 from policies.cluster.convert import ConversionError, node_view, pod_view
 from policies.engine.inputs import NodeView, PodView, ResourceMap
 from policies.engine.policy import CompiledPolicy
+from policies.schedmodel.plugins import (
+    filter_node_name,
+    filter_node_unschedulable,
+    filter_taints,
+    node_affinity_matches,
+)
 
 from . import protocol
 from .metrics import Metrics
@@ -111,6 +117,7 @@ class Extender:
         binder: Callable[[protocol.BindingArgs], str] | None = None,
         rejected: Callable[[dict[str, Any]], None] | None = None,
         sample: Callable[[], bool] | None = None,
+        bind_excluded: Iterable[str] | None = None,
     ) -> None:
         self._policies = policies
         self._snapshot = snapshot
@@ -119,6 +126,11 @@ class Extender:
         self._sample = sample or (lambda: True)
         self._binder = binder
         self._rejected = rejected or (lambda entry: None)
+        if bind_excluded is None:
+            from django.conf import settings
+
+            bind_excluded = settings.SCHEDWEB_EXTENDER_BIND_EXCLUDED_NAMESPACES
+        self._bind_excluded = frozenset(bind_excluded)
         self._pods = _PodCache()
         self.shared = SharedEvaluations()
         # The last filter body and what it parsed to: kube-scheduler's prioritize for the same
@@ -463,9 +475,13 @@ class Extender:
     def bind(self, body: bytes) -> Answer:
         """Binds a pod schedweb is responsible for, when binding is enabled (a binder is set).
 
-        Only a pod the snapshot holds under PodUID, with that namespace and name, whose
-        schedulerName an active policy targets, to a node the snapshot holds: a caller cannot
-        place other schedulers' pods or invent nodes. Every refusal gets the same answer, so
+        Only a pod the snapshot holds under PodUID, with that namespace and name, outside the
+        namespaces the installation excludes, whose schedulerName an active policy targets, to
+        a node the snapshot holds that kube-scheduler could have chosen: the pod tolerates its
+        NoSchedule and NoExecute taints, the node is schedulable and matches the pod's
+        nodeName, nodeSelector and required node affinity, and the policy's filters pass it
+        (`_bind_refusal`). A caller cannot place other schedulers' pods, invent nodes, or put a
+        pod where scheduling would not. Every refusal is the same answer, headers included, so
         the caller learns nothing about which pods, nodes or policies exist (the reason is
         logged). Idempotent: a pod already on that node is reported bound (kube-scheduler
         retries binds whose answer it lost).
@@ -482,17 +498,11 @@ class Extender:
         state = snapshot.state if snapshot is not None else None
         pod = state.pod(args.pod_uid) if state is not None else None
         served = self._policies().get(pod["schedulerName"]) if pod is not None else None
-        reason = ""
-        if pod is None:
-            reason = "no pod with this uid in the snapshot"
-        elif (pod["namespace"], pod["name"]) != (args.pod_namespace, args.pod_name):
-            reason = "the uid belongs to another pod"
-        elif served is None:
-            reason = f"no active policy targets schedulerName {pod['schedulerName']}"
-        elif state.node(args.node) is None:
-            reason = "no such node in the snapshot"
-        elif pod["nodeName"] and pod["nodeName"] != args.node:
-            reason = "the pod is already bound elsewhere"
+        try:
+            reason = self._bind_refusal(args, pod, served, state)
+        except Exception as exc:  # a policy that fails here refuses, as a check would
+            log.exception("extender bind check failed for %s/%s", args.pod_namespace, args.pod_name)
+            reason = f"the checks failed: {type(exc).__name__}"
         if reason:
             log.warning(
                 "extender bind of %s/%s (uid %s) to %s refused: %s",
@@ -502,10 +512,10 @@ class Extender:
                 args.node,
                 reason,
             )
-            answer = Answer(
-                200, protocol.binding_result(BIND_REFUSED), served.label if served else "none"
-            )
-            return self._observe("bind", started, answer, served, "bind_refused")
+            # No policy: the answer (its X-Schedweb-Policy header included) and the counters
+            # /metrics shows must not say whether the uid belongs to a targeted pod.
+            answer = Answer(200, protocol.binding_result(BIND_REFUSED))
+            return self._observe("bind", started, answer, None, "bind_refused")
         error = ""
         if not pod["nodeName"]:
             try:
@@ -533,6 +543,40 @@ class Extender:
             served,
             "bind_failed" if error else "",
         )
+
+    def _bind_refusal(
+        self,
+        args: protocol.BindingArgs,
+        pod: PodView | None,
+        served: ServedPolicy | None,
+        state: Any,
+    ) -> str:
+        """Why this binding is refused, in words for the log; "" when it may be made."""
+        if pod is None:
+            return "no pod with this uid in the snapshot"
+        if (pod["namespace"], pod["name"]) != (args.pod_namespace, args.pod_name):
+            return "the uid belongs to another pod"
+        if pod["namespace"] in self._bind_excluded:
+            return f"namespace {pod['namespace']} is excluded from binding"
+        if served is None:
+            return f"no active policy targets schedulerName {pod['schedulerName']}"
+        node = state.node(args.node)
+        if node is None:
+            return "no such node in the snapshot"
+        if pod["nodeName"]:
+            # Already bound: there, a retried bind is answered as done; elsewhere, refused.
+            return "" if pod["nodeName"] == args.node else "the pod is already bound elsewhere"
+        for check in (filter_node_name, filter_node_unschedulable, filter_taints):
+            if check(pod, node):
+                return (
+                    f"kube-scheduler's {check.__name__.removeprefix('filter_')} filter rejects it"
+                )
+        if not node_affinity_matches(pod, node):
+            return "the pod's nodeSelector or required node affinity does not match the node"
+        evaluation = served.compiled.evaluate(pod, [node], state, scores=False)
+        if not evaluation.passed[0]:
+            return f"policy {served.label} rejects the node ({evaluation.failed_rule[0]})"
+        return ""
 
 
 # What a caller of bind learns: refused (any check) or failed (the API server said no).

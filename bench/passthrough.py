@@ -17,7 +17,7 @@ import os
 SCORE = 5
 
 
-def _filter(self, body: bytes):
+def _filter(self, body: bytes, *, inline: bool = False):
     from policies.extender import protocol
     from policies.extender.service import Answer
 
@@ -31,7 +31,7 @@ def _filter(self, body: bytes):
     return Answer(200, passed, "passthrough")
 
 
-def _prioritize(self, body: bytes):
+def _prioritize(self, body: bytes, *, inline: bool = False):
     from policies.extender import protocol
     from policies.extender.service import Answer
 

@@ -36,6 +36,7 @@ import asyncio
 import logging
 import os
 import warnings
+from collections.abc import AsyncIterator
 from functools import partial
 
 from django.core.asgi import get_asgi_application
@@ -51,11 +52,14 @@ warnings.filterwarnings(
 
 from policies.admission.review import PATH as ADMISSION_PATH  # noqa: E402
 from policies.extender import entry  # noqa: E402  (needs Django set up first)
-from policies.extender.offload import Offload, busy_answer  # noqa: E402
+from policies.extender.offload import BUSY, Abandoned, Full, Offload, busy_answer  # noqa: E402
 from schedweb import client_certs  # noqa: E402
 
 log = logging.getLogger(__name__)
 _INLINE = frozenset({"filter", "prioritize", "preempt"})
+# Set in the scope by the direct path (schedweb/extender_http.py) for a body it found to be too
+# much work to answer inline: the pool answers it without a second inline attempt.
+OFFLOAD_KEY = "schedweb.offload"
 _ready = False
 _offload: Offload | None = None
 
@@ -84,26 +88,53 @@ def _offloader() -> Offload:
     return _offload
 
 
-class _ClientGone(Exception):
+class _ClientGone(Abandoned):
     """The client disconnected before its body was complete (or stalled in it and was cut off
     by schedweb/http_timeouts.py): nothing to answer, nothing to count."""
 
 
-async def _read_body(receive, limit: int) -> bytes | None:
-    """The request body, or None once it grows past `limit` (the rest is not read)."""
-    chunks: list[bytes] = []
-    size = 0
-    more = True
-    while more:
-        message = await receive()
+class _TooLarge(Abandoned):
+    """The body grew past its limit (the rest is not read): 413."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit)
+        self.limit = limit
+
+
+class _Body:
+    """The request body as it arrives, counted against `limit` (_TooLarge past it)."""
+
+    def __init__(self, receive, limit: int) -> None:
+        self._receive = receive
+        self.limit = limit
+        self.size = 0
+        self.more = True
+
+    async def piece(self) -> bytes:
+        message = await self._receive()
         if message["type"] == "http.disconnect":
             raise _ClientGone
         chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        more = message.get("more_body", False)
+        self.size += len(chunk)
+        if self.size > self.limit:
+            raise _TooLarge(self.limit)
+        self.more = message.get("more_body", False)
+        return chunk
+
+    async def rest(self, held: list[bytes]) -> AsyncIterator[bytes]:
+        """What was read already (`held`), then the pieces still to come."""
+        while held:
+            yield held.pop(0)
+        while self.more:
+            yield await self.piece()
+
+
+async def _read_body(receive, limit: int) -> bytes:
+    """The whole request body (_TooLarge once it grows past `limit`, the rest unread)."""
+    body = _Body(receive, limit)
+    chunks = []
+    while body.more:
+        chunks.append(await body.piece())
     return b"".join(chunks)
 
 
@@ -162,8 +193,6 @@ async def _answer(
 async def extender(scope, receive, send) -> None:
     """One request under /extender/: a verb's answer, 405 for other methods, 415 for a body that
     is not JSON, 404 for other paths."""
-    from django.conf import settings
-
     verb = scope["path"][len(entry.PREFIX) :]
     extra = []
     if verb not in entry.VERBS:
@@ -174,29 +203,62 @@ async def extender(scope, receive, send) -> None:
     elif not _is_json(scope):
         status, answer, policy = 415, _UNSUPPORTED, ""
     else:
-        inline = settings.SCHEDWEB_EXTENDER_INLINE_BODY_BYTES
-        limit = settings.SCHEDWEB_EXTENDER_MAX_BODY_BYTES
-        if verb not in _INLINE:  # bind: never offloaded, so never larger than inline
-            limit = min(limit, inline)
-        declared = _content_length(scope)
-        if declared > inline and verb in _INLINE and _offloader().full():
-            status, answer, policy = busy_answer(_offloader().capacity)
-        else:
-            try:
-                body = await _read_body(receive, limit)
-            except _ClientGone:
-                return
-            if body is None:
-                status, answer, policy = entry.too_large_answer(limit)
-            elif len(body) > inline:  # filter, prioritize or preempt: a worker process answers
-                status, answer, policy = await _offloader().answer(verb, body)
-            elif verb in _INLINE:
-                status, answer, policy = await _from_memory(entry.extender_answer, verb, body)
-            else:  # bind: a call to the API server, never on the event loop
-                status, answer, policy = await asyncio.to_thread(entry.extender_answer, verb, body)
+        try:
+            status, answer, policy = await _verb_answer(verb, scope, receive)
+        except _ClientGone:
+            return
+        except _TooLarge as exc:
+            status, answer, policy = entry.too_large_answer(exc.limit)
+        if status in (BUSY, 413):  # the body may be unread: the connection ends with the answer
+            extra.append((b"connection", b"close"))
     if policy:
         extra.append((b"x-schedweb-policy", policy.encode()))
     await _answer(send, status, answer, extra)
+
+
+async def _verb_answer(verb: str, scope, receive) -> tuple[int, bytes, str]:
+    """A verb's answer. filter, prioritize and preempt: inline from memory when the body is
+    small and little work, else from the pool, the body streamed to a worker as it arrives
+    (a large declared length takes a place in the pool before anything is read, a chunked one
+    once it grows past the inline limit: 503 when there is none). bind: at most the inline limit,
+    in a thread (a call to the API server)."""
+    from django.conf import settings
+
+    inline = settings.SCHEDWEB_EXTENDER_INLINE_BODY_BYTES
+    limit = settings.SCHEDWEB_EXTENDER_MAX_BODY_BYTES
+    if verb not in _INLINE:  # bind: never offloaded, so never larger than inline
+        body = await _read_body(receive, min(limit, inline))
+        return await asyncio.to_thread(entry.extender_answer, verb, body)
+    declared = _content_length(scope)
+    if declared > limit:
+        raise _TooLarge(limit)
+    body = _Body(receive, limit)
+    if declared > inline or scope.get(OFFLOAD_KEY):
+        return await _offloaded(verb, body.rest([]))
+    held: list[bytes] = []
+    size = 0
+    while body.more and size <= inline:
+        held.append(await body.piece())
+        size += len(held[-1])
+    if body.more:  # chunked (or longer than declared) past the inline limit
+        return await _offloaded(verb, body.rest(held))
+    data = b"".join(held)
+    if size > inline:
+        return await _offloaded(verb, data)
+    answer = await _from_memory(partial(entry.extender_answer, inline=True), verb, data)
+    if answer[0] == entry.OFFLOAD:  # small, but much work (issue 27): a worker answers it
+        return await _offloaded(verb, data)
+    return answer
+
+
+async def _offloaded(verb: str, body: bytes | AsyncIterator[bytes]) -> tuple[int, bytes, str]:
+    """The pool's answer, or 503 when it has no place (nothing more of the body is read)."""
+    pool = _offloader()
+    try:
+        async with pool.place():
+            return await pool.answer(verb, body)
+    except Full:
+        return busy_answer()
 
 
 async def admission(scope, receive, send) -> None:
@@ -214,15 +276,18 @@ async def admission(scope, receive, send) -> None:
         await _answer(send, 415, _UNSUPPORTED)
         return
     limit = settings.SCHEDWEB_EXTENDER_INLINE_BODY_BYTES
+    extra = []
     try:
         body = await _read_body(receive, limit)
     except _ClientGone:
         return
-    if body is None:
+    except _TooLarge:
         status, answer, policy = entry.too_large_answer(limit)
+        extra.append((b"connection", b"close"))
     else:
         status, answer, policy = await _from_memory(entry.admission_answer, body)
-    extra = [(b"x-schedweb-policy", policy.encode())] if policy else []
+    if policy:
+        extra.append((b"x-schedweb-policy", policy.encode()))
     await _answer(send, status, answer, extra)
 
 

@@ -29,7 +29,7 @@ import logging
 from typing import Any
 
 from . import client_certs
-from .http_timeouts import _BODY, TimedHttpToolsProtocol
+from .http_timeouts import TimedHttpToolsProtocol
 
 log = logging.getLogger(__name__)
 
@@ -85,14 +85,14 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
         self._fast_verb = verb
         self._fast_chunks = []
         self._fast_keep_alive = self.parser.should_keep_alive()
-        self._last_body = self.loop.time()
-        self._arm(_BODY, self.body_seconds)
+        self.arm_body()
 
     def _direct_verb(self) -> str:
         """The verb when this request may take the direct path, else ""."""
         verb = _FAST_PATHS.get(self.url)
         if (
             verb is None
+            or self._refused
             or not self._verbs_allowed
             or not self._asgi.runtime_ready()
             or (self.cycle is not None and not self.cycle.response_complete)
@@ -147,11 +147,26 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
         body = b"".join(self._fast_chunks)
         self._fast_chunks = []
         try:
-            status, answer, policy = self._asgi.entry.extender_answer(verb, body)
+            status, answer, policy = self._asgi.entry.extender_answer(verb, body, inline=True)
         except Exception:  # the services never raise; if one does, a 500 as on the ASGI path
             log.exception("extender %s failed", verb)
             status, answer, policy = 500, _INTERNAL_ERROR, ""
+        if status == self._asgi.entry.OFFLOAD:
+            self._to_asgi(body)
+            return
         self._respond(status, answer, policy)
+
+    def _to_asgi(self, body: bytes) -> None:
+        """A request read whole that is too much work to answer here (issue 27: 130 KB holds
+        4000 Node objects) goes on as uvicorn would have sent it at its headers: the ASGI
+        path, which hands it to the pool, with its body complete. Pipelined requests behind it
+        then wait for its answer as behind any ASGI request."""
+        self.scope[self._asgi.OFFLOAD_KEY] = True
+        super().on_headers_complete()  # the scope, the cycle and its task
+        self._disarm()  # the body is all here
+        self.cycle.body += body
+        self.cycle.more_body = False
+        self.cycle.message_event.set()
 
     def _respond(self, status: int, answer: bytes, policy: str) -> None:
         """The whole response in one write, then keep-alive as after an ASGI response."""

@@ -124,7 +124,8 @@ SCHEDWEB_EXTENDER_MAX_BODY_BYTES = env_int("SCHEDWEB_EXTENDER_MAX_BODY_BYTES", 6
 # Bodies up to SCHEDWEB_EXTENDER_INLINE_BODY_BYTES are answered on the listener's event loop (a
 # 500-name filter is about 10 KB and takes about a millisecond). Larger filter, prioritize and
 # preempt bodies are answered by a pool of SCHEDWEB_EXTENDER_OFFLOAD_WORKERS processes, at most
-# _OFFLOAD_QUEUE more waiting (503 past that); a larger bind body is refused (413). Parsing holds
+# _OFFLOAD_QUEUE more waiting (503 past that), streamed to a worker as they arrive; a larger bind
+# body is refused (413). Parsing holds
 # the GIL: 200000 bare Node objects (6.6 MB) took 120-450 ms in one orjson.loads here, and as long
 # again to check, so a thread would still stall the loop (schedweb/asgi.py). 128 KiB keeps
 # nodeCacheCapable requests of about 6000 names inline and bounds an inline parse to ~15 ms.

@@ -28,9 +28,16 @@ PREFIX = "/extender/"
 VERBS = ("filter", "prioritize", "preempt", "bind")
 
 
-def extender_answer(verb: str, body: bytes) -> tuple[int, bytes, str]:
-    """The answer to a POST of `body` to /extender/<verb> (one of VERBS), read within the limit."""
-    answer = getattr(runtime().extender, verb)(body)
+# The status of "not answered here": the body is too much work to answer inline (issue 27), a
+# worker process of the pool answers it (schedweb/asgi.py, policies/extender/offload.py).
+OFFLOAD = 0
+
+
+def extender_answer(verb: str, body: bytes, *, inline: bool = False) -> tuple[int, bytes, str]:
+    """The answer to a POST of `body` to /extender/<verb> (one of VERBS), read within the limit;
+    `inline` (the listener's event loop): (OFFLOAD, b"", "") for a body with more items than the
+    inline limits (SCHEDWEB_EXTENDER_INLINE_NODES, _INLINE_NAMES), found before they are checked."""
+    answer = getattr(runtime().extender, verb)(body, inline=inline)
     return answer.status, answer.body, answer.policy
 
 

@@ -118,6 +118,7 @@ class Extender:
         rejected: Callable[[dict[str, Any]], None] | None = None,
         sample: Callable[[], bool] | None = None,
         bind_excluded: Iterable[str] | None = None,
+        inline_limits: protocol.Limits | None = None,
     ) -> None:
         self._policies = policies
         self._snapshot = snapshot
@@ -131,6 +132,14 @@ class Extender:
 
             bind_excluded = settings.SCHEDWEB_EXTENDER_BIND_EXCLUDED_NAMESPACES
         self._bind_excluded = frozenset(bind_excluded)
+        if inline_limits is None:
+            from django.conf import settings
+
+            inline_limits = protocol.Limits(
+                objects=settings.SCHEDWEB_EXTENDER_INLINE_NODES,
+                names=settings.SCHEDWEB_EXTENDER_INLINE_NAMES,
+            )
+        self.inline_limits = inline_limits
         self._pods = _PodCache()
         self.shared = SharedEvaluations()
         # The last filter body and what it parsed to: kube-scheduler's prioritize for the same
@@ -228,10 +237,14 @@ class Extender:
 
     # -- verbs -----------------------------------------------------------------------------------
 
-    def filter(self, body: bytes) -> Answer:
+    def filter(self, body: bytes, *, inline: bool = False) -> Answer:
+        """`inline` (the listener's event loop): OFFLOAD for a body with more items than
+        `inline_limits`, before they are checked; a worker process answers it."""
         started = time.perf_counter()
         try:
-            args = protocol.parse_extender_args(body)
+            args = protocol.parse_extender_args(body, self.inline_limits if inline else None)
+        except protocol.TooMuchWork:
+            return OFFLOAD
         except protocol.ProtocolError as exc:
             return self._observe(
                 "filter", started, Answer(400, protocol.error_body(str(exc))), None, "bad_request"
@@ -362,14 +375,17 @@ class Extender:
             )
         return Answer(200, body, served.label)
 
-    def prioritize(self, body: bytes) -> Answer:
+    def prioritize(self, body: bytes, *, inline: bool = False) -> Answer:
+        """`inline`: as filter's."""
         started = time.perf_counter()
         try:
             last = self._last_parsed
             if last is not None and last[0] == body:  # equal bytes, compared in full
                 args = last[1]
             else:
-                args = protocol.parse_extender_args(body)
+                args = protocol.parse_extender_args(body, self.inline_limits if inline else None)
+        except protocol.TooMuchWork:
+            return OFFLOAD
         except protocol.ProtocolError as exc:
             return self._observe(
                 "prioritize",
@@ -424,11 +440,14 @@ class Extender:
             self._record(partial(_decision, pod, served, "prioritize", evaluation, time.time()))
         return self._observe("prioritize", started, Answer(200, body_out, served.label), served)
 
-    def preempt(self, body: bytes) -> Answer:
-        """Keeps the scheduler's candidates, minus nodes a policy filter says can never fit."""
+    def preempt(self, body: bytes, *, inline: bool = False) -> Answer:
+        """Keeps the scheduler's candidates, minus nodes a policy filter says can never fit.
+        `inline`: as filter's."""
         started = time.perf_counter()
         try:
-            args = protocol.parse_preemption_args(body)
+            args = protocol.parse_preemption_args(body, self.inline_limits if inline else None)
+        except protocol.TooMuchWork:
+            return OFFLOAD
         except protocol.ProtocolError as exc:
             return self._observe(
                 "preempt", started, Answer(400, protocol.error_body(str(exc))), None, "bad_request"
@@ -472,7 +491,7 @@ class Extender:
             error,
         )
 
-    def bind(self, body: bytes) -> Answer:
+    def bind(self, body: bytes, *, inline: bool = False) -> Answer:
         """Binds a pod schedweb is responsible for, when binding is enabled (a binder is set).
 
         Only a pod the snapshot holds under PodUID, with that namespace and name, outside the
@@ -578,6 +597,9 @@ class Extender:
             return f"policy {served.label} rejects the node ({evaluation.failed_rule[0]})"
         return ""
 
+
+# Not answered: the body is too much work for the listener's event loop (entry.OFFLOAD).
+OFFLOAD = Answer(0, b"", "")
 
 # What a caller of bind learns: refused (any check) or failed (the API server said no).
 BIND_REFUSED = "schedweb refused this binding"

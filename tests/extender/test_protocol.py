@@ -7,7 +7,14 @@ import random
 import orjson
 import pytest
 
+from policies.extender.protocol import (
+    Limits,
+    TooMuchWork,
+    parse_extender_args,
+    parse_preemption_args,
+)
 from policies.extender.runtime import runtime
+from policies.extender.service import OFFLOAD
 from tests.asgiclient import asgi_request, extender_post
 
 from .conftest import args_body, demo_node_objects, example, go_pod
@@ -406,3 +413,79 @@ def test_the_encoded_host_names_are_bounded(monkeypatch):
     for i in range(10):
         protocol.host_priority_list([(f"n{i}-{j}", 1) for j in range(50)])
         assert len(protocol._HOSTS) <= 150
+
+
+# --- work, not bytes (issue 27) -----------------------------------------------------------
+
+
+def _bare_nodes(count: int) -> list[dict]:
+    return [{"metadata": {"name": f"n{i}"}} for i in range(count)]
+
+
+@pytest.mark.parametrize(
+    ("body", "limits"),
+    [
+        ({"Pod": go_pod("abc"), "Nodes": {"items": _bare_nodes(11)}}, Limits(10, 10_000)),
+        ({"Pod": go_pod("abc"), "NodeNames": [f"n{i}" for i in range(11)]}, Limits(10_000, 10)),
+        # found before anything else is checked: not even the pod is read
+        ({"Pod": "not a pod", "Nodes": {"items": _bare_nodes(11)}}, Limits(10, 10_000)),
+    ],
+    ids=["node-objects", "node-names", "before-any-check"],
+)
+def test_a_request_with_more_items_than_the_inline_limits_is_too_much_work(body, limits):
+    data = orjson.dumps(body)
+    with pytest.raises(TooMuchWork):
+        parse_extender_args(data, limits)
+    if isinstance(body["Pod"], dict):
+        assert parse_extender_args(data).node_names  # without limits: parsed as ever
+
+
+def test_preempt_counts_candidate_nodes_and_victim_pod_objects():
+    victims = {f"n{i}": {"Pods": [go_pod(f"v{i}-{j}") for j in range(3)]} for i in range(4)}
+    body = orjson.dumps({"Pod": go_pod("abc"), "NodeNameToVictims": victims})
+    with pytest.raises(TooMuchWork):
+        parse_preemption_args(body, Limits(objects=11, names=100))  # 12 victim Pods
+    with pytest.raises(TooMuchWork):
+        parse_preemption_args(body, Limits(objects=100, names=3))  # 4 candidate nodes
+    assert len(parse_preemption_args(body, Limits(objects=12, names=4)).victims) == 4
+
+
+def test_more_candidates_than_any_cluster_has_is_a_400(monkeypatch):
+    from policies.extender import protocol
+
+    monkeypatch.setattr(protocol, "MAX_CANDIDATES", 5)
+    body = orjson.dumps({"Pod": go_pod("abc"), "NodeNames": [f"n{i}" for i in range(6)]})
+    with pytest.raises(protocol.ProtocolError, match="NodeNames has 6 entries; at most 5"):
+        parse_extender_args(body)
+
+
+def test_the_service_leaves_a_request_of_many_items_to_the_pool_only_when_inline(publish):
+    publish(example("seed-003-name-length"))
+    extender = runtime().extender
+    limit = extender.inline_limits.objects
+    body = orjson.dumps({"Pod": go_pod("abc"), "Nodes": {"items": _bare_nodes(limit + 1)}})
+    assert extender.filter(body, inline=True).status == OFFLOAD.status == 0
+    assert extender.prioritize(body, inline=True) is OFFLOAD
+    answer = extender.filter(body)  # a worker process's call
+    assert answer.status == 200
+    assert len(orjson.loads(answer.body)["Nodes"]["items"]) == limit + 1
+    small = orjson.dumps({"Pod": go_pod("abc"), "Nodes": {"items": _bare_nodes(limit)}})
+    assert extender.filter(small, inline=True).status == 200
+
+
+def test_a_body_with_more_objects_or_values_than_could_be_inline_is_not_even_parsed(monkeypatch):
+    from policies.extender import protocol
+
+    def parse_fails(body):
+        raise AssertionError("parsed")
+
+    limits = Limits(objects=100, names=50)
+    objects = orjson.dumps({"Pod": go_pod("abc"), "Nodes": {"items": _bare_nodes(1500)}})
+    values = orjson.dumps({"Pod": go_pod("abc"), "NodeNames": ["n"] * 5000})
+    monkeypatch.setattr(protocol, "_object", parse_fails)
+    for body in (objects, values):
+        with pytest.raises(TooMuchWork):
+            parse_extender_args(body, limits)
+    # a pod as kube-scheduler sends it, with a few names, is parsed and answered inline
+    monkeypatch.undo()
+    assert parse_extender_args(args_body(go_pod("abc"), ["cp-1", "a-small-1"]), limits)

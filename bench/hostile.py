@@ -362,8 +362,6 @@ def hostile_load(
 def main() -> None:
     """The cases against a listener of this run's own: a generated 500-node cluster (file
     source), the 2-filter + 3-score policy, a private Redis, mutual TLS as `make run`."""
-    import subprocess
-    import sys
     import tempfile
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
@@ -371,104 +369,52 @@ def main() -> None:
     import django
 
     django.setup()
-    import hashlib
-
-    import redis as redis_lib
-
     from policies.cluster.demo import generate_cluster
-    from policies.publishing import ACTIVE_KEY, COUNTER_KEY
-    from tests.e2e.stack import RedisServer
-    from tests.harness.processes import ManagedProcess, free_ports
 
     from .engine import POLICY
     from .extender import _normal_body, _pod
+    from .listener import bench_listener
 
-    root = Path(__file__).resolve().parents[1]
-    with tempfile.TemporaryDirectory(prefix="schedweb-bench-hostile-") as directory:
-        workdir = Path(directory)
-        nodes, pods = generate_cluster(500, 2000, seed=3)
-        cluster_file = workdir / "cluster.json"
-        cluster_file.write_bytes(
-            orjson.dumps({"apiVersion": "v1", "kind": "List", "items": nodes + pods})
-        )
-        tls = workdir / "tls"
-        subprocess.run([str(root / "scripts/extender-certs.sh"), str(tls)], check=True)
-        redis = RedisServer(workdir / "redis").start()
-        (port,) = free_ports(count=1)
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(workdir),
-            "PYTHONPATH": str(root),
-            "DJANGO_SETTINGS_MODULE": "schedweb.settings",
-            "SCHEDWEB_SECRET_KEY": "bench-only-key",
-            "SCHEDWEB_DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
-            "SCHEDWEB_REDIS_URL": redis.url,
-            "SCHEDWEB_CLUSTER_SOURCE": "file",
-            "SCHEDWEB_CLUSTER_FILE": str(cluster_file),
-            "SCHEDWEB_EXTENDER_PORT": str(port),
-            "SCHEDWEB_EXTENDER_TLS_CERT": str(tls / "server.crt"),
-            "SCHEDWEB_EXTENDER_TLS_KEY": str(tls / "server.key"),
-            "SCHEDWEB_EXTENDER_CLIENT_CA": str(tls / "ca.crt"),
-            "SCHEDWEB_LOG_LEVEL": "WARNING",
-        }
-        listener = None
-        try:
-            entry = {
-                "name": "bench-2-3",
-                "version": 1,
-                "document": POLICY,
-                "contentHash": hashlib.sha256(POLICY.encode()).hexdigest(),
-                "schedulerNames": ["schedweb"],
-                "activatedAt": "2026-11-25T00:00:00+00:00",
-            }
-            client = redis_lib.Redis.from_url(redis.url)
-            client.hset(ACTIVE_KEY, entry["name"], orjson.dumps(entry))
-            client.set(COUNTER_KEY, 1)
-            listener = ManagedProcess(
-                name="extender",
-                argv=[Path(sys.executable), "-m", "schedweb.extender_server"],
-                log_path=workdir / "extender.log",
-                env=env,
-                cwd=root,
-            )
-            listener.start()
-            context = _context(str(tls))
-            body = _normal_body([n["metadata"]["name"] for n in nodes])
+    nodes, pods = generate_cluster(500, 2000, seed=3)
+    body = _normal_body([n["metadata"]["name"] for n in nodes])
+    with (
+        tempfile.TemporaryDirectory(prefix="schedweb-bench-hostile-") as workdir,
+        bench_listener(Path(workdir), objects=nodes + pods, policies={"bench-2-3": POLICY}) as (
+            port,
+            tls,
+            listener,
+        ),
+    ):
+        context = _context(str(tls))
 
-            def serving() -> bool:
-                connection = http.client.HTTPSConnection(
-                    "127.0.0.1", port, timeout=5, context=context
+        def serving() -> bool:
+            connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=context)
+            try:
+                connection.request(
+                    "POST", "/extender/filter", body, {"Content-Type": "application/json"}
                 )
-                try:
-                    connection.request(
-                        "POST", "/extender/filter", body, {"Content-Type": "application/json"}
-                    )
-                    response = connection.getresponse()
-                    response.read()
-                    return response.getheader("X-Schedweb-Policy") == "bench-2-3/v1"
-                finally:
-                    connection.close()
+                response = connection.getresponse()
+                response.read()
+                return response.getheader("X-Schedweb-Policy") == "bench-2-3/v1"
+            finally:
+                connection.close()
 
-            listener.wait_ready(check=serving, timeout=120, what="the policy served")
-            print(
-                f"schedweb hostile-load bench on {os.uname().nodename} ({os.cpu_count()} cores,"
-                f" load average {os.getloadavg()[0]:.1f})"
-            )
-            hostile_load(
-                port=port,
-                tls_dir=tls,
-                normal_body=body,
-                hostile_pod=dict(
-                    _pod("hostile", "schedweb"),
-                    metadata={"name": "hostile", "namespace": "default", "uid": "hostile-uid"},
-                ),
-                listener_pid=listener.pid,
-            )
-            print(f"  load average after: {os.getloadavg()[0]:.1f}")
-        finally:
-            if listener is not None:
-                listener.stop(grace=10)
-            redis.stop()
+        listener.wait_ready(check=serving, timeout=120, what="the policy served")
+        print(
+            f"schedweb hostile-load bench on {os.uname().nodename} ({os.cpu_count()} cores,"
+            f" load average {os.getloadavg()[0]:.1f})"
+        )
+        hostile_load(
+            port=port,
+            tls_dir=tls,
+            normal_body=body,
+            hostile_pod=dict(
+                _pod("hostile", "schedweb"),
+                metadata={"name": "hostile", "namespace": "default", "uid": "hostile-uid"},
+            ),
+            listener_pid=listener.pid,
+        )
+        print(f"  load average after: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

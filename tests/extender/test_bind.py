@@ -41,8 +41,7 @@ def _pods() -> list[dict]:
     ]
 
 
-@pytest.fixture
-def binding(publish, monkeypatch):
+def _serve(publish, monkeypatch) -> list[tuple[str, str]]:
     """seed-003 published, the demo snapshot with _pods(), and the binder's calls."""
     publish(example("seed-003-name-length"))
     nodes, pods = (copy.deepcopy(objects) for objects in demo_objects()[:2])
@@ -53,6 +52,11 @@ def binding(publish, monkeypatch):
     bound: list[tuple[str, str]] = []
     monkeypatch.setattr(extender, "_binder", lambda args: bound.append((args.pod_uid, args.node)))
     return bound
+
+
+@pytest.fixture
+def binding(publish, monkeypatch):
+    return _serve(publish, monkeypatch)
 
 
 def _bind(name: str, node: str, *, namespace: str = "default", uid: str = ""):
@@ -114,21 +118,14 @@ def test_every_refusal_is_the_same_answer_headers_included(binding):
 
 
 def test_the_excluded_namespaces_are_a_setting(publish, settings, monkeypatch):
-    settings.SCHEDWEB_EXTENDER_BIND_EXCLUDED_NAMESPACES = ["default"]
     from policies.extender.runtime import reset_runtime
 
+    settings.SCHEDWEB_EXTENDER_BIND_EXCLUDED_NAMESPACES = ["default"]
     reset_runtime()  # the extender reads the setting when it is made
-    publish(example("seed-003-name-length"))
-    nodes, pods = (copy.deepcopy(objects) for objects in demo_objects()[:2])
-    state = ClusterState.from_objects(nodes, pods + _pods()).freeze()
-    snapshot = LoadedCluster(state, "live", "test", version=1)
-    extender = runtime().extender
-    monkeypatch.setattr(extender, "_snapshot", lambda: snapshot)
-    bound = []
-    monkeypatch.setattr(extender, "_binder", lambda args: bound.append(args.pod_uid))
+    bound = _serve(publish, monkeypatch)
     assert _bind("ok", "a-small-1").json() == {"Error": BIND_REFUSED}
     assert _bind("sys", "a-small-1", namespace="kube-system").json() == {"Error": ""}
-    assert bound == ["u-sys"]
+    assert bound == [("u-sys", "a-small-1")]
 
 
 def test_refused_binds_are_not_counted_under_a_policy(binding):

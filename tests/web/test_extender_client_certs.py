@@ -11,13 +11,11 @@ from __future__ import annotations
 import http.client
 import re
 import ssl
-import subprocess
 
 import orjson
 import pytest
 
-from tests.e2e.stack import RedisServer
-from tests.listeners import ROOT, start_extender
+from tests.listeners import listeners
 from tests.prometheus_text import assert_valid_exposition
 
 from ..extender.conftest import args_body, go_pod
@@ -35,27 +33,8 @@ ADMISSION = orjson.dumps(
 @pytest.fixture(scope="module")
 def listener(tmp_path_factory):
     """(port, tls directory) of a mutual-TLS extender listener on 127.0.0.1."""
-    workdir = tmp_path_factory.mktemp("client-certs")
-    tls = workdir / "tls"
-    subprocess.run([ROOT / "scripts" / "extender-certs.sh", tls], check=True, capture_output=True)
-    redis = RedisServer(workdir / "redis").start()
-    extender = None
-    try:
-        extender, port = start_extender(
-            workdir,
-            redis_url=redis.url,
-            ca_file=str(tls / "ca.crt"),
-            client=(str(tls / "probe.crt"), str(tls / "probe.key")),
-            SCHEDWEB_EXTENDER_WORKERS="1",
-            SCHEDWEB_EXTENDER_TLS_CERT=str(tls / "server.crt"),
-            SCHEDWEB_EXTENDER_TLS_KEY=str(tls / "server.key"),
-            SCHEDWEB_EXTENDER_CLIENT_CA=str(tls / "ca.crt"),
-        )
-        yield port, tls
-    finally:
-        if extender is not None:
-            extender.stop(grace=5)
-        redis.stop()
+    with listeners(tmp_path_factory.mktemp("client-certs"), web=False, tls="mtls") as ports:
+        yield ports["extender"], ports["tls"]
 
 
 def _request(listener, cert: str, method: str, path: str, body: bytes = b""):

@@ -12,8 +12,7 @@ import time
 
 import pytest
 
-from tests.e2e.stack import RedisServer
-from tests.listeners import connect, read_until_closed, start_extender, start_web
+from tests.listeners import connect, listeners, read_until_closed
 
 DEADLINE = 4.0
 LATE = 60.0
@@ -30,21 +29,8 @@ PATHS = {"extender": "/extender/filter", "web": "/api/v1/validate"}
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):
     """{"extender": port, "web": port} with LIMITS."""
-    workdir = tmp_path_factory.mktemp("limits")
-    redis = RedisServer(workdir / "redis").start()
-    started = []
-    try:
-        extender, extender_port = start_extender(
-            workdir, redis_url=redis.url, SCHEDWEB_EXTENDER_WORKERS="1", **LIMITS
-        )
-        started.append(extender)
-        web, web_port = start_web(workdir, redis_url=redis.url, **LIMITS)
-        started.append(web)
-        yield {"extender": extender_port, "web": web_port}
-    finally:
-        for process in started:
-            process.stop(grace=5)
-        redis.stop()
+    with listeners(tmp_path_factory.mktemp("limits"), **LIMITS) as ports:
+        yield ports
 
 
 @pytest.mark.parametrize("listener", ["extender", "web"])

@@ -161,6 +161,8 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
         4000 Node objects) goes on as uvicorn would have sent it at its headers: the ASGI
         path, which hands it to the pool, with its body complete. Pipelined requests behind it
         then wait for its answer as behind any ASGI request."""
+        if self.transport.is_closing():
+            return  # the client is gone: nothing to answer
         self.scope[self._asgi.OFFLOAD_KEY] = True
         super().on_headers_complete()  # the scope, the cycle and its task
         self._disarm()  # the body is all here

@@ -218,9 +218,6 @@ class Offload:
     def full(self) -> bool:
         return self.in_flight >= self.capacity
 
-    def worker_pids(self) -> list[int]:
-        return [w.process.pid for w in self._all if w.process.pid is not None]
-
     @contextlib.asynccontextmanager
     async def place(self):
         """A place in the pool for one body (raises Full when there is none): held for as long

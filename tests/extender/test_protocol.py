@@ -473,7 +473,7 @@ def test_the_service_leaves_a_request_of_many_items_to_the_pool_only_when_inline
     assert extender.filter(small, inline=True).status == 200
 
 
-def test_a_body_with_more_objects_or_values_than_could_be_inline_is_not_even_parsed(monkeypatch):
+def test_a_body_with_more_objects_than_could_be_inline_is_not_even_parsed(monkeypatch):
     from policies.extender import protocol
 
     def parse_fails(body):
@@ -481,11 +481,17 @@ def test_a_body_with_more_objects_or_values_than_could_be_inline_is_not_even_par
 
     limits = Limits(objects=100, names=50)
     objects = orjson.dumps({"Pod": go_pod("abc"), "Nodes": {"items": _bare_nodes(1500)}})
-    values = orjson.dumps({"Pod": go_pod("abc"), "NodeNames": ["n"] * 5000})
     monkeypatch.setattr(protocol, "_object", parse_fails)
-    for body in (objects, values):
-        with pytest.raises(TooMuchWork):
-            parse_extender_args(body, limits)
-    # a pod as kube-scheduler sends it, with a few names, is parsed and answered inline
+    with pytest.raises(TooMuchWork):
+        parse_extender_args(objects, limits)
     monkeypatch.undo()
+    # kube-scheduler's names, however many, are parsed (cheaply) and counted
+    names = orjson.dumps({"Pod": go_pod("abc"), "Nodes": None, "NodeNames": ["n"] * 51})
+    with pytest.raises(TooMuchWork):
+        parse_extender_args(names, limits)
+    # and names next to objects: the names are what is read, the objects cost only the parse
+    both = orjson.dumps(
+        {"Pod": go_pod("abc"), "NodeNames": ["cp-1"], "nodes": {"items": _bare_nodes(1500)}}
+    )
+    assert parse_extender_args(both, limits).node_names == ["cp-1"]
     assert parse_extender_args(args_body(go_pod("abc"), ["cp-1", "a-small-1"]), limits)

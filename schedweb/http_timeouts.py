@@ -21,6 +21,9 @@ task) for good: measured with raw sockets, all three were still open after 60 s.
   503 and closed when it is made (for TLS, after its handshake).
 - a request with more than one Host header is answered 400 and its connection closed (RFC 9112
   section 3.2), whichever Host comes first.
+- a TLS request answered while more than ABORT_MIN_BYTES of its body were still to come (413,
+  503) has its connection ended once the answer has left, rather than closed gracefully: a
+  graceful close reads and decrypts the rest of the body while waiting for close_notify.
 - TLS: the handshake happens before uvicorn's protocol exists, under asyncio's
   ssl_handshake_timeout (60 s by default, which uvicorn does not expose); `new_event_loop` is
   uvloop's loop with the header timeout as that default, for the extender's TLS listener.
@@ -52,6 +55,8 @@ _BUSY_RESPONSE = (
 ) + _BUSY_TEXT
 _DUPLICATE_HOST = "A request has at most one Host header (RFC 9112, section 3.2)."
 CAP_LOG_SECONDS = 10.0  # a listener at its connection cap says so at most this often
+ABORT_WAIT_SECONDS = 1.0  # an answer given before the body was read: at most this to leave
+ABORT_MIN_BYTES = 1 << 20  # unread body past which such a TLS connection is ended, not drained
 _TIMEOUT_RESPONSE = (
     b"HTTP/1.1 408 Request Timeout\r\n"
     b"content-type: text/plain; charset=utf-8\r\n"
@@ -96,6 +101,7 @@ class TimedHttpToolsProtocol(HttpToolsProtocol):
         self._stage = ""
         self._last_body = 0.0
         self._body_due = 0.0  # when the whole body must have come (the loop's clock)
+        self._body_received = 0  # bytes of the current request's body so far
         self._refused = False  # answered 400 or 503 and closing: the parser's callbacks end here
 
     # -- the stages --------------------------------------------------------------------------
@@ -152,6 +158,7 @@ class TimedHttpToolsProtocol(HttpToolsProtocol):
 
     def arm_body(self) -> None:
         """The body's deadlines start: the gap between reads and the whole body's total."""
+        self._body_received = 0
         now = self.loop.time()
         self._last_body = now
         self._body_due = now + self.body_deadline_seconds
@@ -162,12 +169,44 @@ class TimedHttpToolsProtocol(HttpToolsProtocol):
             return
         super().on_body(body)
         self._last_body = self.loop.time()
+        self._body_received += len(body)
 
     def on_message_complete(self) -> None:
         if self._refused:
             return
         super().on_message_complete()
         self._disarm()
+
+    def on_response_complete(self) -> None:
+        cycle = self.cycle
+        super().on_response_complete()
+        if (
+            cycle is not None
+            and cycle.more_body
+            and self.transport.is_closing()
+            and self.scheme == "https"
+            and self._body_left() > ABORT_MIN_BYTES
+        ):
+            # Answered (a 413, a 503) long before the request's body was read, and closing:
+            # under TLS, closing waits for the client's close_notify, reading and decrypting
+            # whatever it still sends meanwhile: a refused 60 MB upload cost the listener 60 ms
+            # of CPU. The connection ends as soon as the answer has left instead (a client
+            # still sending may see the reset rather than the answer; one that waits for it,
+            # with Expect: 100-continue, gets the answer).
+            self._abort_when_sent(ABORT_WAIT_SECONDS)
+
+    def _body_left(self) -> float:
+        """Bytes of the current request's body not received yet (infinite when chunked)."""
+        for name, value in self.headers or ():
+            if name == b"content-length" and value.isdigit():
+                return int(value) - self._body_received
+        return float("inf")
+
+    def _abort_when_sent(self, patience: float) -> None:
+        if self.transport.get_write_buffer_size() and patience > 0:
+            self.loop.call_later(0.01, self._abort_when_sent, patience - 0.01)
+            return
+        self.transport.abort()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()

@@ -8,6 +8,8 @@ with a socket timeout well past the deadline as the failure, never for a fixed t
 
 from __future__ import annotations
 
+import socket
+import ssl
 import time
 
 import pytest
@@ -100,3 +102,52 @@ def test_a_connection_past_the_cap_is_answered_503_and_closed(servers, listener)
     finally:
         for sock in idle:
             sock.close()
+
+
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory):
+    """(port, tls directory) of a mutual-TLS extender whose pool takes one large body."""
+    with listeners(
+        tmp_path_factory.mktemp("limits-tls"),
+        web=False,
+        tls="mtls",
+        SCHEDWEB_EXTENDER_OFFLOAD_WORKERS="1",
+        SCHEDWEB_EXTENDER_OFFLOAD_QUEUE="0",
+    ) as ports:
+        yield ports["extender"], ports["tls"]
+
+
+def _tls_connect(port: int, tls) -> ssl.SSLSocket:
+    context = ssl.create_default_context(cafile=str(tls / "ca.crt"))
+    context.load_cert_chain(str(tls / "client.crt"), str(tls / "client.key"))
+    raw = socket.create_connection(("127.0.0.1", port), timeout=LATE)
+    return context.wrap_socket(raw, server_hostname="127.0.0.1")
+
+
+def test_a_refused_large_body_is_not_read_to_its_end_under_tls(tls_server):
+    """A 503 at the headers of a 60 MB body: a graceful TLS close would read (and decrypt) all
+    60 MB while waiting for the client's close_notify; the listener ends the connection
+    instead, so a client that goes on sending is cut off long before the end."""
+    port, tls = tls_server
+    size = 60_000_000
+    head = (
+        "POST /extender/filter HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {size}\r\n\r\n"
+    ).encode()
+    with _tls_connect(port, tls) as holder:
+        holder.sendall(head)  # takes the pool's one place, its body never comes
+        with _tls_connect(port, tls) as sock:
+            sock.sendall(head)
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                chunk = sock.recv(65536)
+                assert chunk, answer
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 503 "), answer[:200]
+            sent = 0
+            piece = b" " * 65536
+            with pytest.raises(OSError):  # reset (or its TLS form) while still sending
+                while sent < size:
+                    sock.sendall(piece)
+                    sent += len(piece)
+            assert sent < size // 2, sent

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ def bench_listener(
     from policies.publishing import ACTIVE_KEY, COUNTER_KEY
     from tests.e2e.stack import RedisServer
     from tests.harness.processes import ManagedProcess, free_ports
+    from tests.listeners import listener_env, mtls_settings
 
     cluster_file = workdir / "cluster.json"
     cluster_file.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
@@ -39,23 +39,16 @@ def bench_listener(
     subprocess.run([str(ROOT / "scripts/extender-certs.sh"), str(tls)], check=True)
     redis = RedisServer(workdir / "redis").start()
     (port,) = free_ports(count=1)
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(workdir),
-        "PYTHONPATH": str(ROOT),
-        "DJANGO_SETTINGS_MODULE": "schedweb.settings",
-        "SCHEDWEB_SECRET_KEY": "bench-only-key",
-        "SCHEDWEB_DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
-        "SCHEDWEB_REDIS_URL": redis.url,
-        "SCHEDWEB_CLUSTER_SOURCE": "file",
-        "SCHEDWEB_CLUSTER_FILE": str(cluster_file),
-        "SCHEDWEB_EXTENDER_PORT": str(port),
-        "SCHEDWEB_EXTENDER_WORKERS": "1",
-        "SCHEDWEB_EXTENDER_TLS_CERT": str(tls / "server.crt"),
-        "SCHEDWEB_EXTENDER_TLS_KEY": str(tls / "server.key"),
-        "SCHEDWEB_EXTENDER_CLIENT_CA": str(tls / "ca.crt"),
-        "SCHEDWEB_LOG_LEVEL": "WARNING",
-    }
+    env = listener_env(
+        workdir,
+        redis_url=redis.url,
+        SCHEDWEB_CLUSTER_SOURCE="file",
+        SCHEDWEB_CLUSTER_FILE=str(cluster_file),
+        SCHEDWEB_EXTENDER_PORT=str(port),
+        SCHEDWEB_EXTENDER_WORKERS="1",
+        SCHEDWEB_LOG_LEVEL="WARNING",
+        **mtls_settings(tls),
+    )
     listener = None
     try:
         import redis as redis_lib

@@ -41,6 +41,16 @@ def listener_env(workdir: Path, *, redis_url: str, **extra: str) -> dict[str, st
     return env
 
 
+def mtls_settings(tls: Path) -> dict[str, str]:
+    """The extender's settings for mutual TLS with the certificates scripts/extender-certs.sh
+    made in `tls`."""
+    return {
+        "SCHEDWEB_EXTENDER_TLS_CERT": str(tls / "server.crt"),
+        "SCHEDWEB_EXTENDER_TLS_KEY": str(tls / "server.key"),
+        "SCHEDWEB_EXTENDER_CLIENT_CA": str(tls / "ca.crt"),
+    }
+
+
 def _answers_healthz(
     port: int, ca_file: str | None = None, client: tuple[str, str] | None = None
 ) -> bool:
@@ -154,13 +164,10 @@ def listeners(
         subprocess.run(
             [ROOT / "scripts" / "extender-certs.sh", ports["tls"]], check=True, capture_output=True
         )
-        certs = {
-            "ca_file": str(ports["tls"] / "ca.crt"),
-            "SCHEDWEB_EXTENDER_TLS_CERT": str(ports["tls"] / "server.crt"),
-            "SCHEDWEB_EXTENDER_TLS_KEY": str(ports["tls"] / "server.key"),
-        }
+        certs = {"ca_file": str(ports["tls"] / "ca.crt"), **mtls_settings(ports["tls"])}
+        if tls != "mtls":
+            del certs["SCHEDWEB_EXTENDER_CLIENT_CA"]
     if tls == "mtls":
-        certs["SCHEDWEB_EXTENDER_CLIENT_CA"] = certs["ca_file"]
         certs["client"] = (str(ports["tls"] / "probe.crt"), str(ports["tls"] / "probe.key"))
     redis = RedisServer(workdir / "redis").start()
     started = []

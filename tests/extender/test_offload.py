@@ -163,19 +163,27 @@ def _workers_stopped(port: int):
             os.kill(pid, signal.SIGCONT)
 
 
-def _until_the_pool_is_full(port: int) -> None:
-    """Returns once a large body is refused at its headers: the pool holds all it can take."""
-    deadline = time.monotonic() + 60
-    while True:
-        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
-            sock.sendall(_head(INLINE + 1))  # and no body: this one is never handed over
-            sock.settimeout(0.5)
-            try:
-                if sock.recv(65536).startswith(b"HTTP/1.1 503 "):
-                    return
-            except TimeoutError:
-                pass  # the listener waits for its body: the pool has room still
-        assert time.monotonic() < deadline, "no large body reached the pool"
+def _holding_the_pool(port: int, length: int) -> socket.socket:
+    """A connection whose filter of `length` bytes holds a place in the pool: sent with Expect:
+    100-continue and no body yet, it returns once the listener's 100 Continue says the place is
+    taken (a large body takes it at its headers; the listener asks for the body only then)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    sock.sendall(_head(length, "Expect: 100-continue\r\n"))
+    interim = b""
+    while b"\r\n\r\n" not in interim:
+        chunk = sock.recv(65536)
+        assert chunk, interim
+        interim += chunk
+    assert interim.startswith(b"HTTP/1.1 100 "), interim
+    return sock
+
+
+def _answer_to(sock: socket.socket, body: bytes) -> tuple[int, bytes]:
+    """Sends `body` on a connection _holding_the_pool made; its answer (status, body)."""
+    sock.sendall(body)
+    response = http.client.HTTPResponse(sock)
+    response.begin()
+    return response.status, response.read()
 
 
 @pytest.mark.django_db
@@ -184,10 +192,14 @@ def test_small_filters_and_healthz_are_answered_while_a_hostile_body_is_parsed(l
     # they are answered during its parse whatever the parse costs on this machine (how fast is
     # bench/hostile.py's). Parsed inline, on this listener's loop, it held every one of them up.
     small = args_body(go_pod("abc"), ["cp-1", "a-small-1"])
+    body = _hostile()
     with ThreadPoolExecutor(max_workers=1) as pool:
         with _workers_stopped(listener):
-            hostile = pool.submit(_post, listener, "filter", _hostile(), timeout=300)
-            _until_the_pool_is_full(listener)
+            # The hostile body holds the pool's one place before anything else is sent (sent
+            # at once, a probe for a full pool could take the place first and have it refused).
+            holder = _holding_the_pool(listener, len(body))
+            holder.settimeout(300)
+            hostile = pool.submit(_answer_to, holder, body)
             answers = [_post(listener, "filter", small) for _ in range(20)]
             connection = http.client.HTTPConnection("127.0.0.1", listener, timeout=60)
             connection.request("GET", "/healthz")
@@ -195,6 +207,7 @@ def test_small_filters_and_healthz_are_answered_while_a_hostile_body_is_parsed(l
             connection.close()
             assert not hostile.done()  # still with the worker
         hostile_status = hostile.result()[0]
+        holder.close()
     assert [status for status, _answer, _policy in answers] == [200] * 20
     assert {answer for _status, answer, _policy in answers} == {
         runtime().extender.filter(small).body
@@ -213,22 +226,13 @@ def test_large_bodies_past_the_pool_s_capacity_get_a_503_at_once(listener):
     with ThreadPoolExecutor(max_workers=1) as pool:
         with _workers_stopped(listener):
             # Its headers read while the pool has room: the listener's 100 Continue says so.
-            early = socket.create_connection(("127.0.0.1", listener), timeout=60)
-            early.sendall(_head(len(body), "Expect: 100-continue\r\n"))
-            interim = b""
-            while b"\r\n\r\n" not in interim:
-                chunk = early.recv(65536)
-                assert chunk, interim
-                interim += chunk
-            assert interim.startswith(b"HTTP/1.1 100 "), interim
-            _until_the_pool_is_full(listener)
+            early = _holding_the_pool(listener, len(body))
             refused = pool.submit(_post, listener, "filter", body)
             status, answer, _policy = refused.result()
-            early.sendall(body)  # on its way to the stopped worker
             assert (status, orjson.loads(answer)["error"]) == (503, "busy")
-        response = http.client.HTTPResponse(early)
-        response.begin()
-        answered = response.status, orjson.loads(response.read())
+            answering = pool.submit(_answer_to, early, body)  # to the stopped worker
+        status, answer = answering.result()
+        answered = status, orjson.loads(answer)
         early.close()
     assert answered == (200, orjson.loads(runtime().extender.filter(body).body))
 
@@ -239,9 +243,7 @@ def test_a_chunked_body_takes_a_place_in_the_pool_once_it_grows_past_the_inline_
     body = _padded_filter(go_pod("abc"))
     head = _head(0).replace(b"Content-Length: 0\r\n", b"Transfer-Encoding: chunked\r\n")
     with _workers_stopped(listener):
-        holder = socket.create_connection(("127.0.0.1", listener), timeout=60)
-        holder.sendall(_head(len(body)))  # takes the pool's one place at its headers
-        _until_the_pool_is_full(listener)
+        holder = _holding_the_pool(listener, len(body))
         with socket.create_connection(("127.0.0.1", listener), timeout=60) as sock:
             sock.sendall(head)
             piece = 4096

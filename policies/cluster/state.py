@@ -90,6 +90,7 @@ class _Reader:
         "_by_node",
         "_by_ns",
         "_derived",
+        "_incomplete",
         "_label_keys",
         "_live",
         "_memo",
@@ -105,6 +106,9 @@ class _Reader:
     def _init_empty(self) -> None:
         self.version = 0
         self._nodes: dict[str, NodeView] = {}
+        # Nodes without allocatable pods: their status has not been written yet (a kubelet
+        # creates a Node, then reports its status), so kube-scheduler cannot place a pod there.
+        self._incomplete: set[str] = set()
         self._pods: dict[str, PodView] = {}  # every pod, terminated ones too
         self._live: _Bucket = {}  # non-terminated pods: what the helpers count
         # defaultdicts for fast bulk writes; every read goes through .get(), which never adds.
@@ -148,6 +152,12 @@ class _Reader:
     def node_count(self) -> int:
         """Number of nodes."""
         return len(self._nodes)
+
+    def incomplete_nodes(self) -> set[str]:
+        """Names of the nodes held without a status (no allocatable pods yet): kube-scheduler
+        places nothing on such a node (NodeResourcesFit counts pods against allocatable), so
+        a question about one means this state is behind it. Shared: do not modify it."""
+        return self._incomplete
 
     # -- pods -------------------------------------------------------------------------------
 
@@ -389,6 +399,7 @@ class _Reader:
     def _load(self, nodes: Iterable[NodeView], pods: Iterable[PodView]) -> None:
         """Fills an empty reader from views (their usage is taken as given)."""
         self._nodes = {n["name"]: n for n in nodes}
+        self._incomplete = {name for name, n in self._nodes.items() if not _has_status(n)}
         for pod in pods:
             key = pod_key(pod)
             self._pods[key] = pod
@@ -522,6 +533,10 @@ class ClusterState(_Reader):
         if view["name"] not in self._nodes:
             self._node_names = None
         self._nodes[view["name"]] = view
+        if _has_status(view):
+            self._incomplete.discard(view["name"])
+        else:
+            self._incomplete.add(view["name"])
         self._changed()
         return view
 
@@ -529,6 +544,7 @@ class ClusterState(_Reader):
         """Removes a node; its pods stay accounted for when it comes back. False if unknown."""
         if self._nodes.pop(name, None) is None:
             return False
+        self._incomplete.discard(name)
         self._node_names = None
         self._changed()
         return True
@@ -570,6 +586,7 @@ class ClusterState(_Reader):
         snap = ClusterSnapshot()
         snap.version = self.version
         snap._nodes = dict(self._nodes)
+        snap._incomplete = set(self._incomplete)  # a handful at most
         snap._pods = dict(self._pods)
         snap._live = self._live
         snap._by_ns = dict(self._by_ns)
@@ -614,6 +631,10 @@ class ClusterState(_Reader):
             self._nodes[name] = node_with_usage(
                 view, requested=self._usage(name), pod_count=self._count(name)
             )
+            if _has_status(view):
+                self._incomplete.discard(name)
+            else:
+                self._incomplete.add(name)
 
     def _changed(self) -> None:
         self.version += 1
@@ -711,6 +732,11 @@ _NS_NAME_LABEL = "kubernetes.io/metadata.name"
 
 # Resources a node's `requested` always lists (0 when idle); others are dropped at 0.
 _KEEP = frozenset({"cpu", "memory"})
+
+
+def _has_status(node: NodeView) -> bool:
+    """The node reports allocatable pods (a kubelet wrote its status)."""
+    return bool(node["allocatable"].get("pods"))
 
 
 def _name_of(obj: Any) -> str:

@@ -2,8 +2,11 @@
 
 Each validates, changes the database in one transaction with its audit row, and schedules the
 Redis distribution of active versions with `transaction.on_commit` (so a rolled-back publish never
-reaches an extender). Views, API classes and commands parse input, call one of these, and render.
-Refusals raise the ServiceError family of policies/errors.py.
+reaches an extender). Publish, rollback and deactivation then wait, at most
+SCHEDWEB_PUBLISH_CONFIRM_SECONDS, until every live extender process serves the change, and say
+which have not (`ServedReport`, policies/publishing.py): a pipeline that publishes and then
+creates pods gets the new rule for every pod. Views, API classes and commands parse input, call
+one of these, and render. Refusals raise the ServiceError family of policies/errors.py.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from policies.models import (
     SharedPreview,
 )
 from policies.numbers import number_or_none
-from policies.publishing import active_policies_after_commit
+from policies.publishing import Distribution, ServedReport
 from policies.schedmodel.profile import ProfileInvalid, profile_parse
 
 log = logging.getLogger(__name__)
@@ -64,8 +67,11 @@ def _audit(
     )
 
 
-def _distribute_after_commit() -> None:
-    transaction.on_commit(active_policies_after_commit)
+def _distribute_after_commit() -> Distribution:
+    """The active set goes to Redis once the transaction commits; `served()` waits for it."""
+    distribution = Distribution()
+    transaction.on_commit(distribution)
+    return distribution
 
 
 def _lock_publishing() -> None:
@@ -213,6 +219,13 @@ def policy_delete(*, actor, policy: Policy) -> None:
 class PublishResult:
     version: PolicyVersion
     test_results: list[dict[str, Any]]
+    served: ServedReport
+
+
+@dataclass
+class RollbackResult:
+    activation: PolicyActivation
+    served: ServedReport
 
 
 def _check_scheduler_names(*, policy: Policy, names: list[str]) -> None:
@@ -300,8 +313,8 @@ def policy_publish(
             message=message,
             tests=len(results),
         )
-        _distribute_after_commit()
-    return PublishResult(version=version, test_results=results)
+        distribution = _distribute_after_commit()
+    return PublishResult(version=version, test_results=results, served=distribution.served())
 
 
 def policy_revision_from_etag(
@@ -320,7 +333,7 @@ def policy_revision_from_etag(
     return _revision_from_etag(if_match, policy)
 
 
-def policy_rollback(*, actor, policy: Policy, number: int) -> PolicyActivation:
+def policy_rollback(*, actor, policy: Policy, number: int) -> RollbackResult:
     """Activates an earlier version again (versions are never edited)."""
     version = PolicyVersion.objects.filter(policy=policy, number=number).first()
     if version is None:
@@ -353,11 +366,11 @@ def policy_rollback(*, actor, policy: Policy, number: int) -> PolicyActivation:
             version=number,
             previous=current.version.number if current else None,
         )
-        _distribute_after_commit()
-    return activation
+        distribution = _distribute_after_commit()
+    return RollbackResult(activation=activation, served=distribution.served())
 
 
-def policy_deactivate(*, actor, policy: Policy) -> None:
+def policy_deactivate(*, actor, policy: Policy) -> ServedReport:
     """Takes a policy out of service: its pods pass through the extender untouched."""
     with transaction.atomic():
         _lock_publishing()
@@ -376,7 +389,8 @@ def policy_deactivate(*, actor, policy: Policy) -> None:
             policy_name=policy.name,
             version=current.version.number,
         )
-        _distribute_after_commit()
+        distribution = _distribute_after_commit()
+    return distribution.served()
 
 
 # --- test cases ------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ pays twice per pod.
 """
 
 import asyncio
+import contextlib
 import logging
 import os
 import warnings
@@ -48,6 +49,7 @@ warnings.filterwarnings(
 from policies.admission.review import PATH as ADMISSION_PATH  # noqa: E402
 from policies.extender import entry  # noqa: E402  (needs Django set up first)
 from policies.extender.offload import Offload, busy_answer  # noqa: E402
+from policies.extender.runtime import runtime_stop, serve_as  # noqa: E402
 
 log = logging.getLogger(__name__)
 _INLINE = frozenset({"filter", "prioritize", "preempt"})
@@ -187,7 +189,10 @@ async def extender(scope, receive, send) -> None:
             elif len(body) > inline:  # filter, prioritize or preempt: a worker process answers
                 status, answer, policy = await _offloader().answer(verb, body)
             elif verb in _INLINE:
-                status, answer, policy = await _from_memory(entry.extender_answer, verb, body)
+                result = await _from_memory(entry.extender_answer_or_wait, verb, body)
+                if isinstance(result, entry.Waiting):  # the snapshot lacks a node or the pod
+                    result = await entry.extender_answer_after_wait(result)
+                status, answer, policy = result
             else:  # bind: a call to the API server, never on the event loop
                 status, answer, policy = await asyncio.to_thread(entry.extender_answer, verb, body)
     if policy:
@@ -222,10 +227,10 @@ async def admission(scope, receive, send) -> None:
     await _answer(send, status, answer, extra)
 
 
-async def _lifespan(receive, send, startup=None, *, offload: bool = False) -> None:
+async def _lifespan(receive, send, startup=None, *, offload: bool = False, shutdown=None) -> None:
     """Runs `startup` (in a thread) before the listener takes connections and starts the pool
-    for large bodies (`offload`); stops the pool at shutdown. Django's handler refuses lifespan,
-    so it is answered here."""
+    for large bodies (`offload`); stops the pool and runs `shutdown` at shutdown. Django's
+    handler refuses lifespan, so it is answered here."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
@@ -240,6 +245,9 @@ async def _lifespan(receive, send, startup=None, *, offload: bool = False) -> No
         elif message["type"] == "lifespan.shutdown":
             if offload and _offload is not None:
                 _offload.close(wait=True)  # uvicorn's workers end with os._exit: join them now
+            if shutdown is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(shutdown)
             await send({"type": "lifespan.shutdown.complete"})
             return
 
@@ -247,10 +255,18 @@ async def _lifespan(receive, send, startup=None, *, offload: bool = False) -> No
 def _extender_start() -> None:
     """The process's extender runtime, built before the first request: the active policies,
     the snapshot reader and, with bind on, the Kubernetes client (the first bind of each process
-    cost 0.25-1 s when it was created there)."""
+    cost 0.25-1 s when it was created there). It reports what it serves: publishers wait for
+    this process (policies/publishing.py)."""
     global _ready
+    serve_as("listener")
     entry.runtime()
     _ready = True
+
+
+def _extender_stop() -> None:
+    """The listener's worker ends: its runtime stops reporting (publishers no longer wait
+    for it)."""
+    runtime_stop()
 
 
 _UNSUPPORTED = b'{"Error": "Content-Type must be application/json"}'
@@ -264,7 +280,7 @@ async def extender_application(scope, receive, send) -> None:
     from django.conf import settings
 
     if scope["type"] == "lifespan":
-        await _lifespan(receive, send, _extender_start, offload=True)
+        await _lifespan(receive, send, _extender_start, offload=True, shutdown=_extender_stop)
         return
     if scope["type"] != "http":  # websockets: nothing here
         return

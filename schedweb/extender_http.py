@@ -17,6 +17,10 @@ earlier request of the connection still in the ASGI path. The answer is the same
 (other paths and methods, a Host not allowed, a repeated Host or Content-Type, chunked or large
 bodies, pipelined behind an ASGI request) takes the ASGI path unchanged, so its checks and
 answers (400, 404, 405, 413, 415, the offload pool) stay in one place.
+A request the snapshot is behind for (it names a node the snapshot does not hold yet, or is
+about a pod it lacks: policies/extender/catch_up.py) is handed to the ASGI path once read, as if
+it had taken that path from its headers: there it waits for the snapshot on the event loop, and
+requests pipelined behind it queue behind its cycle, answered in order.
 The deadlines for stalled clients (schedweb/http_timeouts.py) hold on both paths; as on the ASGI
 path, a client that leaves its answers unread is read no further until they drain, and a
 graceful shutdown answers the request being read before closing its connection
@@ -135,11 +139,22 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
         body = b"".join(self._fast_chunks)
         self._fast_chunks = []
         try:
-            status, answer, policy = self._asgi.entry.extender_answer(verb, body)
+            result = self._asgi.entry.extender_answer_or_wait(verb, body)
         except Exception:  # the services never raise; if one does, a 500 as on the ASGI path
             log.exception("extender %s failed", verb)
-            status, answer, policy = 500, _INTERNAL_ERROR, ""
-        self._respond(status, answer, policy)
+            result = 500, _INTERNAL_ERROR, ""
+        if type(result) is not tuple:  # it waits for the snapshot: not here
+            self._to_asgi(body)
+            return
+        self._respond(*result)
+
+    def _to_asgi(self, body: bytes) -> None:
+        """The request just read goes down the ASGI path after all (its cycle made and run as
+        uvicorn would have at its headers), which waits for the snapshot without holding the
+        loop and answers it there (schedweb/asgi.py); it is judged again there."""
+        TimedHttpToolsProtocol.on_headers_complete(self)
+        TimedHttpToolsProtocol.on_body(self, body)
+        TimedHttpToolsProtocol.on_message_complete(self)
 
     def _respond(self, status: int, answer: bytes, policy: str) -> None:
         """The whole response in one write, then keep-alive as after an ASGI response."""

@@ -616,12 +616,37 @@ def _decision_row(item: dict[str, Any]):
                 **_decision_nodes(item["nodes"]),
                 # records queued by an older extender have no winners; the page recomputes them
                 **({"winners": list(item["winners"])[:64]} if "winners" in item else {}),
+                # the request waited for the snapshot to catch up (issue 24)
+                **_catch_up_record(item.get("catchUp")),
             },
             pod_manifest=_bounded_manifest(item.get("podManifest")),
         )
     except (KeyError, TypeError, ValueError, OverflowError, OSError) as exc:
         log.warning("skipped a malformed decision record: %s", exc)
         return None
+
+
+_CATCH_UP_OUTCOMES = frozenset({"caught-up", "timed-out"})
+
+
+def _catch_up_record(value: Any) -> dict[str, Any]:
+    """A decision's `catchUp` as stored ({} when absent or not what the extender writes): how
+    long the request waited for the snapshot, for which nodes (at most 20) or its pod, and how
+    the wait ended."""
+    if not isinstance(value, dict) or value.get("outcome") not in _CATCH_UP_OUTCOMES:
+        return {}
+    waited = value.get("waitedMs")
+    nodes = value.get("nodes")
+    if type(waited) not in (int, float) or not isinstance(nodes, list):
+        return {}
+    return {
+        "catchUp": {
+            "waitedMs": round(min(max(float(waited), 0.0), 3_600_000.0), 1),
+            "outcome": value["outcome"],
+            "nodes": [str(n)[:253] for n in nodes[:20]],
+            "pod": value.get("pod") is True,
+        }
+    }
 
 
 def decisions_store(*, batch: list[dict[str, Any]]) -> int:

@@ -451,3 +451,9 @@ class DecisionSerializer(serializers.Serializer):
     scores = serializers.ListField(child=serializers.CharField())
     weights = serializers.ListField(child=serializers.IntegerField())
     nodes = serializers.ListField(child=serializers.DictField())
+    catchUp = serializers.DictField(
+        allow_null=True,
+        help_text="Set when the request waited for the snapshot to catch up (a node or the pod it "
+        "did not hold yet): waitedMs, outcome (caught-up, timed-out: failurePolicy applied), the "
+        "nodes and whether the pod was waited for.",
+    )

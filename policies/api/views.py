@@ -787,6 +787,8 @@ def decision_dict(decision: Decision) -> dict[str, Any]:
         "scores": recorded.get("scores", []),
         "weights": recorded.get("weights", []),
         "nodes": recorded.get("nodes", []),
+        # the request waited for the snapshot to catch up: how long, for what, how it ended
+        "catchUp": recorded.get("catchUp"),
     }
 
 

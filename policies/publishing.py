@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from django.db import connection, transaction
 
 from policies.background import DISTRIBUTE_ACTIVE_POLICIES, QUEUE_CLASSES_ENSURE, task_queue
 from policies.models import PolicyActivation
@@ -75,9 +76,28 @@ def active_policies_entries() -> list[dict[str, Any]]:
     ]
 
 
+def publishing_lock() -> None:
+    """Serialises publish/rollback/deactivate across policies (the schedulerName check) and
+    every write of the active set to Redis (`active_policies_publish`), in the current
+    transaction.
+
+    PostgreSQL: a transaction-scoped advisory lock. SQLite: transactions are IMMEDIATE
+    (settings), so the first write lock already serialises them."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [0x5C4ED])
+
+
 def active_policies_publish() -> int:
-    """Rewrites Redis from the database; returns the new counter."""
-    return active_entries_write(active_policies_entries())
+    """Rewrites Redis from the database; returns the new counter.
+
+    Read and written under the publishing lock: a distribution that read the database before a
+    publish committed has written Redis before that publish's own write, never after it (the
+    task of an earlier publish, running late, once put the version it read back over a
+    rollback: pods created after the rollback returned were judged by the old version)."""
+    with transaction.atomic():
+        publishing_lock()
+        return active_entries_write(active_policies_entries())
 
 
 @dataclass

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
@@ -48,7 +48,7 @@ from policies.models import (
     SharedPreview,
 )
 from policies.numbers import number_or_none
-from policies.publishing import Distribution, ServedReport
+from policies.publishing import Distribution, ServedReport, publishing_lock
 from policies.schedmodel.profile import ProfileInvalid, profile_parse
 
 log = logging.getLogger(__name__)
@@ -75,14 +75,9 @@ def _distribute_after_commit() -> Distribution:
 
 
 def _lock_publishing() -> None:
-    """Serialises publish/rollback/deactivate across policies (the schedulerName check).
-
-    PostgreSQL: a transaction-scoped advisory lock. SQLite: transactions are IMMEDIATE
-    (settings), so the first write lock already serialises them.
-    """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [0x5C4ED])
+    """Serialises publish/rollback/deactivate across policies (the schedulerName check) and
+    with the distributions of the active set (policies/publishing.py)."""
+    publishing_lock()
 
 
 # --- policies and drafts ------------------------------------------------------------------

@@ -18,7 +18,10 @@ process memory and take about a millisecond, and kube-scheduler sends one reques
 Larger ones go to a bounded pool of worker processes (policies/extender/offload.py; 503 when it is
 full): parsing 7 MB of Node objects holds the GIL for hundreds of ms, which on the loop made
 normal calls wait seconds (issue 14). bind (a call to the API server) runs in a thread; a bind
-body over the inline limit is refused (413: a binding is four short strings). The process's
+body over the inline limit is refused (413: a binding is four short strings). A filter or
+prioritize the snapshot is behind for (a node or the pod it does not hold yet) awaits the
+snapshot here, bounded, without holding the loop (policies/extender/catch_up.py; the direct path
+of schedweb/extender_http.py hands such a request to this path). The process's
 runtime (policies, snapshot reader, bind's Kubernetes client) is built at the listener's lifespan
 startup, in a thread since its initial load may read the database; should that fail, the first
 request builds it, in a thread too. Other methods on a verb get 405 (Allow: POST) and other

@@ -22,6 +22,7 @@ from tests.builders import make_node, make_pod
 from tests.e2e.stack import RedisServer
 from tests.extender.conftest import args_body, go_pod
 from tests.listeners import start_extender
+from tests.prometheus_text import samples
 
 from .test_extender_direct_path import Wire, get, post
 
@@ -39,8 +40,7 @@ scores:
 """
 
 
-@pytest.fixture
-def listener(tmp_path):
+def _listener(tmp_path, *, catch_up_ms: int):
     """The extender's listener over a live snapshot of n1 and n2; the watcher's writer."""
     import redis as redis_py
 
@@ -70,7 +70,7 @@ def listener(tmp_path):
         redis_url=server.url,
         SCHEDWEB_CLUSTER_SOURCE="live",
         SCHEDWEB_CLUSTER_NAME=CLUSTER,
-        SCHEDWEB_EXTENDER_CATCH_UP_MS="600000",  # only the node's arrival ends the wait
+        SCHEDWEB_EXTENDER_CATCH_UP_MS=str(catch_up_ms),
         SCHEDWEB_SNAPSHOT_STALE_SECONDS="3600",
     )
     try:
@@ -78,6 +78,16 @@ def listener(tmp_path):
     finally:
         process.stop()
         server.stop()
+
+
+@pytest.fixture
+def listener(tmp_path):
+    yield from _listener(tmp_path, catch_up_ms=600_000)  # only the node's arrival ends a wait
+
+
+@pytest.fixture
+def short_waits(tmp_path):
+    yield from _listener(tmp_path, catch_up_ms=1000)
 
 
 def _nothing_yet(wire: Wire) -> bool:
@@ -115,3 +125,46 @@ def test_a_filter_waiting_for_a_node_holds_neither_the_loop_nor_the_order_behind
         assert answer.json()["NodeNames"] == ["n2", "n3"]
         scores = first.response()
         assert scores.status == 200 and [s["Host"] for s in scores.json()] == ["n2"]
+
+
+def test_clients_naming_nodes_that_never_come_are_answered_by_failure_policy_and_bounded(
+    short_waits,
+):
+    """An attacker (or a confused client) names nodes no watcher will ever see, on 40
+    connections at once: at most 32 wait (for at most the 1 s bound), the others are answered
+    at once, all by failurePolicy Fail; /healthz is answered meanwhile; and with the snapshot
+    standing still since, the next such request does not wait at all."""
+    port, _state, _writer = short_waits
+    pod = go_pod("new", cpu="2", uid="uid-busy")
+    body = args_body(pod, ["n2", "never"])
+    wires = [Wire(port) for _ in range(40)]
+    try:
+        for wire in wires:
+            wire.send(post("/extender/filter", body))
+        with Wire(port) as probe:
+            assert probe.send(get("/healthz")).response().status == 200
+        for wire in wires:
+            answer = wire.response().json()
+            assert answer["NodeNames"] == ["n2"]
+            assert answer["FailedNodes"] == {
+                "never": "schedweb has no data for this node yet (failurePolicy Fail)"
+            }
+        with Wire(port) as again:
+            waits = _waits(again)
+            assert 1 <= waits.get("timed-out", 0) <= 32  # the cap: the others not at all
+            answer = again.send(post("/extender/filter", body)).response().json()
+            assert answer["NodeNames"] == ["n2"]
+            assert _waits(again) == waits  # nothing moved since: it did not wait
+    finally:
+        for wire in wires:
+            wire.sock.close()
+
+
+def _waits(wire: Wire) -> dict[str, float]:
+    """The listener's count of waits for the snapshot, by outcome (its /metrics)."""
+    text = wire.send(get("/metrics")).response().body.decode()
+    return {
+        labels["outcome"]: value
+        for name, labels, value in samples(text)
+        if name == "schedweb_extender_catch_up_total"
+    }

@@ -100,6 +100,7 @@ class _Reader:
         "_objects",
         "_pod_list",
         "_pods",
+        "pods_seen",
         "version",
     )
 
@@ -110,6 +111,9 @@ class _Reader:
         # creates a Node, then reports its status), so kube-scheduler cannot place a pod there.
         self._incomplete: set[str] = set()
         self._pods: dict[str, PodView] = {}  # every pod, terminated ones too
+        # The highest pod resourceVersion held (decimal ones: etcd's revisions), 0 if none: a
+        # request about a pod of at most this version is about one the pods watch delivered.
+        self.pods_seen = 0
         self._live: _Bucket = {}  # non-terminated pods: what the helpers count
         # defaultdicts for fast bulk writes; every read goes through .get(), which never adds.
         self._by_ns: dict[str, _Bucket] = defaultdict(dict)
@@ -403,8 +407,15 @@ class _Reader:
         for pod in pods:
             key = pod_key(pod)
             self._pods[key] = pod
+            self._saw(pod)
             if not pod_is_terminated(pod):
                 self._index_fresh(key, pod)
+
+    def _saw(self, pod: PodView) -> None:
+        """Raises `pods_seen` to the pod's resourceVersion, when that is a decimal number."""
+        version = resource_version(pod)
+        if version > self.pods_seen:
+            self.pods_seen = version
 
     def _index_fresh(self, key: str, pod: PodView) -> None:
         """Adds a live pod to the indexes, no copy-on-write check (buckets owned by the caller)."""
@@ -558,6 +569,7 @@ class ClusterState(_Reader):
         if old is not None and not pod_is_terminated(old):
             self._forget(key, old)
         self._pods[key] = view
+        self._saw(view)
         if not pod_is_terminated(view):
             self._index(key, view)
             if view["nodeName"]:
@@ -587,6 +599,7 @@ class ClusterState(_Reader):
         snap.version = self.version
         snap._nodes = dict(self._nodes)
         snap._incomplete = set(self._incomplete)  # a handful at most
+        snap.pods_seen = self.pods_seen
         snap._pods = dict(self._pods)
         snap._live = self._live
         snap._by_ns = dict(self._by_ns)
@@ -622,6 +635,7 @@ class ClusterState(_Reader):
             if old is not None and not pod_is_terminated(old):
                 self._forget(key, old)
             self._pods[key] = view
+            self._saw(view)
             if not pod_is_terminated(view):
                 self._index_fresh(key, view)
                 if view["nodeName"]:
@@ -732,6 +746,19 @@ _NS_NAME_LABEL = "kubernetes.io/metadata.name"
 
 # Resources a node's `requested` always lists (0 when idle); others are dropped at 0.
 _KEEP = frozenset({"cpu", "memory"})
+
+
+def resource_version(pod: PodView | dict[str, Any]) -> int:
+    """A pod's metadata.resourceVersion as a number (a view's raw object, or a raw Pod); 0 when
+    absent or not decimal. kube-apiserver's are etcd revisions: one counter for every write, so
+    a pod's version below another's means its write came first (the API calls them opaque:
+    schedweb only ever skips a wait with it, never judges by it)."""
+    obj = pod.get("object", pod) if isinstance(pod, dict) else {}
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    value = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    if type(value) is str and 0 < len(value) <= 20 and value.isascii() and value.isdigit():
+        return int(value)
+    return 0
 
 
 def _has_status(node: NodeView) -> bool:

@@ -5,7 +5,8 @@ extender's snapshot does not hold yet (an autoscaler added it to make room for p
 waiting: exactly when it matters), or hold only as created, before its kubelet wrote its status
 (no allocatable pods: kube-scheduler's NodeResourcesFit places nothing there, so the question
 itself says the snapshot is behind), or be about a pod the snapshot has not seen (created right
-after another was deleted: the deletion, earlier in the same watch, is not applied either).
+after another was deleted: the deletion, earlier in the same watch, is not applied either; a
+pod whose resourceVersion the pods watch has already passed is not waited for).
 Answering at once judged new nodes by failurePolicy and counted deleted pods. Instead such a
 request waits, for at most SCHEDWEB_EXTENDER_CATCH_UP_MS, until the thread that applies watch
 events (pushed, milliseconds behind) has moved the snapshot on, then is judged again; past the
@@ -17,8 +18,9 @@ The bounds, against a client that names nodes no one will ever create:
   meanwhile, and nothing waits on the database, a task or Redis;
 - at most MAX_WAITING requests of a process wait at once (the others are answered at once);
 - a wait that ended with the snapshot unmoved (the watcher is silent, or the thing never comes)
-  is not repeated until the snapshot moves; a static source (demo, a file) or a stale snapshot
-  (the watcher or Redis is down) is never waited for.
+  is not repeated, for those names or that pod, until the snapshot moves (a request lacking
+  something else still waits); a static source (demo, a file) or a stale snapshot (the watcher
+  or Redis is down) is never waited for.
 Only the pod's own absence and the names the request gives count: a client learns nothing of
 other clients' requests and cannot make one wait for its data.
 """
@@ -34,7 +36,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from policies.cluster.state import resource_version
+
 MAX_WAITING = 32  # requests of one process waiting at once
+MAX_SILENT = 10_000  # names and pods remembered as not worth waiting for again (then: all)
 _REPORTED_NODES = 20  # names kept in a decision record
 
 # What a policy reads that other pods change: usage and counts on nodes, the cluster helpers.
@@ -69,24 +74,25 @@ def behind_of(
     state: Any,
     unknown: Iterable[str],
     names: list[str] | None,
-    pod_uid: str,
+    pod: Any,
     reads_pods: bool,
     version: int,
 ) -> Behind | None:
     """What the request waits for, or None: the names the snapshot lacks (`unknown`) or holds
-    without a status (among `names`), and the pod when `reads_pods` and it is not held."""
+    without a status (among `names`), and the request's pod (a PodView) when `reads_pods` and
+    the snapshot neither holds it nor has seen a pod write as recent as its resourceVersion
+    (then it was deleted since, or never existed: nothing will come)."""
     nodes = list(unknown)
     incomplete = state.incomplete_nodes() if state is not None else ()
     if incomplete and names:
         nodes += [name for name in names if name in incomplete]
-    pod = (
-        pod_uid
-        if reads_pods and pod_uid and state is not None and state.pod(pod_uid) is None
-        else ""
-    )
-    if not nodes and not pod:
+    lacked = ""
+    uid = pod["uid"] if reads_pods and state is not None else ""
+    if uid and state.pod(uid) is None and not 0 < resource_version(pod) <= state.pods_seen:
+        lacked = uid
+    if not nodes and not lacked:
         return None
-    return Behind(tuple(nodes), pod, version)
+    return Behind(tuple(nodes), lacked, version)
 
 
 class Attempt:
@@ -135,7 +141,9 @@ class CatchUp:
         self._lock = threading.Lock()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future, int]] = []
         self.version = 0  # the last version the applying thread reported
-        self._silent_at: int | None = None  # a wait ended here with the snapshot unmoved
+        # Waits that ended with the snapshot unmoved at this version, and what they lacked.
+        self._silent_at: int | None = None
+        self._silent: set[str] = set()
         self.waiting = 0
 
     def attempt(self) -> Attempt | None:
@@ -146,14 +154,16 @@ class CatchUp:
         now = self._clock()
         return Attempt(started=now, deadline=now + self.seconds)
 
-    def may_wait(self, attempt: Attempt | None, snapshot: Any) -> bool:
-        """Whether a request behind the snapshot waits rather than being answered now."""
+    def may_wait(self, attempt: Attempt | None, snapshot: Any, behind: Behind) -> bool:
+        """Whether a request lacking `behind` waits rather than being answered now."""
         if attempt is None or snapshot is None or snapshot.stale:
             return False
         if attempt.outcome == "timed-out" or self._clock() >= attempt.deadline:
             return False
-        if self._silent_at is not None and self._silent_at == snapshot.version:
-            return False  # the last wait saw nothing move: wait again once something does
+        if self._silent_at == snapshot.version and (
+            len(self._silent) >= MAX_SILENT or _keys(behind) <= self._silent
+        ):
+            return False  # a wait for just this saw nothing move: wait once something does
         if self.waiting >= self.max_waiting:
             self._observe("refused", 0.0)
             return False
@@ -183,9 +193,13 @@ class CatchUp:
             attempt.waited += self._clock() - started
         if self.version > behind.version:
             attempt.outcome = "caught-up"
-        else:
-            attempt.outcome = "timed-out"
-            self._silent_at = behind.version
+            return
+        attempt.outcome = "timed-out"
+        with self._lock:
+            if self._silent_at != behind.version:
+                self._silent_at, self._silent = behind.version, set()
+            if len(self._silent) < MAX_SILENT:
+                self._silent |= _keys(behind)
 
     def finished(self, attempt: Attempt | None, behind: Behind | None) -> None:
         """The request is answered: `behind` is what it still lacked (None: nothing). Counts
@@ -202,7 +216,7 @@ class CatchUp:
         with self._lock:
             self.version = version
             if self._silent_at is not None and version != self._silent_at:
-                self._silent_at = None
+                self._silent_at, self._silent = None, set()
             if not self._waiters:
                 return
             woken = [w for w in self._waiters if w[2] < version]
@@ -210,6 +224,10 @@ class CatchUp:
         for loop, future, _ in woken:
             with contextlib.suppress(RuntimeError):  # that loop is closed: its request is gone
                 loop.call_soon_threadsafe(_resolve, future)
+
+
+def _keys(behind: Behind) -> set[str]:
+    return {*(f"node:{n}" for n in behind.nodes), *((f"pod:{behind.pod}",) if behind.pod else ())}
 
 
 def _resolve(future: asyncio.Future) -> None:

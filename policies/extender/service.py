@@ -271,11 +271,11 @@ class Extender:
             state=state,
             unknown=unknown,
             names=names,
-            pod_uid=pod["uid"],
+            pod=pod,
             reads_pods=served.reads_pods,
             version=snapshot.version if snapshot is not None else 0,
         )
-        if behind is not None and self.catch_up.may_wait(attempt, snapshot):
+        if behind is not None and self.catch_up.may_wait(attempt, snapshot, behind):
             return behind
         self.catch_up.finished(attempt, behind)
         return None

@@ -17,6 +17,7 @@ import time
 import orjson
 import pytest
 
+from policies.cluster.convert import pod_view
 from policies.cluster.state import ClusterState
 from policies.cluster.store import NODE, POD, SnapshotStore, SnapshotWriter
 from policies.engine.policy import compile_policy
@@ -80,30 +81,41 @@ def test_a_gang_policy_waits_for_the_pod_it_counts_among_the_members():
 # -- what a request lacks ----------------------------------------------------------------------
 
 
+def _view(name: str, uid: str, resource_version: str = "") -> dict:
+    obj = make_pod(name, uid=uid)
+    if resource_version:
+        obj["metadata"]["resourceVersion"] = resource_version
+    return pod_view(obj)
+
+
 def test_a_request_lacks_unknown_names_nodes_without_status_and_its_pod():
     bare = make_node("fresh")
     bare["status"] = {}
-    state = ClusterState.from_objects(
-        [make_node("n1"), bare], [make_pod("held", node_name="n1", uid="uid-held")]
-    )
-    names = ["n1", "fresh", "gone"]
-    behind = behind_of(
-        state=state, unknown=["gone"], names=names, pod_uid="uid-new", reads_pods=True, version=7
-    )
-    assert behind == Behind(("gone", "fresh"), "uid-new", 7)
-    # the pod is held; a policy that reads no pod does not wait for one
-    assert (
-        behind_of(
-            state=state, unknown=[], names=["n1"], pod_uid="uid-held", reads_pods=True, version=7
+    held = make_pod("held", node_name="n1", uid="uid-held")
+    held["metadata"]["resourceVersion"] = "500"
+    state = ClusterState.from_objects([make_node("n1"), bare], [held])
+    assert state.pods_seen == 500
+
+    def behind(pod, *, unknown=(), names=("n1",), reads_pods=True):
+        return behind_of(
+            state=state,
+            unknown=list(unknown),
+            names=list(names),
+            pod=pod,
+            reads_pods=reads_pods,
+            version=7,
         )
-        is None
+
+    new = _view("new", "uid-new", "501")
+    assert behind(new, unknown=["gone"], names=["n1", "fresh", "gone"]) == Behind(
+        ("gone", "fresh"), "uid-new", 7
     )
-    assert (
-        behind_of(
-            state=state, unknown=[], names=["n1"], pod_uid="uid-new", reads_pods=False, version=7
-        )
-        is None
-    )
+    assert behind(_view("held", "uid-held", "500")) is None  # held
+    assert behind(new, reads_pods=False) is None  # a policy that reads no pod
+    # not held, but the pods watch delivered a write as recent as its own: deleted since (or
+    # never created), nothing will come for it
+    assert behind(_view("gone", "uid-gone", "499")) is None
+    assert behind(_view("odd", "uid-odd", "not-a-number")) == Behind((), "uid-odd", 7)
 
 
 # -- the waits: bounded, woken by the applying thread ------------------------------------------
@@ -114,16 +126,19 @@ class _Snapshot:
         self.version, self.stale = version, stale
 
 
+LACKS_N9 = Behind(("n9",), "", 3)
+
+
 def test_no_wait_without_an_attempt_for_a_stale_snapshot_or_past_the_deadline():
     clock = StepClock(step=0.1)  # each look at the clock: 100 ms
     catch_up = CatchUp(seconds=0.5, clock=clock)
     attempt = catch_up.attempt()  # deadline: 5 looks away
-    assert catch_up.may_wait(None, _Snapshot(3)) is False
-    assert catch_up.may_wait(attempt, _Snapshot(3, stale=True)) is False
-    assert catch_up.may_wait(attempt, None) is False
-    assert catch_up.may_wait(attempt, _Snapshot(3)) is True  # 0.2 < 0.6
+    assert catch_up.may_wait(None, _Snapshot(3), LACKS_N9) is False
+    assert catch_up.may_wait(attempt, _Snapshot(3, stale=True), LACKS_N9) is False
+    assert catch_up.may_wait(attempt, None, LACKS_N9) is False
+    assert catch_up.may_wait(attempt, _Snapshot(3), LACKS_N9) is True  # 0.2 < 0.6
     clock.now += 1
-    assert catch_up.may_wait(attempt, _Snapshot(3)) is False
+    assert catch_up.may_wait(attempt, _Snapshot(3), LACKS_N9) is False
     assert CatchUp(seconds=0, clock=clock).attempt() is None  # SCHEDWEB_EXTENDER_CATCH_UP_MS=0
     assert CatchUp(seconds=0.5, live=lambda: False).attempt() is None  # demo, file
 
@@ -136,7 +151,7 @@ def test_past_its_limit_of_waiting_requests_the_next_one_is_answered_at_once():
         first = catch_up.attempt()
         waiting = asyncio.ensure_future(catch_up.wait(first, Behind(("n9",), "", 1)))
         await asyncio.sleep(0)  # it registers
-        refused = catch_up.may_wait(catch_up.attempt(), _Snapshot(1))
+        refused = catch_up.may_wait(catch_up.attempt(), _Snapshot(1), Behind(("n8",), "", 1))
         catch_up.moved(2)
         await waiting
         return refused
@@ -171,22 +186,26 @@ def test_a_wait_is_woken_from_another_thread_when_the_snapshot_moves_past_its_ve
     }
 
 
-def test_a_wait_the_snapshot_never_answers_ends_at_its_deadline_and_the_next_one_is_skipped():
-    """The deadline ends a wait for a node no one creates: nothing moves, so the next request
-    lacking something is answered at once until the snapshot moves again."""
+def test_a_wait_the_snapshot_never_answers_ends_at_its_deadline_and_is_not_repeated():
+    """The deadline ends a wait for a node no one creates: nothing moved, so the next request
+    lacking only that node is answered at once until the snapshot moves again; a request
+    lacking something else still waits."""
     catch_up = CatchUp(seconds=0.05)
+    never = Behind(("never",), "uid-x", 9)
 
     async def scenario() -> Attempt:
         attempt = catch_up.attempt()
-        await catch_up.wait(attempt, Behind(("never",), "", 9))
+        await catch_up.wait(attempt, never)
         return attempt
 
     attempt = asyncio.run(scenario())
     assert attempt.outcome == "timed-out"
-    assert catch_up.may_wait(attempt, _Snapshot(9)) is False  # this one is done
-    assert catch_up.may_wait(catch_up.attempt(), _Snapshot(9)) is False  # silent snapshot
+    assert catch_up.may_wait(attempt, _Snapshot(9), never) is False  # this one is done
+    assert catch_up.may_wait(catch_up.attempt(), _Snapshot(9), never) is False
+    assert catch_up.may_wait(catch_up.attempt(), _Snapshot(9), Behind(("never",), "", 9)) is False
+    assert catch_up.may_wait(catch_up.attempt(), _Snapshot(9), Behind(("new",), "", 9)) is True
     catch_up.moved(10)
-    assert catch_up.may_wait(catch_up.attempt(), _Snapshot(10)) is True
+    assert catch_up.may_wait(catch_up.attempt(), _Snapshot(10), never) is True
 
 
 # -- the runtime over a live snapshot ------------------------------------------------------------

@@ -526,7 +526,8 @@ class SnapshotReader:
             if stop is not None:
                 changed = self._refresh()
                 return changed or self._finish(applied)
-            return self._finish(applied)
+            # an in-place state was published with each chunk; the status did not change
+            return self._finish(applied, publish=not self.in_place)
 
     def _refresh(self) -> bool:
         keys = self.store.keys
@@ -550,7 +551,7 @@ class SnapshotReader:
                 changed = self._catch_up(version)
         return self._finish(changed)
 
-    def _finish(self, changed: bool) -> bool:
+    def _finish(self, changed: bool, *, publish: bool = True) -> bool:
         """Publishes `current`: a new frozen snapshot if anything was applied since the last
         one (the freezing mode), the status otherwise (an in-place state is published as it
         changes)."""
@@ -558,7 +559,8 @@ class SnapshotReader:
         if changed and self._state is not None and not self.in_place:
             self._snapshot = self._state.freeze()
         self._dirty = False
-        self._publish()
+        if publish:
+            self._publish()
         if changed and self.on_change is not None:
             self.on_change(self._version)
         return changed

@@ -53,6 +53,11 @@ BLOCK_SECONDS = 0.5  # the longest XREAD block (Redis's socket timeout is 2 s)
 METRICS_FLUSH_SECONDS = 1.0
 DECISIONS_FLUSH_SECONDS = 2.0
 RETRY_SECONDS = 0.5  # after Redis failed, before the next blocking read
+# The shortest time between two wakes with entries: a busy cluster's events are taken in
+# batches (a wake costs 0.12-0.18 ms of CPU in XREAD alone, measured with a 500-node snapshot
+# on 2 loaded cores, plus 0.13-0.17 ms to apply one pod and publish it), at most 10 ms later
+# than one at a time would have; a lone event is taken at once.
+WAKE_GAP_SECONDS = 0.01
 XREAD_COUNT = 2_000  # stream entries taken per read
 
 
@@ -279,6 +284,7 @@ class ExtenderRuntime:
                 self.redis_ok, self.last_error = False, f"redis: {exc}"
                 pushed = []
                 self._stop.wait(RETRY_SECONDS)
+            woke = time.monotonic()
             for key, entries in pushed:
                 if not entries:
                     continue
@@ -289,6 +295,8 @@ class ExtenderRuntime:
                     self._follow(entries)
             if self.rejections:
                 self._flush_rejections()
+            if pushed and (gap := WAKE_GAP_SECONDS - (time.monotonic() - woke)) > 0:
+                self._stop.wait(gap)
             now = time.monotonic()
             if now < next_housekeeping:
                 continue

@@ -136,6 +136,7 @@ def _measure(
     from policies.cluster.store import POD, SnapshotStore, SnapshotWriter
     from policies.publishing import active_entries_write, served_wait
     from policies.redis import redis_client
+    from tests.extender.conftest import active_entry
 
     settings.REDIS_URL = url
     redis_client.cache_clear()
@@ -161,7 +162,7 @@ def _measure(
     store.meta_write({"status": "ok", "heartbeat_at": time.time()})
     threading.Thread(target=heartbeat, daemon=True).start()
     documents = [POLICY, POLICY.replace("weight: 2", "weight: 3", 1)]
-    entry = _entry(documents[0], 1)
+    entry = active_entry(documents[0], 1)
     active_entries_write([entry])
 
     context = multiprocessing.get_context("spawn")
@@ -229,7 +230,7 @@ def _measure(
         publish_samples = []
         for i in range(publishes):
             began = time.perf_counter()
-            counter = active_entries_write([_entry(documents[(i + 1) % 2], i + 2)])
+            counter = active_entries_write([active_entry(documents[(i + 1) % 2], i + 2)])
             report = served_wait(counter, timeout=10)
             publish_samples.append(time.perf_counter() - began)
             assert report.served_by_all and len(report.confirmed) == followers, report.summary()
@@ -256,19 +257,3 @@ def _measure(
             if process.is_alive():
                 process.kill()
     return results
-
-
-def _entry(document: str, version: int) -> dict:
-    import hashlib
-
-    import yaml
-
-    parsed = yaml.safe_load(document)
-    return {
-        "name": parsed["name"],
-        "version": version,
-        "document": document,
-        "contentHash": hashlib.sha256(document.encode()).hexdigest(),
-        "schedulerNames": parsed["schedulerNames"],
-        "activatedAt": "2026-11-25T00:00:00+00:00",
-    }

@@ -29,7 +29,7 @@ from tests.builders import make_node, make_pod
 from tests.clocks import StepClock
 from tests.redisdb import redis_database
 
-from .conftest import args_body, go_pod
+from .conftest import ROOM, active_entry, args_body, go_pod
 
 LABELS_ONLY = """\
 name: zones
@@ -38,17 +38,6 @@ failurePolicy: Fail
 filters:
   - name: zone-a
     expression: node.labels["zone"] == "a"
-"""
-ROOM = """\
-name: room
-schedulerNames: [schedweb]
-failurePolicy: Fail
-filters:
-  - name: fits
-    expression: node.allocatable.cpu - node.requested.cpu >= pod.requests.cpu
-scores:
-  - name: free
-    expression: (node.allocatable.cpu - node.requested.cpu) * 100 / node.allocatable.cpu
 """
 
 
@@ -229,23 +218,7 @@ class LiveExtender:
         self.store.meta_write({"status": "ok", "heartbeat_at": time.time()})
 
     def publish(self, document: str) -> None:
-        import hashlib
-
-        import yaml
-
-        parsed = yaml.safe_load(document)
-        active_entries_write(
-            [
-                {
-                    "name": parsed["name"],
-                    "version": 1,
-                    "document": document,
-                    "contentHash": hashlib.sha256(document.encode()).hexdigest(),
-                    "schedulerNames": parsed["schedulerNames"],
-                    "activatedAt": "2026-11-25T00:00:00+00:00",
-                }
-            ]
-        )
+        active_entries_write([active_entry(document, 1)])
 
     def add_node(self, obj: dict) -> int:
         return self.writer.delta(NODE, orjson.dumps(self.state.apply_node(obj)["object"]))

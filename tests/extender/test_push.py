@@ -8,7 +8,6 @@ hour away, so only a push can have brought a change.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import secrets
@@ -16,7 +15,6 @@ import time
 
 import orjson
 import pytest
-import yaml
 
 from policies.cluster.state import ClusterState
 from policies.cluster.store import NODE, SnapshotStore, SnapshotWriter
@@ -34,21 +32,9 @@ from tests.builders import make_node
 from tests.prometheus_text import assert_valid_exposition, samples
 from tests.redisdb import redis_database
 
-from .conftest import args_body, example, go_pod
+from .conftest import active_entry, args_body, example, go_pod
 
 SEED_003 = example("seed-003-name-length")
-
-
-def _entry(document: str, version: int) -> dict:
-    parsed = yaml.safe_load(document)
-    return {
-        "name": parsed["name"],
-        "version": version,
-        "document": document,
-        "contentHash": hashlib.sha256(document.encode()).hexdigest(),
-        "schedulerNames": parsed["schedulerNames"],
-        "activatedAt": "2026-11-25T00:00:00+00:00",
-    }
 
 
 def _wait(check, *, what: str, timeout: float = 60.0):
@@ -59,6 +45,20 @@ def _wait(check, *, what: str, timeout: float = 60.0):
             return value
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.01)
+
+
+def _live_snapshot(settings, client, *, head: int | None = None):
+    """The live source: a snapshot of n1 written as the watcher writes it (its heartbeat saying
+    it reached version `head`); the state and writer to make changes with."""
+    settings.SCHEDWEB_CLUSTER_SOURCE = "live"
+    settings.SCHEDWEB_CLUSTER_NAME = f"push-{secrets.token_hex(3)}"
+    cluster = ClusterState.from_objects([make_node("n1")], [])
+    store = SnapshotStore(settings.SCHEDWEB_CLUSTER_NAME, client=client)
+    writer = SnapshotWriter(store)
+    writer.full(cluster, reset=True)
+    meta = {"status": "ok", "heartbeat_at": time.time()}
+    store.meta_write({**meta, "version": head} if head is not None else meta)
+    return cluster, writer
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_a_publish_is_pushed_to_the_runtime_and_confirmed_with_what_it_serves(
     settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
     state = runtime()
     assert state.registry.by_scheduler == {}
-    counter = active_entries_write([_entry(SEED_003, 1)])
+    counter = active_entries_write([active_entry(SEED_003, 1)])
     report = served_wait(counter, timeout=60, live_seconds=60)
     assert report.served_by_all and report.confirmed == (state.process,)
     assert state.registry.by_scheduler["schedweb"].label == "seed-003-name-length/v1"
@@ -90,13 +90,7 @@ def test_a_publish_is_pushed_to_the_runtime_and_confirmed_with_what_it_serves(
 
 
 def test_a_watch_event_is_pushed_to_the_runtime_and_applied_in_its_snapshot(pushed_only, settings):
-    settings.SCHEDWEB_CLUSTER_SOURCE = "live"
-    settings.SCHEDWEB_CLUSTER_NAME = f"push-{secrets.token_hex(3)}"
-    cluster = ClusterState.from_objects([make_node("n1")], [])
-    store = SnapshotStore(settings.SCHEDWEB_CLUSTER_NAME, client=pushed_only)
-    writer = SnapshotWriter(store)
-    writer.full(cluster, reset=True)
-    store.meta_write({"status": "ok", "heartbeat_at": time.time()})
+    cluster, writer = _live_snapshot(settings, pushed_only)
     reader = runtime().snapshots.reader
     served = runtime().snapshots.current().state
     version = writer.delta(NODE, orjson.dumps(cluster.apply_node(make_node("n2"))["object"]))
@@ -154,14 +148,8 @@ def test_a_stopped_runtime_takes_itself_out_of_the_served_records(pushed_only, s
 
 
 def test_readyz_says_what_is_served_and_how_old_the_snapshot_is(pushed_only, settings, client):
-    settings.SCHEDWEB_CLUSTER_SOURCE = "live"
-    settings.SCHEDWEB_CLUSTER_NAME = f"push-{secrets.token_hex(3)}"
-    cluster = ClusterState.from_objects([make_node("n1")], [])
-    store = SnapshotStore(settings.SCHEDWEB_CLUSTER_NAME, client=pushed_only)
-    writer = SnapshotWriter(store)
-    writer.full(cluster, reset=True)
-    store.meta_write({"status": "ok", "heartbeat_at": time.time(), "version": 2})
-    counter = active_entries_write([_entry(SEED_003, 3)])
+    cluster, writer = _live_snapshot(settings, pushed_only, head=2)
+    counter = active_entries_write([active_entry(SEED_003, 3)])
     served_wait(counter, timeout=60, live_seconds=60)
     version = writer.delta(NODE, orjson.dumps(cluster.apply_node(make_node("n2"))["object"]))
     _wait(lambda: runtime().snapshots.current().version == version, what="the pushed delta")
@@ -179,7 +167,7 @@ def test_metrics_show_every_fresh_process_s_served_counter_and_snapshot_lag(
     pushed_only, settings, tmp_path
 ):
     settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
-    counter = active_entries_write([_entry(SEED_003, 1)])
+    counter = active_entries_write([active_entry(SEED_003, 1)])
     served_wait(counter, timeout=60, live_seconds=60)
     gauges = {"policies_counter": 5.0, "snapshot_version": 40.0, "snapshot_lag_seconds": 0.004}
     (tmp_path / "extender-999001.json").write_text(json.dumps({"gauges": gauges}))

@@ -8,36 +8,23 @@ is answered when.
 
 from __future__ import annotations
 
-import hashlib
 import socket
 import time
 
 import orjson
 import pytest
-import yaml
 
 from policies.cluster.state import ClusterState
 from policies.cluster.store import NODE, SnapshotStore, SnapshotWriter
 from tests.builders import make_node, make_pod
 from tests.e2e.stack import RedisServer
-from tests.extender.conftest import args_body, go_pod
+from tests.extender.conftest import ROOM, active_entry, args_body, go_pod
 from tests.listeners import start_extender
 from tests.prometheus_text import samples
 
 from .test_extender_direct_path import Wire, get, post
 
 CLUSTER = "catch-up-listener"
-ROOM = """\
-name: room
-schedulerNames: [schedweb]
-failurePolicy: Fail
-filters:
-  - name: fits
-    expression: node.allocatable.cpu - node.requested.cpu >= pod.requests.cpu
-scores:
-  - name: free
-    expression: (node.allocatable.cpu - node.requested.cpu) * 100 / node.allocatable.cpu
-"""
 
 
 def _listener(tmp_path, *, catch_up_ms: int):
@@ -54,16 +41,7 @@ def _listener(tmp_path, *, catch_up_ms: int):
     writer = SnapshotWriter(store)
     writer.full(state, reset=True)
     store.meta_write({"status": "ok", "heartbeat_at": time.time()})
-    parsed = yaml.safe_load(ROOM)
-    entry = {
-        "name": parsed["name"],
-        "version": 1,
-        "document": ROOM,
-        "contentHash": hashlib.sha256(ROOM.encode()).hexdigest(),
-        "schedulerNames": parsed["schedulerNames"],
-        "activatedAt": "2026-11-25T00:00:00+00:00",
-    }
-    client.hset("schedweb:policies:active", "room", orjson.dumps(entry))
+    client.hset("schedweb:policies:active", "room", orjson.dumps(active_entry(ROOM, 1)))
     client.set("schedweb:policies:counter", 1)
     process, port = start_extender(
         tmp_path,

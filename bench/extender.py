@@ -16,7 +16,7 @@
    the pods bound (issue 13: at most 1.0 ms at 500 nodes), and its latency histogram per verb;
    while one configuration runs, the other extender listener is stopped (SIGSTOP) so that its
    idle processes take no CPU from the run;
-4. resident memory of each extender process serving a snapshot of 5000 nodes and 50 000 pods;
+4. (the memory of the extender's processes by cluster size is the sizing suite's, bench/sizing.py);
 5. the hostile-load case (bench/hostile.py): a normal filter and /healthz while 6 clients send
    7 MB bodies to the mutual-TLS listener.
 
@@ -50,8 +50,6 @@ NODES = 500
 PODS = 1000
 LARGE_NODES = 5000
 LARGE_PODS = 5000
-MEMORY_NODES = 5000
-MEMORY_PODS = 50_000
 # Without/with pairs, alternated: this VM's speed drifts over minutes, so one pair can land in
 # different phases; the median of the pairs' ratios is reported.
 ROUNDS = int(os.environ.get("SCHEDWEB_BENCH_ROUNDS", "3"))
@@ -385,17 +383,6 @@ def _cpu_seconds(root: int) -> dict[int, float]:
     return spent
 
 
-def _parent(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 @contextlib.contextmanager
 def _paused(roots: list[int]):
     """SIGSTOP the process trees under `roots` for the duration (an idle listener's processes
@@ -552,84 +539,6 @@ def _grow_nodes(plane, stack, total: int) -> list[str]:
         if time.monotonic() > deadline:
             raise RuntimeError(f"the snapshot did not reach {total} nodes within 300 s")
         time.sleep(0.2)
-
-
-def _memory(stack, workdir: Path, policy_yaml: str) -> dict[str, float]:
-    """Resident memory of each process of an extender listener serving a snapshot of
-    MEMORY_NODES nodes and MEMORY_PODS pods (generated, written to Redis as the watcher does),
-    after a filter and a prioritize over 500 of its nodes and a filter large enough for the
-    offload pool (whose process then holds the snapshot too)."""
-    import redis as redis_client
-
-    from policies.cluster.demo import generate_cluster
-    from policies.cluster.state import ClusterState
-    from policies.cluster.store import SnapshotStore, SnapshotWriter
-
-    nodes_json, pods_json = generate_cluster(MEMORY_NODES, MEMORY_PODS, seed=5)
-    state = ClusterState.from_objects(nodes_json, pods_json)
-    names_all = [n["name"] for n in state.nodes()]
-    names = names_all[:500]
-    client = redis_client.Redis.from_url(stack.redis.url)
-    store = SnapshotStore("bench-memory", client=client)
-    store.clear()
-    SnapshotWriter(store).full(state, reset=True)
-    store.meta_write({"status": "ok", "heartbeat_at": time.time()})
-    del state, nodes_json, pods_json
-    process, port = _extra_listener(
-        stack, workdir, "extender-memory", {"SCHEDWEB_CLUSTER_NAME": "bench-memory"}
-    )
-    try:
-
-        def loaded() -> bool:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            try:
-                connection.request("GET", "/metrics")
-                return b"schedweb_snapshot_version" in connection.getresponse().read()
-            finally:
-                connection.close()
-
-        process.wait_ready(check=loaded, timeout=120, what="the 5000-node snapshot loaded")
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-        # 500 names (answered by the listener's worker), then a body over the inline limit
-        # (answered by the offload pool's process, which then holds the snapshot too).
-        large = names_all + [f"nowhere-{i:05d}" for i in range(5000)]
-        for verb, candidates in (("filter", names), ("prioritize", names), ("filter", large)):
-            connection.request(
-                "POST",
-                f"/extender/{verb}",
-                _normal_body(candidates),
-                {"Content-Type": "application/json"},
-            )
-            response = connection.getresponse()
-            response.read()
-            assert response.status == 200, response.status
-        connection.close()
-        tree = _process_tree(process.pid)
-        print(
-            f"== resident memory of the extender's processes: {MEMORY_NODES} nodes,"
-            f" {MEMORY_PODS} pods (`python -m schedweb.extender_server`,"
-            f" {len(tree)} processes)"
-        )
-        results = {}
-        for pid in tree:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
-            if pid == process.pid:
-                role = "listener (serves kube-scheduler)"
-            elif b"resource_tracker" in command:
-                role = "multiprocessing resource tracker"
-            elif b"spawn_main" in command:
-                # uvicorn's workers (with several) start the offload pool: they have children
-                has_children = any(_parent(other) == pid for other in tree)
-                role = "uvicorn worker" if has_children else "offload worker (large bodies)"
-            else:
-                role = "other"
-            rss = _rss_mb(pid)
-            print(f"  pid {pid:7d} {role:30s} {rss:7.1f} MB")
-            results[f"rss_mb_{pid}"] = rss
-        return {"memory_rss_mb_max": max(results.values())}
-    finally:
-        process.stop(grace=5)
-        store.clear()
 
 
 def run() -> dict[str, float]:
@@ -835,7 +744,6 @@ def run() -> dict[str, float]:
                     after if isinstance(after, str) else "",
                 ).items()
             }
-            results |= _memory(stack, workdir, policy_yaml)
             results |= hostile_load(
                 port=stack.extender_port,
                 tls_dir=stack.tls_dir,
@@ -882,7 +790,7 @@ def _issue_13_summary(results: dict[str, float]) -> None:
         median = results.get(f"server_{verb}_median_le_ms")
         p99 = results.get(f"server_{verb}_p99_le_ms")
         print(f"  server-side {verb}: median <= {median:g} ms, p99 <= {p99:g} ms (500 nodes)")
-    print(f"  resident memory, largest extender process: {results['memory_rss_mb_max']:.0f} MB")
+    print("  memory by cluster size: the sizing suite (bench/sizing.py, `python -m bench sizing`)")
 
 
 def _histogram(text: str) -> dict[str, list[tuple[float, float]]]:

@@ -1,9 +1,11 @@
 """Evaluation for every caller that is not the extender: compile, preview, test cases.
 
 One cached, budgeted `policy_compile`; one `preview_run` that the REST preview, the playground,
-background previews and `evaluate` call; one test-case runner with one meaning of a test's
-cluster. The extender compiles with the same `policy_compile` and evaluates with the same engine
-(`policies/extender/service.py`); parity tests hold the two to the same numbers.
+background previews, the decision pages and `evaluate` call, whose answer is kube-scheduler's
+pick (`Preview.placement`, built from the model's cycle by `placement_from_cycle`); one
+test-case runner with one meaning of a test's cluster. The extender compiles with the same
+`policy_compile` and evaluates with the same engine (`policies/extender/service.py`); parity
+tests hold the two to the same numbers.
 """
 
 from __future__ import annotations
@@ -28,17 +30,29 @@ from policies.cluster.sources import (
     cluster_load,
 )
 from policies.engine.cel.deadline import EvaluationTimeout, deadline
-from policies.engine.compare import compare_evaluations
+from policies.engine.compare import compare_placements
 from policies.engine.document import FieldError, PolicyInvalid
 from policies.engine.inputs import PodView
+from policies.engine.placement import NodePlacement, Placement
 from policies.engine.policy import CompiledPolicy, compile_policy, validate_policy
 from policies.engine.queue import QueueKey, queue_order
 from policies.engine.results import Evaluation
-from policies.engine.testcases import check_expectations, expectation_changes, rerecord
+from policies.engine.testcases import (
+    check_expectations,
+    expectation_changes,
+    needs_placement,
+    rerecord,
+)
 from policies.errors import ClusterUnavailable, EvaluationTooSlow, InputError
 from policies.schedmodel.advisor import WeightAdvice, weight_advise
 from policies.schedmodel.pipeline import Cycle, cycle_run
-from policies.schedmodel.profile import Profile, ProfileInvalid, profile_default, profile_parse
+from policies.schedmodel.profile import (
+    FILTERS,
+    Profile,
+    ProfileInvalid,
+    profile_default,
+    profile_parse,
+)
 
 # --- compiling -------------------------------------------------------------------------------
 
@@ -137,21 +151,63 @@ def request_guard() -> Iterator[None]:
 # --- previews --------------------------------------------------------------------------------
 
 
+def placement_from_cycle(cycle: Cycle, *, applies: bool | None = None) -> Placement:
+    """kube-scheduler's answer from the model's cycle, as the engine's plain Placement: per
+    node the plugin or policy rule that rejects it, its final total and the policy's total and
+    score as the extender answered them (over the nodes kube-scheduler sent it); for an
+    unschedulable pod, the model's whole FailedScheduling message."""
+    ev = cycle.evaluation
+    scored = {}
+    if ev is not None and ev.applies and ev.scored:
+        scored = {
+            name: (ev.total[i], ev.extender[i])
+            for i, name in enumerate(ev.node_names)
+            if ev.passed[i]
+        }
+    nodes = []
+    for o in cycle.outcomes:
+        total, score = scored.get(o.node, (None, None))
+        rejected = o.plugin is None and o.policy_passed is False
+        nodes.append(
+            NodePlacement(
+                node=o.node,
+                plugin=o.plugin,
+                plugin_reasons=tuple(o.reasons),
+                rule=(o.policy_rule or "policy") if rejected else None,
+                message=o.policy_message if rejected else None,
+                final=o.total,
+                policy_total=total,
+                policy_score=score,
+            )
+        )
+    if applies is None:  # the cycle knows when a node reached the extender
+        applies = ev is None or ev.applies
+    return Placement(
+        tuple(nodes),
+        tuple(cycle.pick),
+        applies=applies,
+        filter_plugins=FILTERS,
+        failed_scheduling=cycle.failed_scheduling(),
+    )
+
+
 @dataclass(frozen=True)
 class Preview:
     """One pod evaluated by a document over a cluster, and optionally by a second document
-    (the published version) for comparison."""
+    (the published version) for comparison. `placement` is the answer: where kube-scheduler
+    puts the pod with the policy served by its extender."""
 
     compiled: CompiledPolicy
     pod: PodView
     cluster: LoadedCluster
-    evaluation: Evaluation
-    before: Evaluation | None = None  # the compared document's evaluation
-    comparison: dict[str, Any] | None = None  # compare_evaluations(before, evaluation)
-    compare_error: PolicyInvalid | None = None  # the compared document no longer compiles
+    evaluation: Evaluation  # the policy alone over every node (the rule table, policy-level)
     # kube-scheduler's cycle around the policy: its filters, the policy over the nodes that
     # pass them (minmax over that set, as the extender sees it), its scores, total and pick
-    cycle: Cycle | None = None
+    cycle: Cycle
+    placement: Placement  # the cycle as the engine's plain answer
+    before: Placement | None = None  # the compared document's answer
+    comparison: dict[str, Any] | None = None  # compare_placements(before, placement)
+    compare_error: PolicyInvalid | None = None  # the compared document no longer compiles
 
 
 def preview_run(
@@ -162,35 +218,53 @@ def preview_run(
     compare_document: str | None = None,
     profile: Profile | None = None,
 ) -> Preview:
-    """The per-node evaluation every preview shows (the extender's engine and numbers), and
-    kube-scheduler's whole cycle around it under `profile` (default: the configuration
-    `schedulerconfig` prints).
+    """kube-scheduler's cycle for `pod` with `document` served by the extender, under
+    `profile` (default: the configuration `schedulerconfig` prints), and the policy alone over
+    every node of the snapshot (the rule table).
 
-    `evaluation` is the policy over every node of the snapshot (the rule table); `cycle` is
-    what kube-scheduler does with it: the policy over the in-tree-feasible nodes only, so its
-    extender scores are those the extender returns for that candidate set.
+    With `compare_document` (the published version), the same cycle with it and what would
+    change in the cluster (compare_placements: the pick, the feasible set, the reasons).
     Raises PolicyInvalid for `document`; an invalid `compare_document` (an old version the
     engine no longer accepts) is reported in `compare_error` instead."""
     compiled = policy_compile(document)
     nodes = cluster.nodes()
     evaluation = compiled.evaluate(pod, nodes, cluster.state)
     cycle = cycle_run(pod=pod, nodes=nodes, state=cluster.state, policy=compiled, profile=profile)
+    placement = placement_from_cycle(cycle, applies=evaluation.applies)
+    preview = Preview(compiled, pod, cluster, evaluation, cycle, placement)
     if compare_document is None:
-        return Preview(compiled, pod, cluster, evaluation, cycle=cycle)
+        return preview
     try:
         published = policy_compile(compare_document)
     except PolicyInvalid as exc:
-        return Preview(compiled, pod, cluster, evaluation, compare_error=exc, cycle=cycle)
-    before = published.evaluate(pod, nodes, cluster.state)
-    return Preview(
-        compiled,
-        pod,
-        cluster,
-        evaluation,
-        before,
-        compare_evaluations(before, evaluation),
-        cycle=cycle,
+        return replace(preview, compare_error=exc)
+    before = placement_from_cycle(
+        cycle_run(pod=pod, nodes=nodes, state=cluster.state, policy=published, profile=profile),
+        applies=published.applies_to(pod),
     )
+    return replace(preview, before=before, comparison=compare_placements(before, placement))
+
+
+def preview_dict(preview: Preview) -> dict[str, Any]:
+    """The REST preview's and `evaluate --json`'s body below `pod` and `cluster`: `answer`
+    (where kube-scheduler puts the pod), `result` (the policy alone over every node, each with
+    its policy rank there) and `kubeScheduler` (the cycle; each node with its policy score and
+    rank among the nodes the extender scored)."""
+    cycle = preview.cycle.to_dict()
+    policy_ranks = preview.placement.policy_ranks()
+    for node in cycle["nodes"]:
+        placed = preview.placement.node(node["node"])
+        node["policyTotal"] = (
+            round(placed.policy_total, 4)
+            if placed is not None and placed.policy_total is not None
+            else None
+        )
+        node["policyRank"] = policy_ranks.get(node["node"])
+    return {
+        "answer": preview.placement.to_dict(),
+        "result": preview.evaluation.to_dict(),
+        "kubeScheduler": cycle,
+    }
 
 
 def pods_pending(*, cluster: LoadedCluster) -> list[PodView]:
@@ -243,8 +317,9 @@ def example_pod_views() -> tuple[PodView, ...]:
 
 @dataclass(frozen=True)
 class WeightAdviceRun:
-    """The advice over several pods: `weight` is the smallest extender weight at which every
-    pod the policy scores goes to a node it prefers (None: it prefers none of them)."""
+    """The advice over several pods: `weight` is the smallest extender weight at which
+    kube-scheduler picks, for every pod the policy scores, one of the nodes the policy scores
+    highest (None: it scores no node of them above another)."""
 
     weight: int | None
     pods: list[tuple[PodView, WeightAdvice]]
@@ -258,8 +333,8 @@ def weight_advise_run(
     profile: Profile | None = None,
 ) -> WeightAdviceRun:
     """kube-scheduler's cycle for each pod under `profile` (its extender weight does not
-    matter), and the smallest extender weight at which the policy's preferred node is the pick
-    (policies/schedmodel/advisor.py). Raises PolicyInvalid."""
+    matter), and the smallest extender weight at which kube-scheduler picks one of the nodes
+    the policy scores highest (policies/schedmodel/advisor.py). Raises PolicyInvalid."""
     compiled = policy_compile(document)
     profile = replace(profile or profile_default(), extender_weight=1)
     nodes = cluster.nodes()
@@ -339,24 +414,44 @@ def test_case_run(
     default: LoadedCluster | None = None,
     base: Path | None = None,
     review: bool = False,
+    profile: Profile | None = None,
 ) -> dict[str, Any]:
-    """One test case: {name, passed, failures}; an unusable pod or cluster is a failure. With
-    `review`, a case that fails on an evaluation also gets `proposed` (its expectation edited to
-    what the policy does now, engine.testcases.rerecord) and `changes` (old and new per entry)."""
+    """One test case: {name, passed, failures}; an unusable pod or cluster is a failure. The
+    kube-scheduler-level kinds (landsIn, unschedulable, rejectedBy a plugin) are checked
+    against the model's cycle under `profile` (default: this installation's configuration for
+    the pod's schedulerName, profile_active). With `review`, a case that fails also gets
+    `proposed` (its expectation edited to what happens now, engine.testcases.rerecord) and
+    `changes` (old and new per entry)."""
     try:
         pod_view = pod_view_from_source(pod)
         target = test_cluster_load(cluster, default=default, base=base)
     except (InputError, ClusterUnavailable) as exc:
         return {"name": name, "passed": False, "failures": [str(exc)]}
-    evaluation = compiled.evaluate(pod_view, target.nodes(), target.state)
+    nodes = target.nodes()
+    evaluation = compiled.evaluate(pod_view, nodes, target.state)
+    if evaluation.stopped:  # under a budget (`policy test`): failurePolicy's verdicts
+        return {"name": name, "passed": False, "failures": [f"stopped: {evaluation.stopped}"]}
+    placement = None
+    if needs_placement(expect) or review:
+        cycle = cycle_run(
+            pod=pod_view,
+            nodes=nodes,
+            state=target.state,
+            policy=compiled,
+            profile=profile or profile_active(scheduler_name=pod_view["schedulerName"]),
+        )
+        if cycle.evaluation is not None and cycle.evaluation.stopped:  # the budget ran out here
+            stopped = cycle.evaluation.stopped
+            return {"name": name, "passed": False, "failures": [f"stopped: {stopped}"]}
+        placement = placement_from_cycle(cycle, applies=evaluation.applies)
     queue_key = None
     if "queueKey" in expect:
         labels = target.state.namespaces().get(pod_view["namespace"])
         queue_key = compiled.queue_key(pod_view, labels, target.state)
-    failures = check_expectations(evaluation, expect, queue_key)
+    failures = check_expectations(evaluation, expect, queue_key, placement)
     result: dict[str, Any] = {"name": name, "passed": not failures, "failures": failures}
     if review and failures:
-        proposed = rerecord(evaluation, expect, queue_key)
+        proposed = rerecord(evaluation, expect, queue_key, placement)
         result["proposed"] = proposed
         result["changes"] = expectation_changes(expect, proposed)
     return result
@@ -369,17 +464,20 @@ def test_cases_run(
     cluster: LoadedCluster | None = None,
     base: Path | None = None,
     review: bool = False,
+    profile: Profile | None = None,
 ) -> list[dict[str, Any]]:
     """A policy's stored test cases (`stored`, PolicyTestCase rows) and then the document's own
-    `tests:`, each as {name, passed, failures}. `cluster` stands in for `snapshot`. `review`
-    adds what "accept new results" would write to each failing stored case (the document's
-    own cases are text: they are edited in the document)."""
+    `tests:`, each as {name, passed, failures}. `cluster` stands in for `snapshot`; `profile`
+    for this installation's scheduler configuration. `review` adds what "accept new results"
+    would write to each failing stored case (the document's own cases are text: they are
+    edited in the document)."""
     results = [
         test_case_run(
             compiled=compiled,
             default=cluster,
             base=base,
             review=review,
+            profile=profile,
             name=c.name,
             pod=c.pod,
             cluster=c.cluster,
@@ -388,7 +486,7 @@ def test_cases_run(
         for c in stored
     ]
     results += [
-        test_case_run(compiled=compiled, default=cluster, base=base, **dict(case))
+        test_case_run(compiled=compiled, default=cluster, base=base, profile=profile, **dict(case))
         for case in compiled.spec.tests
     ]
     return results

@@ -1,6 +1,7 @@
-"""Numbers and resource quantities as people read them, the same on every page and in the
-terminal: scores and totals (`number_format`), CPU (`cpu_format`), bytes (`bytes_format`) and a
-named resource (`quantity_format`).
+"""Numbers, resource quantities and text as people read them, the same on every page and in the
+terminal: scores and totals (`number_format`), CPU (`cpu_format`), bytes (`bytes_format`), a
+named resource (`quantity_format`) and text from documents, pods and clusters with its control,
+format and bidi characters escaped (`printable`, the engine's: it escapes what it emits too).
 
 Plain string formatting, not template filters: the preview and the decision pages format every
 cell of tables with up to 1000 rows, where a filter per cell dominated the render time.
@@ -10,6 +11,10 @@ from __future__ import annotations
 
 import math
 from typing import Any
+
+from policies.engine.printable import printable
+
+__all__ = ["bytes_format", "cpu_format", "number_format", "printable", "quantity_format"]
 
 DASH = "—"  # a missing value on a page; the terminal passes missing="-"
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")

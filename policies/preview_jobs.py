@@ -108,15 +108,23 @@ def preview_job_fail(job_id: str, message: str) -> None:
         log.warning("preview job %s failed and Redis is down: %s", job_id, message)
 
 
-def _pod_result(evaluation: Any, pod: dict[str, Any]) -> dict[str, Any]:
+def _pod_result(preview: Any, pod: dict[str, Any]) -> dict[str, Any]:
+    """One pending pod: where kube-scheduler puts it (the answer) and the policy's part."""
+    placement = preview.placement
+    evaluation = preview.evaluation
     return {
         "pod": f"{pod['namespace']}/{pod['name']}",
         "scheduler": pod["schedulerName"],
         "applies": evaluation.applies,
         "reason": evaluation.reason,
-        "passing": sum(evaluation.passed),
-        "nodes": evaluation.size,
-        "winners": evaluation.winners(),
+        "pick": list(placement.pick),
+        "finalTotal": placement.final_total(),
+        "feasible": len(placement.feasible()),
+        "nodes": len(placement.nodes),
+        "reasons": placement.reasons(),
+        # an unschedulable pod's FailedScheduling message, whole (None when it is placed)
+        "failedScheduling": None if placement.pick else placement.failed_scheduling,
+        "policyRejects": sum(1 for n in placement.nodes if n.rule),
         "errors": sum(len(v) for v in evaluation.errors.values()),
     }
 
@@ -166,14 +174,19 @@ def preview_job_run(*, job_id: str) -> None:
             compare_document=compare_document,
             profile=profile_from_text(stored, pod["schedulerName"]),
         )
-        evaluation, before = preview.evaluation, preview.before
-        row = _pod_result(evaluation, pod)
-        # kube-scheduler's pick (its tie group) next to the policy's winners
-        row["pick"] = preview.cycle.pick
-        if before is not None:
-            row["before"] = _pod_result(before, pod)
-            row["winnerChanged"] = before.winners() != row["winners"]
-            row["appliesChanged"] = before.applies != evaluation.applies
+        row = _pod_result(preview, pod)
+        if preview.comparison is not None:  # what would change in the cluster for this pod
+            c = preview.comparison
+            row["compare"] = {
+                "moves": c["moves"],
+                "summary": c["summary"],
+                "pickBefore": c["pickBefore"],
+                "pickChanged": c["pickChanged"],
+                "feasibleBefore": c["feasibleBefore"],
+                "reasonsBefore": c["reasonsBefore"],
+                "reasonsChanged": c["reasonsChanged"],
+                "appliesBefore": c["appliesBefore"],
+            }
         results.append(row)
         now = time.monotonic()
         if now - last_write >= PROGRESS_EVERY_SECONDS:

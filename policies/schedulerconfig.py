@@ -13,6 +13,7 @@ or as a second, isolated kube-scheduler Deployment (`--manifests`).
 from __future__ import annotations
 
 import base64
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -347,55 +348,38 @@ def extender_url_problem(url: str) -> str:
     return ""
 
 
+# The chart's extender Service (release "schedweb" in namespace "schedweb", as the README installs
+# it): what in-cluster manifests name when the configured URL is a loopback address, which a
+# scheduler pod cannot reach (its own loopback is not schedweb's).
+IN_CLUSTER_EXTENDER_URL = "https://schedweb-extender.schedweb.svc:8443/extender/"
+
+
+def url_is_loopback(url: str) -> bool:
+    """True when `url`'s host is a loopback address (127.0.0.0/8, ::1) or localhost."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def extender_urls(*, prefix: str) -> dict[str, str]:
     """The exact URLs kube-scheduler calls: prefix + verb, no trailing slash (protocol P14)."""
     base = prefix if prefix.endswith("/") else prefix + "/"
     return {verb: base + verb for verb in ("filter", "prioritize", "preempt", "bind")}
 
 
-def extender_cluster_role(
-    *,
-    bind: bool,
-    queue: bool = False,
-    name: str = "schedweb-extender",
-    service_account: str = "schedweb",
-    namespace: str = "schedweb",
-) -> list[dict[str, Any]]:
-    """The RBAC schedweb itself needs, least privilege for the verbs enabled: list/watch nodes
-    and pods (the snapshot), and namespaces, services, replicationcontrollers, apps
-    replicasets and statefulsets (what kube-scheduler's InterPodAffinity namespaceSelector and
-    PodTopologySpread system defaults read, so the preview models them), patch pods (the
-    requeue nudge annotation); only with `queue` (policies with queue: or gang:), list and
-    create priorityclasses and workloads; only when it binds
-    (SCHEDWEB_EXTENDER_BIND), create pods/binding and get pods (a bind answered 409 reads the
-    pod to tell "already on that node" from a conflict, policies/cluster/live.py). The chart's
-    ClusterRole is this one (tests/deploy/test_rbac_live.py compares them)."""
-    pod_verbs = ["get", "patch"] if bind else ["patch"]
-    rules: list[dict[str, Any]] = [
-        {
-            "apiGroups": [""],
-            "resources": ["nodes", "pods", "namespaces", "services", "replicationcontrollers"],
-            "verbs": ["list", "watch"],
-        },
-        {
-            "apiGroups": ["apps"],
-            "resources": ["replicasets", "statefulsets"],
-            "verbs": ["list", "watch"],
-        },
-        {"apiGroups": [""], "resources": ["pods"], "verbs": pod_verbs},
-    ]
-    if queue:
-        # the queue keys' PriorityClasses (policies/queue_classes.py) and the gangs' Workloads
-        # (policies/gangs.py; an alpha API in 1.35): listed, created if missing
-        rules.append(
-            {
-                "apiGroups": ["scheduling.k8s.io"],
-                "resources": ["priorityclasses", "workloads"],
-                "verbs": ["list", "create"],
-            }
-        )
-    if bind:
-        rules.append({"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]})
+# The requeue nudge's annotation (policies/extender/requeue.py ANNOTATION): the only change the
+# worker makes to a pod, which the chart's admission policy holds it to.
+REQUEUE_ANNOTATION = "schedweb.io/requeue"
+
+
+def _cluster_role(name: str, rules: list[dict[str, Any]], subject: str, namespace: str) -> list:
     return [
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -407,9 +391,7 @@ def extender_cluster_role(
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
             "metadata": {"name": name},
-            "subjects": [
-                {"kind": "ServiceAccount", "name": service_account, "namespace": namespace}
-            ],
+            "subjects": [{"kind": "ServiceAccount", "name": subject, "namespace": namespace}],
             "roleRef": {
                 "kind": "ClusterRole",
                 "name": name,
@@ -419,8 +401,71 @@ def extender_cluster_role(
     ]
 
 
+def worker_cluster_role(
+    *, queue: bool, name: str = "schedweb-worker", namespace: str = "schedweb"
+) -> list[dict[str, Any]]:
+    """The worker's ClusterRole and its binding to the ServiceAccount `name`: list/watch nodes
+    and pods (the snapshot), and namespaces, services, replicationcontrollers, apps replicasets
+    and statefulsets (what kube-scheduler's InterPodAffinity namespaceSelector and
+    PodTopologySpread system defaults read, so the preview models them), patch pods (the
+    requeue nudge's annotation: RBAC cannot narrow a patch, the chart's admission policy does,
+    deploy/helm/schedweb/templates/admission-policy.yaml); only with `queue` (policies with
+    queue: or gang:), list and create priorityclasses and workloads (under the same policy)."""
+    rules: list[dict[str, Any]] = [
+        {
+            "apiGroups": [""],
+            "resources": ["nodes", "pods", "namespaces", "services", "replicationcontrollers"],
+            "verbs": ["list", "watch"],
+        },
+        {
+            "apiGroups": ["apps"],
+            "resources": ["replicasets", "statefulsets"],
+            "verbs": ["list", "watch"],
+        },
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]},
+    ]
+    if queue:
+        # the queue keys' PriorityClasses (policies/queue_classes.py) and the gangs' Workloads
+        # (policies/gangs.py; an alpha API in 1.35): listed, created if missing
+        rules.append(
+            {
+                "apiGroups": ["scheduling.k8s.io"],
+                "resources": ["priorityclasses", "workloads"],
+                "verbs": ["list", "create"],
+            }
+        )
+    return _cluster_role(name, rules, name, namespace)
+
+
+def extender_cluster_role(
+    *, name: str = "schedweb-extender", namespace: str = "schedweb"
+) -> list[dict[str, Any]]:
+    """The extender's ClusterRole when it binds (SCHEDWEB_EXTENDER_BIND), bound to the
+    ServiceAccount `name`: create pods/binding, and get pods (a bind answered 409 reads the pod
+    to tell "already on that node" from a conflict, policies/cluster/live.py). Without bind the
+    extender calls no Kubernetes API and has no role, nor a token."""
+    rules = [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+        {"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]},
+    ]
+    return _cluster_role(name, rules, name, namespace)
+
+
+def schedweb_rbac(
+    *, bind: bool, queue: bool = False, fullname: str = "schedweb", namespace: str = "schedweb"
+) -> list[dict[str, Any]]:
+    """Least privilege for what is enabled, one ServiceAccount per component as the Helm chart
+    runs them (release `fullname` in `namespace`): the worker's role and, with bind, the
+    extender's; the web pods, beat and the migrations need none. The chart's roles are these
+    (tests/deploy/test_rbac_live.py compares them and runs each with a token of its account)."""
+    roles = worker_cluster_role(queue=queue, name=f"{fullname}-worker", namespace=namespace)
+    if bind:
+        roles += extender_cluster_role(name=f"{fullname}-extender", namespace=namespace)
+    return roles
+
+
 def rbac_command(*, bind: bool, queue: bool = False) -> str:
-    """The `schedulerconfig` command line that prints extender_cluster_role(bind=, queue=)."""
+    """The `schedulerconfig` command line that prints schedweb_rbac(bind=, queue=)."""
     command = "python manage.py schedulerconfig --rbac " + ("--bind" if bind else "--no-bind")
     return command + (" --queue" if queue else "")
 

@@ -2,13 +2,50 @@
 
 import os
 
-from celery import Celery
+from celery import Celery, bootsteps
+from celery.beat import PersistentScheduler
+
+from schedweb.liveness import heartbeat_file, touch
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
 
 app = Celery("schedweb")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()  # imports policies.tasks, which registers every task
+
+
+class Heartbeat(bootsteps.StartStopStep):
+    """The worker's liveness (schedweb/liveness.py): touches SCHEDWEB_LIVENESS_FILE every
+    SCHEDWEB_LIVENESS_SECONDS from the worker's event loop, where the consumer runs."""
+
+    requires = {"celery.worker.components:Timer"}
+
+    def __init__(self, worker, **kwargs) -> None:
+        super().__init__(worker, **kwargs)
+        self.path = heartbeat_file()
+        self.every = float(os.environ.get("SCHEDWEB_LIVENESS_SECONDS", "10"))
+        self.entry = None
+
+    def start(self, worker) -> None:
+        if self.path is not None:
+            touch(self.path)
+            self.entry = worker.timer.call_repeatedly(self.every, touch, (self.path,))
+
+    def stop(self, worker) -> None:
+        if self.entry is not None:
+            self.entry.cancel()
+
+
+class BeatScheduler(PersistentScheduler):
+    """Celery's default scheduler, touching SCHEDWEB_LIVENESS_FILE at every tick (`celery beat
+    --scheduler schedweb.celery:BeatScheduler`)."""
+
+    def tick(self, *args, **kwargs):
+        touch()
+        return super().tick(*args, **kwargs)
+
+
+app.steps["worker"].add(Heartbeat)
 
 # Periodic work (beat):
 # - keep one cluster watcher running (source live);

@@ -4,7 +4,9 @@ schedweb.asgi:extender_application with uvicorn on SCHEDWEB_EXTENDER_HOST:SCHEDW
 With SCHEDWEB_EXTENDER_TLS_CERT/_TLS_KEY it speaks TLS; with SCHEDWEB_EXTENDER_CLIENT_CA too, the
 handshake requires a client certificate issued by that CA (mutual TLS): a client without one never
 gets to send a request. Without a certificate it speaks plain HTTP, which the settings allow on a
-loopback address only (schedweb/settings.py refuses anything else at start).
+loopback address only (schedweb/settings.py refuses anything else at start). The certificate,
+its key and the client CA are reloaded when their files change (schedweb/tls_reload.py): a
+renewed certificate is served from the next handshake on, without a restart.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import shutil
 import ssl
 import tempfile
 from collections.abc import Callable
+
+from schedweb.tls_reload import reloading_ssl_context
 
 
 def uvicorn_options() -> dict:
@@ -42,6 +46,7 @@ def uvicorn_options() -> dict:
     if settings.SCHEDWEB_EXTENDER_TLS_CERT:
         options["ssl_certfile"] = str(settings.SCHEDWEB_EXTENDER_TLS_CERT)
         options["ssl_keyfile"] = str(settings.SCHEDWEB_EXTENDER_TLS_KEY)
+        options["ssl_context_factory"] = reloading_ssl_context
     if settings.SCHEDWEB_EXTENDER_CLIENT_CA:
         options["ssl_ca_certs"] = str(settings.SCHEDWEB_EXTENDER_CLIENT_CA)
         options["ssl_cert_reqs"] = ssl.CERT_REQUIRED

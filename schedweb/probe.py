@@ -29,8 +29,11 @@ class _LoopbackConnection(http.client.HTTPSConnection):
         self.sock = self._context.wrap_socket(self.sock, server_hostname=self.server_name)
 
 
-def probe(path: str, *, environ: os._Environ | dict[str, str] = os.environ) -> str:
-    """ "" when the extender answers 200 at `path`, else why not."""
+def fetch(
+    path: str, *, environ: os._Environ | dict[str, str] = os.environ, limit: int = 300
+) -> tuple[int, bytes]:
+    """GET `path` from the extender's listener in this pod, as the probe: (status, at most
+    `limit` bytes of the body). OSError or HTTPException when there is no answer."""
     port = int(environ.get("SCHEDWEB_EXTENDER_PORT", "8443"))
     host = environ.get("SCHEDWEB_PROBE_HOST", "localhost")
     context = ssl.create_default_context(
@@ -42,12 +45,18 @@ def probe(path: str, *, environ: os._Environ | dict[str, str] = os.environ) -> s
     try:
         connection.request("GET", path, headers={"Host": host})
         response = connection.getresponse()
-        body = response.read(300).decode(errors="replace")
-    except (OSError, http.client.HTTPException) as exc:
-        return f"{path}: {exc}"
+        return response.status, response.read(limit)
     finally:
         connection.close()
-    return "" if response.status == 200 else f"{path}: HTTP {response.status} {body}"
+
+
+def probe(path: str, *, environ: os._Environ | dict[str, str] = os.environ) -> str:
+    """ "" when the extender answers 200 at `path`, else why not."""
+    try:
+        status, body = fetch(path, environ=environ)
+    except (OSError, http.client.HTTPException) as exc:
+        return f"{path}: {exc}"
+    return "" if status == 200 else f"{path}: HTTP {status} {body.decode(errors='replace')}"
 
 
 def main() -> None:

@@ -60,6 +60,20 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SCHEDWEB_HSTS_INCLUDE_SUBDOMAINS", Tr
 # Preloading is a commitment (browsers' built-in list, slow to leave) an operator makes knowingly.
 SECURE_HSTS_PRELOAD = env_bool("SCHEDWEB_HSTS_PRELOAD", False)
 SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+# Hosts that reach the web pods without the TLS proxy: `kubectl port-forward` (127.0.0.1,
+# localhost) and the web Service's own names (probes, in-cluster API clients); the Helm chart sets
+# them. They are allowed hosts, and production mode does not redirect them to HTTPS
+# (schedweb/https_redirect.py takes the redirect over from Django's SecurityMiddleware, which
+# cannot tell hosts apart: check --deploy's W008 is then silenced, the redirect being on).
+SCHEDWEB_INTERNAL_HOSTS = env_list("SCHEDWEB_INTERNAL_HOSTS", [])
+ALLOWED_HOSTS += [host for host in SCHEDWEB_INTERNAL_HOSTS if host not in ALLOWED_HOSTS]
+if SECURE_SSL_REDIRECT and SCHEDWEB_INTERNAL_HOSTS:
+    SECURE_SSL_REDIRECT = False
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+        "schedweb.https_redirect.HttpsRedirectMiddleware",
+    )
+    SILENCED_SYSTEM_CHECKS.append("security.W008")
 # Behind a proxy that terminates TLS: trust its X-Forwarded-Proto. Only set this when the proxy
 # always sets (or strips) that header, or a client could claim HTTPS.
 if env_bool("SCHEDWEB_BEHIND_PROXY", False):

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # scripts/extender-certs.sh DIR: a local CA, the extender's server certificate (127.0.0.1,
-# localhost) and a client certificate for kube-scheduler (mutual TLS), with the openssl CLI.
+# localhost) and one client certificate per client of the listener (mutual TLS), each with a
+# subject of its own so that the listener can tell them apart, with the openssl CLI.
 # Made once: existing files are kept. Keys are mode 0600.
-#   DIR/ca.crt ca.key            the CA (signs both; the extender trusts clients it signed)
+#   DIR/ca.crt ca.key            the CA (signs them all; the extender trusts clients it signed)
 #   DIR/server.crt server.key    SCHEDWEB_EXTENDER_TLS_CERT / _TLS_KEY
-#   DIR/client.crt client.key    kube-scheduler's extender tlsConfig certFile / keyFile
+#   DIR/client.crt client.key    kube-scheduler (CN=kube-scheduler): extender tlsConfig certFile / keyFile
+#   DIR/webhook.crt webhook.key  kube-apiserver calling the queue webhook (CN=kube-apiserver)
+#   DIR/probe.crt probe.key      the in-pod health probe and metrics proxy (CN=schedweb-probe)
 set -euo pipefail
 dir=${1:?usage: extender-certs.sh DIR}
 mkdir -p "$dir"
@@ -16,7 +19,7 @@ if [[ ! -s ca.crt || ! -s ca.key ]]; then
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.crt \
     -days "$days" -subj "/CN=schedweb local extender CA" \
     -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
-  rm -f server.crt client.crt   # signed by an older CA
+  rm -f server.crt client.crt webhook.crt probe.crt   # signed by an older CA
 fi
 issue() {  # issue NAME SUBJECT EXTENSIONS
   [[ -s $1.crt && -s $1.key ]] && return 0
@@ -31,8 +34,11 @@ issue server "/CN=schedweb-extender" "basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature
 extendedKeyUsage=serverAuth
 subjectAltName=IP:127.0.0.1,DNS:localhost"
-issue client "/CN=kube-scheduler" "basicConstraints=CA:FALSE
+client_ext="basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature
 extendedKeyUsage=clientAuth"
+issue client "/CN=kube-scheduler" "$client_ext"
+issue webhook "/CN=kube-apiserver" "$client_ext"
+issue probe "/CN=schedweb-probe" "$client_ext"
 chmod 600 ./*.key
 chmod 644 ./*.crt

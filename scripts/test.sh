@@ -12,6 +12,7 @@ scripts/services.sh redis 6390
 scripts/services.sh postgres 25432
 scripts/services.sh check-postgres 25432
 scripts/k8s-binaries.sh >/dev/null   # stock etcd/kube-apiserver/kube-scheduler for `cluster` tests; cached after the first build
+scripts/k8s-binaries.sh toolchain >/dev/null  # the CEL conformance tests fetch cel-spec's data with it (cached binaries alone need none)
 scripts/helm-binary.sh >/dev/null    # stock helm for the chart tests (tests/deploy); cached likewise
 export SCHEDWEB_REDIS_URL=redis://127.0.0.1:6390/0
 export SCHEDWEB_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:25432/schedweb

@@ -37,9 +37,13 @@ def listener_env(workdir: Path, *, redis_url: str, **extra: str) -> dict[str, st
     return env
 
 
-def _answers_healthz(port: int, ca_file: str | None = None) -> bool:
+def _answers_healthz(
+    port: int, ca_file: str | None = None, client: tuple[str, str] | None = None
+) -> bool:
     if ca_file:
         context = ssl.create_default_context(cafile=ca_file)
+        if client:
+            context.load_cert_chain(*client)
         connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=2, context=context)
     else:
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
@@ -55,11 +59,13 @@ def start_extender(
     *,
     redis_url: str,
     ca_file: str | None = None,
+    client: tuple[str, str] | None = None,
     module: str = "schedweb.extender_server",
     **extra: str,
 ) -> tuple[ManagedProcess, int]:
     """`python -m schedweb.extender_server` (or `module`) on a free port (plain HTTP on loopback,
-    or TLS when `extra` names a certificate: `ca_file` then checks it)."""
+    or TLS when `extra` names a certificate: `ca_file` then checks it, and `client`, a
+    certificate and key, is presented under mutual TLS)."""
     port = free_ports(count=1)[0]
     env = listener_env(workdir, redis_url=redis_url, SCHEDWEB_EXTENDER_PORT=str(port), **extra)
     process = ManagedProcess(
@@ -70,7 +76,9 @@ def start_extender(
         cwd=ROOT,
     )
     process.start()
-    process.wait_ready(check=lambda: _answers_healthz(port, ca_file), timeout=60, what="/healthz")
+    process.wait_ready(
+        check=lambda: _answers_healthz(port, ca_file, client), timeout=60, what="/healthz"
+    )
     return process, port
 
 

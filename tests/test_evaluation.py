@@ -93,3 +93,26 @@ def test_compiling_uses_the_installations_budget_and_caches_by_text(settings):
 
     with pytest.raises(PolicyInvalid, match="cost"):
         policy_compile(text)
+
+
+def test_an_unschedulable_answer_is_kube_schedulers_failed_scheduling_message(db):
+    """The answer says why a pod is unschedulable with the model's whole FailedScheduling
+    message, in the preview and in a test case's failure."""
+    from policies.cluster.manifest import pod_view_from_source
+
+    document = (EXAMPLES / "seed-003-name-length.yaml").read_text()
+    long_name = {**POD, "metadata": {"name": "abcdefg"}}  # longer than the policy allows
+    preview = preview_run(
+        document=document, pod=pod_view_from_source(long_name), cluster=cluster_load("demo")
+    )
+    message = preview.cycle.failed_scheduling()
+    assert message and message.startswith("0/36 nodes are available: ")
+    assert preview.placement.summary() == f"unschedulable: {message}"
+
+    class Stored:
+        name, pod, cluster, expect = "lands", json.dumps(long_name), "demo", {"landsIn": ["cp-1"]}
+
+    (result,) = test_cases_run(compiled=policy_compile(document), stored=[Stored()])
+    assert result["failures"] == [
+        f"expected the pod to land in cp-1, but it is unschedulable: {message}"
+    ]

@@ -168,8 +168,8 @@ class TestCaseWriteSerializer(StrictSerializer):
         help_text="Empty: the current snapshot; 'demo'; or kubectl JSON/YAML of nodes and pods.",
     )
     expect = serializers.DictField(
-        help_text="applies, winner, winnerIn, verdicts, rejectedBy, extenderScores, scores "
-        "(docs/policies.md, section 6)."
+        help_text="landsIn, unschedulable, rejectedBy, applies; policy-level: winner, winnerIn, "
+        "verdicts, extenderScores, scores (docs/policies.md, section 6)."
     )
 
 
@@ -186,8 +186,8 @@ class TestCasePatchSerializer(StrictSerializer):
     )
     expect = serializers.DictField(
         required=False,
-        help_text="applies, winner, winnerIn, verdicts, rejectedBy, extenderScores, scores "
-        "(docs/policies.md, section 6).",
+        help_text="landsIn, unschedulable, rejectedBy, applies; policy-level: winner, winnerIn, "
+        "verdicts, extenderScores, scores (docs/policies.md, section 6).",
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -230,7 +230,7 @@ class FieldErrorSerializer(serializers.Serializer):
 
 
 class ExpectationChangeSerializer(serializers.Serializer):
-    path = serializers.CharField(help_text="verdicts.cp-1, scores.a-1.atLeast, winner, ...")
+    path = serializers.CharField(help_text="landsIn, rejectedBy.cp-1, scores.a-1.atLeast, ...")
     old = serializers.JSONField(allow_null=True)
     new = serializers.JSONField(allow_null=True)
 
@@ -312,9 +312,14 @@ class KubeSchedulerVerdictSerializer(serializers.Serializer):
 
 class PluginScoreSerializer(serializers.Serializer):
     plugin = serializers.CharField()
-    score = serializers.IntegerField(help_text="normalized 0..100")
+    score = serializers.IntegerField(
+        allow_null=True, help_text="normalized 0..100 (null: PreScore skipped the plugin)"
+    )
     weight = serializers.IntegerField()
     weighted = serializers.IntegerField()
+    skipped = serializers.BooleanField(
+        required=False, help_text="true: PreScore skipped the plugin, it scores no node"
+    )
 
 
 class CycleNodeSerializer(serializers.Serializer):
@@ -322,6 +327,14 @@ class CycleNodeSerializer(serializers.Serializer):
     kubeScheduler = KubeSchedulerVerdictSerializer()
     policyVerdict = serializers.ChoiceField(choices=["pass", "reject"], allow_null=True)
     policyRule = serializers.CharField(allow_null=True)
+    policyTotal = serializers.FloatField(
+        allow_null=True,
+        help_text="the policy's score 0..100 as the extender scored the node (null: not scored)",
+    )
+    policyRank = serializers.IntegerField(
+        allow_null=True,
+        help_text="the policy's own rank among the nodes the extender scored; not the answer",
+    )
     pluginScores = PluginScoreSerializer(many=True)
     extenderScore = serializers.IntegerField(help_text="the policy's 0..10")
     extenderContribution = serializers.IntegerField(
@@ -340,18 +353,69 @@ class KubeSchedulerCycleSerializer(serializers.Serializer):
     )
     tie = serializers.BooleanField()
     rejections = serializers.DictField(child=serializers.IntegerField())
+    failedScheduling = serializers.CharField(
+        allow_null=True,
+        help_text="the FailedScheduling event's whole message (null: the pod is placed)",
+    )
+    skippedPlugins = serializers.ListField(
+        child=serializers.CharField(), help_text="score plugins PreScore skipped for this pod"
+    )
+    admissionDefaults = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="what API defaulting and admission added to a pod given as text",
+    )
     caveats = serializers.ListField(child=serializers.CharField())
     nodes = CycleNodeSerializer(many=True)
+
+
+class AnswerSerializer(serializers.Serializer):
+    """Where kube-scheduler puts the pod: the product's one answer."""
+
+    outcome = serializers.ChoiceField(choices=["scheduled", "unschedulable"])
+    pick = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="the tie group kube-scheduler picks from at random (empty: unschedulable)",
+    )
+    tie = serializers.BooleanField()
+    finalTotal = serializers.IntegerField(allow_null=True)
+    feasible = serializers.IntegerField(help_text="nodes that pass every filter, the policy's too")
+    nodes = serializers.IntegerField()
+    reasons = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="why nodes are rejected -> how many (FailedScheduling's counts)",
+    )
+    policyApplies = serializers.BooleanField()
+    failedScheduling = serializers.CharField(
+        allow_null=True,
+        help_text="an unschedulable pod's FailedScheduling message, whole (null: placed)",
+    )
+    summary = serializers.CharField(
+        help_text="lands on X, lands on one of X, Y (a tie), or unschedulable: and the "
+        "FailedScheduling message"
+    )
 
 
 class PreviewResultSerializer(serializers.Serializer):
     policy = serializers.CharField()
     version = serializers.CharField()
     pod = serializers.CharField()
+    admissionDefaults = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="what API defaulting and admission added to the pod before it was judged",
+    )
     cluster = serializers.DictField()
-    result = serializers.DictField()
-    kubeScheduler = KubeSchedulerCycleSerializer(allow_null=True)
-    compare = serializers.DictField(required=False, allow_null=True)
+    answer = AnswerSerializer()
+    result = serializers.DictField(
+        help_text="the policy alone over every node (policy-level), each with its policy rank"
+    )
+    kubeScheduler = KubeSchedulerCycleSerializer()
+    compare = serializers.DictField(
+        required=False,
+        allow_null=True,
+        help_text="against the active version: moves, summary, pickBefore/After, "
+        "feasibleBefore/After/Added/Removed, reasonsBefore/After, changes (nodes whose verdict "
+        "or final total changes, with their final ranks)",
+    )
 
 
 class TestCaseSerializer(serializers.Serializer):

@@ -26,6 +26,7 @@ from policies.engine.testcases import expect_canonical
 from policies.evaluation import (
     policy_compile,
     policy_validate,
+    preview_dict,
     preview_run,
     profile_active,
     queue_preview_run,
@@ -369,8 +370,8 @@ class Preview(ApiView):
     @extend_schema(
         operation_id="preview",
         description=(
-            "Per-node verdicts and score breakdowns for one pod (the same numbers as `evaluate`), and kube-scheduler's cycle around the policy (`kubeScheduler`). "
-            "Give a document (or a stored policy and version), a pod (or a reference to a live pod) and a cluster source."
+            "Where kube-scheduler puts one pod with the policy served by its extender (`answer`: its pick, the tie group, or why it is unschedulable), its cycle (`kubeScheduler`: per node the filters' verdict, every plugin's score, the policy's score and rank, the final total) and the policy alone over every node (`result`, policy-level): the same numbers as `evaluate`. "
+            "Give a document (or a stored policy and version), a pod (or a reference to a live pod) and a cluster source; with `compare`, what would change in the cluster against the active version (the pick, the feasible set, the reasons)."
         ),
         request=s.PreviewSerializer,
         responses={200: s.PreviewResultSerializer, **errors(400, 404, 413, 503)},
@@ -400,14 +401,15 @@ class Preview(ApiView):
             "policy": preview.compiled.name,
             "version": label,
             "pod": f"{pod['namespace']}/{pod['name']}",
+            # what API defaulting and admission added before judging the pod (as stored)
+            "admissionDefaults": list(pod.get("admitted") or ()),
             "cluster": {
                 "source": cluster.source,
                 "label": cluster.describe(),
                 "version": cluster.version,
                 "stale": cluster.stale,
             },
-            "result": preview.evaluation.to_dict(),
-            "kubeScheduler": preview.cycle.to_dict() if preview.cycle is not None else None,
+            **preview_dict(preview),  # answer, result (policy-level), kubeScheduler
             "compare": None,
         }
         if preview.compare_error is not None:  # the active version no longer compiles here

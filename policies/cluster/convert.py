@@ -565,6 +565,7 @@ def object_view(obj: Any, kind: str) -> dict[str, Any]:
         "resourceVersion": str(meta.get("resourceVersion") or ""),
     }
     if kind == "Namespace":
+        # as listed: the model adds kubernetes.io/metadata.name where a file omits it
         view["labels"] = _str_map(meta, "labels", where, "metadata.labels")
         return view
     spec = _dict(obj, "spec", where, "spec")

@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 
+from policies.cluster.admission_defaults import pod_admit
 from policies.cluster.convert import ConversionError, pod_view
 from policies.engine.inputs import PodView
 from policies.errors import InputError
@@ -80,8 +81,9 @@ def pod_from_workload(obj: dict[str, Any]) -> dict[str, Any]:
 
 def pod_view_from_object(obj: dict[str, Any]) -> PodView:
     """A Pod object (dict), or a workload with a pod template (Deployment, StatefulSet,
-    DaemonSet, ReplicaSet, ReplicationController, Job, CronJob) -> the engine's pod view;
-    missing namespace means default."""
+    DaemonSet, ReplicaSet, ReplicationController, Job, CronJob) -> the engine's view of the pod
+    as the API server would store it (admission_defaults.pod_admit; what that added is the
+    view's `admitted`); missing namespace means default."""
     if type(obj) is not dict:
         raise InputError(f"the pod must be a mapping (a Kubernetes object), got {_kind(obj)}")
     kind = obj.get("kind", "Pod")
@@ -96,10 +98,14 @@ def pod_view_from_object(obj: dict[str, Any]) -> PodView:
     if type(metadata) is not dict:
         raise InputError(f"pod: metadata: expected an object, got {_kind(metadata)}")
     obj = {**obj, "metadata": {"namespace": "default", **metadata}}
+    # kube-scheduler judges the pod the API server stores: defaults and admission first
+    stored, admitted = pod_admit(obj)
     try:
-        return pod_view(obj)
+        view = pod_view(stored)
     except ConversionError as exc:
         raise InputError(str(exc)) from None
+    view["admitted"] = admitted
+    return view
 
 
 def _kind(value: Any) -> str:

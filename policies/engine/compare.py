@@ -1,5 +1,6 @@
-"""What changes between two evaluations of the same pod over the same nodes (draft vs published),
-and between two documents' rules (the version diff)."""
+"""What changes between the published version and a draft for one pod, as the cluster would see
+it (kube-scheduler's pick, its feasible set and the reasons it gives), and between two
+documents' rules (the version diff)."""
 
 from __future__ import annotations
 
@@ -7,74 +8,106 @@ from typing import Any
 
 import yaml
 
+from .placement import NodePlacement, Placement, competition_ranks
 from .results import Evaluation
-
-# Totals are compared at this many decimals: equal totals computed along different float paths
-# (e.g. 0.1 + 0.2 vs 0.3) are one tie, as the table shows them.
-TOTAL_PLACES = 6
 
 
 def ranks(ev: Evaluation) -> dict[str, int]:
-    """1-based competition rank of each passing node by total: equal totals share a rank and the
-    next one skips (1, 1, 3), in the comparison and in every table alike."""
-    if not ev.scored:
+    """The policy's own rank of each node it passes, by its total over the nodes evaluated
+    (competition ranks: 1, 1, 3)."""
+    if not ev.scored or not ev.applies:
         return {}
-    order = sorted(
-        (round(t, TOTAL_PLACES) for t, ok in zip(ev.total, ev.passed) if ok), reverse=True
-    )
-    rank_of_total: dict[float, int] = {}
-    for position, total in enumerate(order, start=1):
-        rank_of_total.setdefault(total, position)
+    return competition_ranks({n: t for n, t, ok in zip(ev.node_names, ev.total, ev.passed) if ok})
+
+
+def _verdict(n: NodePlacement | None) -> dict[str, Any]:
+    if n is None:
+        return {"verdict": None, "by": None, "final": None}
     return {
-        n: rank_of_total[round(t, TOTAL_PLACES)]
-        for n, t, ok in zip(ev.node_names, ev.total, ev.passed)
-        if ok
+        "verdict": "pass" if n.feasible else "reject",
+        "by": n.plugin or n.rule,
+        "final": n.final,
     }
 
 
-def compare_evaluations(before: Evaluation, after: Evaluation) -> dict[str, Any]:
-    """Nodes whose verdict or total differ (with their ranks before and after), and whether the
-    winner changes. A node that only moves because others changed is not a change: its rank
-    follows from theirs."""
-    ranks_before, ranks_after = ranks(before), ranks(after)
-    index_before = {n: i for i, n in enumerate(before.node_names)}
+def _names(pick: tuple[str, ...] | list[str]) -> str:
+    return ", ".join(pick) if pick else "nowhere (unschedulable)"
+
+
+def compare_placements(before: Placement, after: Placement) -> dict[str, Any]:
+    """What would change in the cluster for one pod, published (`before`) -> draft (`after`):
+    the pick (its tie group), the feasible set, the reasons kube-scheduler gives, and the nodes
+    whose verdict, rejecting plugin or rule, or final total changes (with their final ranks
+    before and after). A node that only moves in rank because others changed is not a change;
+    the policy's own ranking is not compared (it decides nothing by itself).
+
+    `moves` is whether the pod's fate changes (pick, feasible set or reasons); `summary` says
+    it in one sentence."""
+    ranks_before, ranks_after = before.final_ranks(), after.final_ranks()
     changes = []
-    for i, name in enumerate(after.node_names):
-        j = index_before.get(name)
-        if j is None:
+    for n in after.nodes:
+        old, new = _verdict(before.node(n.node)), _verdict(n)
+        if old["verdict"] is None:
+            continue  # not in the published run's snapshot (never happens for one snapshot)
+        # final totals are integers (kube-scheduler's int64 sums): equal means equal
+        if old == new:
             continue
-        old = {
-            "verdict": "pass" if before.passed[j] else "reject",
-            "rank": ranks_before.get(name),
-            "total": round(before.total[j], 4) if before.total else 0.0,
-            "extenderScore": before.extender[j] if before.extender else 0,
-            "failedRule": before.failed_rule[j],
-        }
-        new = {
-            "verdict": "pass" if after.passed[i] else "reject",
-            "rank": ranks_after.get(name),
-            "total": round(after.total[i], 4) if after.total else 0.0,
-            "extenderScore": after.extender[i] if after.extender else 0,
-            "failedRule": after.failed_rule[i],
-        }
-        total_changed = old["verdict"] == new["verdict"] == "pass" and round(
-            before.total[j] if before.total else 0.0, TOTAL_PLACES
-        ) != round(after.total[i] if after.total else 0.0, TOTAL_PLACES)
-        if old["verdict"] != new["verdict"] or total_changed:
-            changes.append(
-                {
-                    "node": name,
-                    "before": old,
-                    "after": new,
-                    "verdictChanged": old["verdict"] != new["verdict"],
-                }
+        changes.append(
+            {
+                "node": n.node,
+                "before": {**old, "rank": ranks_before.get(n.node)},
+                "after": {**new, "rank": ranks_after.get(n.node)},
+                "verdictChanged": old["verdict"] != new["verdict"] or old["by"] != new["by"],
+            }
+        )
+    feasible_before, feasible_after = set(before.feasible()), set(after.feasible())
+    reasons_before, reasons_after = before.reasons(), after.reasons()
+    pick_changed = set(before.pick) != set(after.pick)
+    reasons_changed = reasons_before != reasons_after
+    feasible_changed = feasible_before != feasible_after
+    moves = pick_changed or feasible_changed or reasons_changed
+    if not moves:
+        summary = (
+            f"No change in the cluster: kube-scheduler picks {_names(after.pick)} either way"
+            + (
+                f", from the same {len(feasible_after)} feasible nodes"
+                if after.pick
+                else ", for the same reasons"
             )
-    winners_before, winners_after = before.winners(), after.winners()
+            + (
+                f" ({len(changes)} node{'s' if len(changes) != 1 else ''}' final totals change)"
+                if changes
+                else ""
+            )
+            + "."
+        )
+    else:
+        parts = []
+        if pick_changed:
+            parts.append(f"the pick moves from {_names(before.pick)} to {_names(after.pick)}")
+        else:
+            parts.append(f"the pick stays {_names(after.pick)}")
+        if feasible_changed:
+            parts.append(f"feasible nodes {len(feasible_before)} -> {len(feasible_after)}")
+        if reasons_changed:
+            parts.append("the reasons change")
+        text = "; ".join(parts)
+        summary = text[0].upper() + text[1:] + "."
     return {
-        "policyBefore": before.policy,
-        "winnersBefore": winners_before,
-        "winnersAfter": winners_after,
-        "winnerChanged": winners_before != winners_after,
+        "moves": moves,
+        "summary": summary,
+        "pickBefore": list(before.pick),
+        "pickAfter": list(after.pick),
+        "pickChanged": pick_changed,
+        "appliesBefore": before.applies,
+        "appliesAfter": after.applies,
+        "feasibleBefore": len(feasible_before),
+        "feasibleAfter": len(feasible_after),
+        "feasibleAdded": sorted(feasible_after - feasible_before),
+        "feasibleRemoved": sorted(feasible_before - feasible_after),
+        "reasonsBefore": reasons_before,
+        "reasonsAfter": reasons_after,
+        "reasonsChanged": reasons_changed,
         "verdictChanges": sum(1 for c in changes if c["verdictChanged"]),
         "changes": changes,
     }

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, TypedDict
+from typing import Any, NotRequired, Protocol, TypedDict
 
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
@@ -74,6 +74,8 @@ class PodView(TypedDict):
     nodeName: str  # "" while pending
     phase: str
     object: dict[str, Any]  # the raw Pod (managedFields removed)
+    # what API defaulting and admission added to a pod given as text (not visible to CEL)
+    admitted: NotRequired[list[str]]
 
 
 class NodeView(TypedDict):

@@ -31,7 +31,13 @@ from .cel import (
     queue_env,
     types,
 )
-from .cel.deadline import deadline_check, deadline_get, deadline_passed, now
+from .cel.deadline import (
+    EvaluationTimeout,
+    deadline_check,
+    deadline_get,
+    deadline_passed,
+    now,
+)
 from .document import (
     FieldError,
     ParsedDocument,
@@ -46,6 +52,7 @@ from .document import (
 from .helpers import ClusterFunctions
 from .inputs import ClusterView, NodeView, PodView
 from .positions import document_position
+from .printable import printable
 from .queue import GangMembership, QueueKey, clamp, namespace_view
 from .results import Evaluation, RuleError
 
@@ -140,11 +147,12 @@ def compile_policy(
                 FieldError(e.path, e.message, doc_line=pos[0], doc_column=pos[1])
                 for e in value_errors
                 for pos in [locate(parsed.positions, e.path, None, None)]
-            ]
+            ],
+            parsed.warnings,
         )
     spec, errors = build_spec(parsed.data, parsed.positions)
     if spec is None:
-        raise PolicyInvalid(errors)
+        raise PolicyInvalid(errors, parsed.warnings)
     return CompiledPolicy(
         spec,
         parsed,
@@ -237,8 +245,10 @@ class CompiledPolicy:
                     rule=rule.name,
                 )
         self._check_total_cost()
+        # YAML 1.1 readings that YAML 1.2 would not make (document.coercion_warnings)
+        self.warnings: list[FieldError] = list(parsed.warnings)
         if self._errors:
-            raise PolicyInvalid(self._errors)
+            raise PolicyInvalid(self._errors, self.warnings)
         self.score_names = [r.name for r in spec.scores]
         self.weights = [r.weight for r in spec.scores]
         self.filter_names = [r.name for r in spec.filters]
@@ -422,21 +432,27 @@ class CompiledPolicy:
         cl = ClusterFunctions(cluster, pod)
         base = {"pod": pod, "cluster": cl}
 
-        for rule in self.match_conditions:
-            try:
-                value = rule.program.evaluate({**base, "variables": {}}, cost_limit=self.cost_limit)
-            except CelError as exc:
-                if self.spec.failure_policy == "Fail":
-                    return self._reject_all(
-                        names,
-                        rule.name,
-                        f"matchCondition {rule.name} could not be evaluated: {exc}",
+        try:
+            for rule in self.match_conditions:
+                try:
+                    value = rule.program.evaluate(
+                        {**base, "variables": {}}, cost_limit=self.cost_limit
                     )
-                return self._pass_through(
-                    names, f"matchCondition {rule.name} could not be evaluated: {exc}"
-                )
-            if value is not True:
-                return self._pass_through(names, f"matchCondition {rule.name} is false")
+                except CelError as exc:
+                    if self.spec.failure_policy == "Fail":
+                        return self._reject_all(
+                            names,
+                            rule.name,
+                            f"matchCondition {rule.name} could not be evaluated: {exc}",
+                        )
+                    return self._pass_through(
+                        names, f"matchCondition {rule.name} could not be evaluated: {exc}"
+                    )
+                if value is not True:
+                    return self._pass_through(names, f"matchCondition {rule.name} is false")
+        except EvaluationTimeout as exc:
+            _soft_or_raise(exc)
+            return self._over_budget(names, exc)
 
         want_scores = scores or self.spec.failure_policy == "Fail"
         n_scores = len(self.scores)
@@ -446,47 +462,70 @@ class CompiledPolicy:
         unresolvable = [False] * n
         errors: dict[int, list[RuleError]] = {}
         raw: list[list[Any]] = [[None] * n for _ in range(n_scores)]
-        slow: list[int]
+        slow: list[int] = []
+        stop: EvaluationTimeout | None = None  # a budget's stop (deadline.budget)
+        undecided: list[int] = []  # then: the nodes not judged
 
-        pod_vars = self._fast.prelude(pod, cl) if fast else None
         finished = None  # the memo's normalized scores, totals and extender scores
-        if pod_vars is None:
-            slow = list(range(n))
-        else:
-            f_passed, f_failed, f_messages, f_raw, slow, finished = self._fast.loop(
-                pod, nodes, cl, want_scores, pod_vars, names if memo else None
-            )
-            passed, messages, raw = f_passed, f_messages, f_raw
-            filter_names = self.filter_names
-            unres_by_filter = [r.unresolvable for r in self.spec.filters]
-            rejected = n - f_failed.count(None)  # counted in C: usually none, no loop
-            for i, k in enumerate(f_failed if rejected else ()):
-                if k is not None:
-                    failed[i] = filter_names[k]
-                    unresolvable[i] = unres_by_filter[k]
-                    if messages[i] is _MESSAGE_LATER:
-                        messages[i] = self._message(k, pod, nodes[i], cl)
+        try:
+            pod_vars = self._fast.prelude(pod, cl) if fast else None
+            if pod_vars is None:
+                slow = list(range(n))
+            else:
+                passed, f_failed, messages, raw, slow, finished = self._fast.loop(
+                    pod, nodes, cl, want_scores, pod_vars, names if memo else None
+                )
+                self._fast_verdicts(f_failed, pod, nodes, cl, failed, messages, unresolvable)
+        except EvaluationTimeout as exc:
+            _soft_or_raise(exc)
+            stop, slow = exc, []
+            if exc.partial is None:
+                undecided = list(range(n))
+            else:
+                passed, f_failed, messages, raw, undecided = exc.partial
+                self._fast_verdicts(
+                    f_failed, pod, nodes, cl, failed, messages, unresolvable, stopped=True
+                )
 
-        for i in slow:
-            self._exact_node(
-                i,
-                pod,
-                nodes[i],
-                cl,
-                want_scores,
-                passed,
-                failed,
-                messages,
-                unresolvable,
-                errors,
-                raw,
+        for j, i in enumerate(slow):
+            try:
+                self._exact_node(
+                    i,
+                    pod,
+                    nodes[i],
+                    cl,
+                    want_scores,
+                    passed,
+                    failed,
+                    messages,
+                    unresolvable,
+                    errors,
+                    raw,
+                )
+            except EvaluationTimeout as exc:
+                _soft_or_raise(exc)
+                stop, undecided = exc, slow[j:]
+                break
+        if stop is not None:
+            finished = None
+            self._follow_failure_policy(
+                stop, undecided, passed, failed, messages, unresolvable, errors, raw
             )
 
         if want_scores:
             self._check_score_values(raw, passed, failed, messages, unresolvable, errors)
         for i, message in enumerate(messages if messages.count(None) != n else ()):
-            if message is not None and len(message) > MAX_MESSAGE_CHARS:
-                messages[i] = message[: MAX_MESSAGE_CHARS - 1] + "…"
+            # kube-scheduler shows these (events, `kubectl describe`), as do the pages and the
+            # terminal: escaped (printable.py), then clipped
+            if message is not None and (
+                len(message) > MAX_MESSAGE_CHARS or not message.isprintable()
+            ):
+                # clipped before escaping too: escaping a 1 M-character message char by char
+                # took 0.1 s a node; one more character than fits says it was longer
+                message = printable(message[: MAX_MESSAGE_CHARS + 1])
+                if len(message) > MAX_MESSAGE_CHARS:
+                    message = message[: MAX_MESSAGE_CHARS - 1] + "…"
+                messages[i] = message
         evaluation = Evaluation(
             policy=self.name,
             applies=True,
@@ -501,6 +540,7 @@ class CompiledPolicy:
             weights=self.weights,
             raw=raw,
             scored=scores,
+            stopped=None if stop is None else self._stopped_text(stop, len(undecided), n),
         )
         if scores and finished is not None:
             evaluation.normalized, evaluation.total, evaluation.extender = finished
@@ -537,7 +577,7 @@ class CompiledPolicy:
             except CelError as exc:
                 return QueueKey(
                     None,
-                    reason=f"matchCondition {rule.name} could not be evaluated: {exc}",
+                    reason=printable(f"matchCondition {rule.name} could not be evaluated: {exc}"),
                     error=True,
                 )
             if value is not True:
@@ -549,7 +589,9 @@ class CompiledPolicy:
         try:
             raw = self.queue.program.evaluate(activation, cost_limit=self.cost_limit)
         except CelError as exc:
-            return QueueKey(None, reason=f"queue key could not be evaluated: {exc}", error=True)
+            return QueueKey(
+                None, reason=printable(f"queue key could not be evaluated: {exc}"), error=True
+            )
         if type(raw) is not int:  # a dyn expression (a label through `object`) gave another type
             return QueueKey(
                 None,
@@ -578,7 +620,9 @@ class CompiledPolicy:
             group = self.gang_group.program.evaluate(activation, cost_limit=self.cost_limit)
             count = self.gang_min_count.program.evaluate(activation, cost_limit=self.cost_limit)
         except CelError as exc:
-            return GangMembership(reason=f"gang could not be evaluated: {exc}", error=True)
+            return GangMembership(
+                reason=printable(f"gang could not be evaluated: {exc}"), error=True
+            )
         if type(group) is not str or type(count) is not int:
             return GangMembership(
                 reason="gang.group must give a string and gang.minCount an int", error=True
@@ -603,12 +647,83 @@ class CompiledPolicy:
                 out[name] = exc
         return out
 
+    def _fast_verdicts(
+        self, f_failed, pod, nodes, cl, failed, messages, unresolvable, *, stopped: bool = False
+    ) -> None:
+        """The generated code's rejections (filter indexes) as rule names, with the messages
+        it left to the exact path. Past a budget (`stopped`), or if it runs out here, those
+        messages are the default text: the verdicts stand."""
+        n = len(f_failed)
+        rejected = n - f_failed.count(None)  # counted in C: usually none, no loop
+        filter_names = self.filter_names
+        unres_by_filter = [r.unresolvable for r in self.spec.filters]
+        for i, k in enumerate(f_failed if rejected else ()):
+            if k is None:
+                continue
+            failed[i] = filter_names[k]
+            unresolvable[i] = unres_by_filter[k]
+            if messages[i] is not _MESSAGE_LATER:
+                continue
+            if not stopped:
+                try:
+                    messages[i] = self._message(k, pod, nodes[i], cl)
+                    continue
+                except EvaluationTimeout as exc:
+                    _soft_or_raise(exc)
+                    stopped = True
+            messages[i] = f"rejected by filter {filter_names[k]} (its message was not evaluated)"
+
+    def _follow_failure_policy(
+        self, stop, undecided, passed, failed, messages, unresolvable, errors, raw
+    ) -> None:
+        """The nodes a budget stopped the evaluation before judging: failurePolicy Ignore
+        passes them with no score, Fail rejects them (preemption cannot help), each with an
+        error saying why."""
+        message = (
+            f"not judged: the evaluation ran past its budget of {stop.seconds:g} s "
+            f"(failurePolicy {self.spec.failure_policy})"
+        )
+        fail_mode = self.spec.failure_policy == "Fail"
+        for i in undecided:
+            passed[i] = not fail_mode
+            failed[i] = BUDGET_RULE if fail_mode else None
+            messages[i] = message if fail_mode else None
+            unresolvable[i] = fail_mode
+            errors[i] = [RuleError(BUDGET_RULE, message)]
+            for column in raw:
+                column[i] = None
+
+    def _over_budget(self, names: list[str], stop: EvaluationTimeout) -> Evaluation:
+        """Every node under failurePolicy: the budget ran out before a node was judged."""
+        n = len(names)
+        evaluation = self._pass_through(names, "")
+        evaluation.applies = True
+        self._follow_failure_policy(
+            stop,
+            range(n),
+            evaluation.passed,
+            evaluation.failed_rule,
+            evaluation.messages,
+            evaluation.unresolvable,
+            evaluation.errors,
+            evaluation.raw,
+        )
+        evaluation.stopped = self._stopped_text(stop, n, n)
+        return evaluation
+
+    def _stopped_text(self, stop: EvaluationTimeout, undecided: int, n: int) -> str:
+        return (
+            f"the evaluation ran past its budget of {stop.seconds:g} s: {undecided} of {n} "
+            f"node{'s' if n != 1 else ''} not judged, under failurePolicy "
+            f"{self.spec.failure_policy}"
+        )
+
     def _pass_through(self, names: list[str], reason: str) -> Evaluation:
         n = len(names)
         return Evaluation(
             policy=self.name,
             applies=False,
-            reason=reason,
+            reason=printable(reason),
             node_names=names,
             passed=[True] * n,
             failed_rule=[None] * n,
@@ -625,6 +740,7 @@ class CompiledPolicy:
 
     def _reject_all(self, names: list[str], rule: str, message: str) -> Evaluation:
         n = len(names)
+        message = printable(message)
         evaluation = self._pass_through(names, "")
         evaluation.applies = True
         evaluation.passed = [False] * n
@@ -669,7 +785,7 @@ class CompiledPolicy:
                         f"filter must evaluate to a bool, got {_cel_type_name(value)}"
                     )
             except CelError as exc:
-                node_errors.append(RuleError(rule.name, str(exc)))
+                node_errors.append(RuleError(rule.name, printable(str(exc))))
                 if fail_mode:
                     passed[i], failed[i], unresolvable[i] = (
                         False,
@@ -699,7 +815,7 @@ class CompiledPolicy:
                             f"score must evaluate to a number (int or double), got {_cel_type_name(value)}"
                         )
                 except CelError as exc:
-                    node_errors.append(RuleError(rule.name, str(exc)))
+                    node_errors.append(RuleError(rule.name, printable(str(exc))))
                     if fail_mode:
                         passed[i], failed[i], unresolvable[i] = False, rule.name, True
                         messages[i] = f"score {rule.name} could not be evaluated: {exc}"
@@ -739,6 +855,16 @@ class _DynPlaceholder:
 
     type = types.DYN
     references = frozenset({"node"})
+
+
+# The rule name a budget's stop is reported under: parentheses, so no rule can be named so.
+BUDGET_RULE = "(budget)"
+
+
+def _soft_or_raise(exc: EvaluationTimeout) -> None:
+    """A budget's stop is the evaluation's to finish (failurePolicy); a deadline's propagates."""
+    if not exc.soft:
+        raise exc
 
 
 def _reference_position(source: str, name: str) -> tuple[int | None, int | None]:
@@ -836,6 +962,7 @@ class _FastPath:
                 "_minmax": scoring.normalize_minmax,
                 "_now": now,
                 "_deadline_passed": deadline_passed,
+                "_EvaluationTimeout": EvaluationTimeout,
             }
         )
         self.source = self._generate()
@@ -895,7 +1022,9 @@ class _FastPath:
         lines += [
             "    slow = []",
             "    i = -1",
-            "    for node in nodes:",
+            # zero-cost in CPython 3.11 until raised: a budget's stop says what was judged
+            "    try:",
+            "     for node in nodes:",
             "        i += 1",
             # the request's deadline (deadline.py), outside the try: never a hand-over
             "        if dl is not None and _now() > dl:",
@@ -943,11 +1072,13 @@ class _FastPath:
             body.append("pass")
         lines += [f"            {line}" for line in body]
         lines += ["        except Exception:", "            slow.append(i)"]
-        lines.append(
-            "    return passed, failed, msgs, ["
-            + "".join(f"raw{k}, " for k in range(n_scores))
-            + "], slow"
-        )
+        raws = "[" + "".join(f"raw{k}, " for k in range(n_scores)) + "]"
+        lines += [
+            "    except _EvaluationTimeout as stop:",  # node i and the slow ones: not judged
+            f"        stop.partial = (passed, failed, msgs, {raws}, [*slow, *range(i, n)])",
+            "        raise",
+            f"    return passed, failed, msgs, {raws}, slow",
+        ]
         lines += self._generate_finish()
         if self.memo_reads is not None:
             lines += ["def _key(pod):", "    #POD_READS"]
@@ -1124,9 +1255,14 @@ class _FastPath:
         finish = want_scores and self.finish_per_node
         if miss:
             sub = [nodes[i] for i in miss]
-            passed, failed, msgs, raw, sub_slow = self._loop(
-                pod, sub, cl, want_scores, dl, *pod_vars
-            )
+            try:
+                passed, failed, msgs, raw, sub_slow = self._loop(
+                    pod, sub, cl, want_scores, dl, *pod_vars
+                )
+            except EvaluationTimeout as exc:
+                if exc.partial is not None:  # the judged misses and every hit, by node
+                    exc.partial = self._memo_partial(exc.partial, entries, same, miss)
+                raise
             parts: list[list[Any]] = []
             if finish:
                 normalized, totals, ext = self._finish(passed, *raw)
@@ -1168,6 +1304,25 @@ class _FastPath:
             slow,
             finished,
         )
+
+    def _memo_partial(self, partial, entries, same, miss) -> tuple:
+        """A budget's stop inside _memo_loop's evaluation of the misses, by node: the memo's
+        results for the hits, the loop's for the misses it judged, the others undecided."""
+        sub_passed, sub_failed, sub_msgs, sub_raw, sub_undecided = partial
+        n, n_scores = len(entries), len(self.policy.scores)
+        passed, failed, msgs = [True] * n, [None] * n, [None] * n
+        raw: list[list[Any]] = [[None] * n for _ in range(n_scores)]
+        for i, hit in enumerate(same):
+            if hit:
+                entry = entries[i]
+                passed[i], failed[i], msgs[i] = entry[1], entry[2], entry[3]
+                for k in range(n_scores):
+                    raw[k][i] = entry[4 + k]
+        for j, i in enumerate(miss):
+            passed[i], failed[i], msgs[i] = sub_passed[j], sub_failed[j], sub_msgs[j]
+            for k in range(n_scores):
+                raw[k][i] = sub_raw[k][j]
+        return passed, failed, msgs, raw, [miss[j] for j in sub_undecided]
 
     def finish(
         self, passed: list[bool], raw: list[list[Any]]

@@ -30,6 +30,9 @@ _QUANTITY = re.compile(
 )
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+# Significant digits a quantity may have (leading zeros aside). int64 has 19 and nano-units 9
+# more; 5000 digits showed Python's "Exceeds the limit (4300 digits)" instead (issue 27).
+MAX_DIGITS = 64
 
 
 class QuantityError(ValueError):
@@ -43,17 +46,31 @@ def parse_quantity(text: str) -> Fraction:
     match = _QUANTITY.match(text.strip()) if text.strip() == text else None
     if match is None:
         raise QuantityError(
-            f"invalid quantity {text!r}: expected a number with an optional suffix such as m, Ki, Mi, Gi, k, M, G or e3"
+            f"invalid quantity {_clip(text)!r}: expected a number with an optional suffix such as m, Ki, Mi, Gi, k, M, G or e3"
         )
-    number = Fraction(match["num"])
+    num = match["num"]
+    sign = "-" if num.startswith("-") else ""
+    whole, _, fraction = num.lstrip("+-").partition(".")
+    whole = whole.lstrip("0")
+    if len(whole) + len(fraction) > MAX_DIGITS:
+        raise QuantityError(
+            f"invalid quantity {_clip(text)!r}: {len(whole) + len(fraction)} digits, "
+            f"at most {MAX_DIGITS}"
+        )
+    number = Fraction(f"{sign}{whole or 0}.{fraction or 0}")
     if match["bin"]:
         return number * _BINARY[match["bin"]]
     if match["exp"]:
-        exponent = int(match["exp"][1:])
+        exponent_digits = match["exp"][1:].lstrip("+-").lstrip("0")
+        exponent = int(match["exp"][1:]) if len(exponent_digits) <= 2 else 100
         if abs(exponent) > 64:
-            raise QuantityError(f"invalid quantity {text!r}: exponent out of range")
+            raise QuantityError(f"invalid quantity {_clip(text)!r}: exponent out of range")
         return number * Fraction(10) ** exponent
     return number * _DECIMAL[match["dec"] or ""]
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def ceil_int(value: Fraction) -> int:

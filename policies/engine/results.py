@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .placement import competition_ranks
+
 
 @dataclass(frozen=True, slots=True)
 class RuleError:
@@ -79,7 +81,8 @@ class Evaluation:
     """A policy applied to one pod over candidate nodes.
 
     `applies` is False when the pod passes through (another schedulerName, a false
-    matchCondition): then every node passes and nothing is scored.
+    matchCondition): then every node passes and nothing is scored. `stopped` is set when the
+    caller's budget ran out first: the nodes not judged follow failurePolicy.
     """
 
     policy: str
@@ -98,6 +101,9 @@ class Evaluation:
     total: list[float] = field(default_factory=list)
     extender: list[int] = field(default_factory=list)
     scored: bool = True
+    # set when a budget (deadline.budget) stopped the evaluation: how many nodes it did not
+    # judge and that they follow failurePolicy (their errors say so too)
+    stopped: str | None = None
 
     @property
     def size(self) -> int:
@@ -155,8 +161,17 @@ class Evaluation:
         return names
 
     def to_dict(self) -> dict[str, Any]:
-        rows = self.rows()
-        return {
+        """The policy alone over these nodes (policy-level): verdicts, scores and each passing
+        node's policy rank by total. Not where the pod lands: that is kube-scheduler's pick
+        (the `answer` beside it, policies/engine/placement.py)."""
+        ranks = (
+            competition_ranks(
+                {n: t for n, t, ok in zip(self.node_names, self.total, self.passed) if ok}
+            )
+            if self.applies and self.scored
+            else {}
+        )
+        out = {
             "policy": self.policy,
             "applies": self.applies,
             "reason": self.reason,
@@ -166,7 +181,9 @@ class Evaluation:
                 "passing": sum(self.passed),
                 "rejected": self.size - sum(self.passed),
                 "errors": sum(len(v) for v in self.errors.values()),
-                "winners": self.winners(),
             },
-            "nodes": [r.to_dict() for r in rows],
+            "nodes": [{**r.to_dict(), "policyRank": ranks.get(r.node)} for r in self.rows()],
         }
+        if self.stopped is not None:
+            out["stopped"] = self.stopped
+        return out

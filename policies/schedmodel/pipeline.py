@@ -14,7 +14,9 @@ from typing import Any
 from policies.engine.inputs import NodeView, PodView, resource_key
 from policies.engine.results import Evaluation
 
+from . import message as m
 from . import plugins as p
+from . import spread as sp
 from .profile import Profile, profile_default
 
 # kube-scheduler scores every feasible node below this many nodes whatever the percentage
@@ -38,10 +40,14 @@ class NodeOutcome:
     node: str
     plugin: str | None = None  # the in-tree filter plugin that rejected it
     reasons: tuple[str, ...] = ()
+    # the rejection's status: UnschedulableAndUnresolvable (True) or Unschedulable (False), which
+    # decides whether preemption tries the node
+    unresolvable: bool = False
     policy_passed: bool | None = None  # None: never reached the extender
     policy_rule: str | None = None
     policy_message: str | None = None
-    scores: dict[str, int] = field(default_factory=dict)  # plugin -> normalized 0..100
+    # plugin -> normalized 0..100; a plugin PreScore skipped (Cycle.skipped) has no entry
+    scores: dict[str, int] = field(default_factory=dict)
     extender_score: int = 0  # the policy's 0..10
     extender: int = 0  # extender_score x weight x 10
     total: int | None = None  # None: not scored (rejected)
@@ -54,7 +60,7 @@ class NodeOutcome:
     def candidate(self) -> bool:
         return self.plugin is None and self.policy_passed is not False
 
-    def to_dict(self, weights: dict[str, int]) -> dict[str, Any]:
+    def to_dict(self, weights: dict[str, int], skipped: list[str] = ()) -> dict[str, Any]:
         return {
             "node": self.node,
             "kubeScheduler": {
@@ -74,7 +80,16 @@ class NodeOutcome:
                     "weighted": score * weights.get(name, 0),
                 }
                 for name, score in self.scores.items()
-            ],
+            ]
+            + (
+                [
+                    {"plugin": name, "score": None, "weight": weights.get(name, 0), "weighted": 0}
+                    | {"skipped": True}
+                    for name in skipped
+                ]
+                if self.total is not None
+                else []
+            ),
             "extenderScore": self.extender_score,
             "extenderContribution": self.extender,
             "finalTotal": self.total,
@@ -90,15 +105,57 @@ class Cycle:
     evaluation: Evaluation | None  # the policy over the in-tree-feasible nodes
     profile: Profile
     caveats: list[str]
+    # score plugins whose PreScore returned Skip for this pod: they score no node
+    skipped: list[str] = field(default_factory=list)
+    prefilter_message: str = ""  # a PreFilter plugin rejected the pod on every node
+    preemption_never: bool = False  # spec.preemptionPolicy: Never
+    victims: dict[str, bool] = field(default_factory=dict)  # node -> holds a lower-priority pod
+    admitted: list[str] = field(default_factory=list)  # what API admission added to the pod
 
     def rejection_counts(self) -> dict[str, int]:
-        """reason -> nodes, as the FailedScheduling event counts them (policy rejections are
-        the extender's, which the event reports as its own text)."""
+        """reason -> nodes, as the FailedScheduling event counts them: the in-tree plugins'
+        reasons and the extender's ("<rule>: <message>", the text it returns per node)."""
         counts: dict[str, int] = {}
         for o in self.outcomes:
             for reason in o.reasons:
                 counts[reason] = counts.get(reason, 0) + 1
+            if o.policy_passed is False:
+                reason = f"{o.policy_rule}: {o.policy_message}"
+                counts[reason] = counts.get(reason, 0) + 1
         return counts
+
+    def plugin_counts(self) -> dict[str, int]:
+        """filter plugin (or "Extender") -> nodes it rejected."""
+        counts: dict[str, int] = {}
+        for o in self.outcomes:
+            name = o.plugin or ("Extender" if o.policy_passed is False else None)
+            if name:
+                counts[name] = counts.get(name, 0) + 1
+        return counts
+
+    def failed_scheduling(self) -> str | None:
+        """The FailedScheduling event's message (message.py), None when the pod is placed."""
+        if self.pick:
+            return None
+        total = len(self.outcomes)
+        if self.prefilter_message:
+            # DynamicResources' PreFilter never ran: its PostFilter fails and ends the phase
+            return m.fit_error(
+                total, prefilter=self.prefilter_message, counts={}, post=m.DRA_STATE_MISSING
+            )
+        resolvable = [
+            not o.unresolvable if o.plugin else o.policy_passed is False and not o.unresolvable
+            for o in self.outcomes
+        ]
+        preemption = m.preemption_message(
+            total,
+            resolvable,
+            never=self.preemption_never,
+            victims=[self.victims.get(o.node, False) for o in self.outcomes],
+        )
+        return m.fit_error(
+            total, counts=self.rejection_counts(), post=f"{m.NO_CLAIMS}, {preemption}"
+        )
 
     def feasible(self) -> list[str]:
         return [o.node for o in self.outcomes if o.feasible]
@@ -111,8 +168,11 @@ class Cycle:
             "pick": self.pick,
             "tie": len(self.pick) > 1,
             "rejections": self.rejection_counts(),
+            "failedScheduling": self.failed_scheduling(),
+            "skippedPlugins": self.skipped,
+            "admissionDefaults": self.admitted,
             "caveats": self.caveats,
-            "nodes": [o.to_dict(weights) for o in self.outcomes],
+            "nodes": [o.to_dict(weights, self.skipped) for o in self.outcomes],
         }
 
 
@@ -131,7 +191,7 @@ def _resource_names(pod: PodView, nodes: list[NodeView]) -> dict[str, str]:
     return names
 
 
-def _caveats(pod: PodView, n_nodes: int, profile: Profile) -> list[str]:
+def _caveats(pod: PodView, n_nodes: int, profile: Profile, victims: bool) -> list[str]:
     out = []
     spec = p.spec(pod)
     if any("persistentVolumeClaim" in v or "ephemeral" in v for v in spec.get("volumes") or []):
@@ -146,7 +206,56 @@ def _caveats(pod: PodView, n_nodes: int, profile: Profile) -> list[str]:
             f"{n_nodes} nodes: kube-scheduler stops filtering once it has found enough feasible "
             "nodes (percentageOfNodesToScore), so it may score only a sample of them"
         )
+    if victims:
+        out.append(
+            "pods of lower priority run on nodes the pod does not fit: preemption may evict "
+            "them (its dry run is not modelled)"
+        )
     return out
+
+
+def node_affinity_prefilter(pod: PodView) -> tuple[set[str] | None, bool]:
+    """NodeAffinity PreFilter (node_affinity.go): (the node names every required term limits
+    the pod to with `matchFields` metadata.name In, or None when some term does not; True when
+    the terms' names conflict, i.e. leave no node at all)."""
+    terms = p.required_node_affinity(pod)
+    if not terms:
+        return None, False
+    names: set[str] = set()
+    for term in terms:
+        term_names: set[str] | None = None
+        for req in term.get("matchFields") or ():
+            if req.get("key") == "metadata.name" and req.get("operator") == "In":
+                values = set(req.get("values") or ())
+                term_names = values if term_names is None else term_names & values
+        if term_names is None:
+            return None, False
+        names |= term_names
+    return names, not names
+
+
+def _unresolvable(plugin: str, reasons: tuple[str, ...], pod: PodView, node: NodeView) -> bool:
+    """The status code of a filter's rejection: Unschedulable only for NodePorts, a resource
+    shortage the node could free (request <= allocatable, fit.go fitsRequest), a spread skew,
+    and pod anti-affinity (own or existing pods'); UnschedulableAndUnresolvable otherwise."""
+    if plugin == "NodePorts":
+        return False
+    if plugin == "NodeResourcesFit":
+        alloc = node["allocatable"]
+        return any(want > alloc[key] for key, want in pod["requests"].items() if want > 0)
+    if plugin == "PodTopologySpread":
+        return reasons[0] == p.R_SPREAD_LABEL
+    if plugin == "InterPodAffinity":
+        return reasons[0] == p.R_POD_AFFINITY
+    return True
+
+
+def _lower_priority_pods(pod: PodView, existing: p.Existing) -> dict[str, bool]:
+    """node -> holds a pod preemption could evict (priority below the pod's)."""
+    return {
+        node: any(o["priority"] < pod["priority"] for o in pods)
+        for node, pods in existing.by_node.items()
+    }
 
 
 def cycle_run(
@@ -164,13 +273,26 @@ def cycle_run(
     by_name = {n["name"]: n for n in nodes}
     names = _resource_names(pod, nodes)
     on = profile.filter_enabled
-    spread = p.spread_filter_state(pod, nodes, existing) if on("PodTopologySpread") else []
+    # NodeAffinity's PreFilter runs before the others that can reject; a conflict rejects the
+    # pod on every node, a name list leaves the other nodes unfiltered (schedule_one.go
+    # findNodesThatFitPod: "node(s) didn't satisfy plugin(s) [NodeAffinity]").
+    allowed, conflict = node_affinity_prefilter(pod) if on("NodeAffinity") else (None, False)
+    prefilter_message = "pod affinity terms conflict" if conflict else ""
+    spread = sp.spread_filter_state(pod, nodes, existing) if on("PodTopologySpread") else []
     affinity = p.pod_affinity_state(pod, by_name, existing) if on("InterPodAffinity") else None
 
     outcomes = []
     feasible: list[NodeView] = []
     for node in nodes:
         o = NodeOutcome(node["name"])
+        outcomes.append(o)
+        if conflict:
+            o.plugin, o.reasons, o.unresolvable = "NodeAffinity", (prefilter_message,), True
+            continue
+        if allowed is not None and node["name"] not in allowed:
+            o.plugin, o.unresolvable = "NodeAffinity", True
+            o.reasons = ("node(s) didn't satisfy plugin(s) [NodeAffinity]",)
+            continue
         for plugin, check in (
             ("NodeUnschedulable", lambda n: p.filter_node_unschedulable(pod, n)),
             ("NodeName", lambda n: p.filter_node_name(pod, n)),
@@ -178,7 +300,7 @@ def cycle_run(
             ("NodeAffinity", lambda n: p.filter_node_affinity(pod, n)),
             ("NodePorts", lambda n: p.filter_node_ports(pod, n, existing)),
             ("NodeResourcesFit", lambda n: p.filter_resources_fit(pod, n, names)),
-            ("PodTopologySpread", lambda n: p.filter_spread(pod, n, spread) if spread else None),
+            ("PodTopologySpread", lambda n: sp.filter_spread(pod, n, spread) if spread else None),
             ("InterPodAffinity", lambda n: p.filter_pod_affinity(n, affinity)),
         ):
             if not on(plugin):
@@ -186,8 +308,8 @@ def cycle_run(
             reasons = check(node)
             if reasons:
                 o.plugin, o.reasons = plugin, tuple(reasons)
+                o.unresolvable = _unresolvable(plugin, o.reasons, pod, node)
                 break
-        outcomes.append(o)
         if o.plugin is None:
             feasible.append(node)
 
@@ -203,16 +325,20 @@ def cycle_run(
             o.policy_passed = evaluation.passed[i]
             o.policy_rule = evaluation.failed_rule[i]
             o.policy_message = evaluation.messages[i]
+            o.unresolvable = not o.policy_passed and evaluation.unresolvable[i]
             if evaluation.passed[i] and evaluation.scored:
                 extender_scores[name] = evaluation.extender[i]
         feasible = [n for n in feasible if by_outcome[n["name"]].policy_passed]
 
     candidates = feasible
     pick: list[str] = []
+    skipped: list[str] = []
     if len(candidates) == 1:  # kube-scheduler takes it without scoring
         pick = [candidates[0]["name"]]
     if candidates:
-        totals = _score(pod, candidates, nodes, by_name, existing, profile, extender_scores)
+        totals, skipped = _score(
+            pod, candidates, nodes, by_name, existing, profile, extender_scores
+        )
         by_outcome = {o.node: o for o in outcomes}
         for node, (scores, ext) in zip(candidates, totals):
             o = by_outcome[node["name"]]
@@ -223,21 +349,39 @@ def cycle_run(
         if not pick:
             best = max(by_outcome[n["name"]].total for n in candidates)
             pick = [n["name"] for n in candidates if by_outcome[n["name"]].total == best]
-    return Cycle(outcomes, pick, evaluation, profile, _caveats(pod, len(nodes), profile))
+    victims = _lower_priority_pods(pod, existing) if not pick else {}
+    possible = any(victims.get(o.node) and not o.unresolvable for o in outcomes if not o.candidate)
+    return Cycle(
+        outcomes,
+        pick,
+        evaluation,
+        profile,
+        _caveats(pod, len(nodes), profile, possible),
+        skipped=skipped,
+        prefilter_message=prefilter_message,
+        preemption_never=p.spec(pod).get("preemptionPolicy") == "Never",
+        victims=victims,
+        admitted=list(pod.get("admitted") or ()),
+    )
 
 
 def _score(pod, candidates, all_nodes, by_name, existing, profile, extender_scores):
-    """Per candidate: ({plugin: normalized score}, extender contribution)."""
+    """(per candidate: ({plugin: normalized score}, extender contribution), the plugins that
+    PreScore skipped: NodeAffinity without preferred terms, PodTopologySpread without
+    constraints, InterPodAffinity without a term to score, BalancedAllocation for a pod that
+    requests none of its resources)."""
     w = profile.score_weight
-    n = len(candidates)
-    columns: dict[str, list[int]] = {}
+    columns: dict[str, list[int] | None] = {}
     if w("TaintToleration"):
         columns["TaintToleration"] = p.default_normalize(
             [p.score_taints(pod, c) for c in candidates], reverse=True
         )
     if w("NodeAffinity"):
-        columns["NodeAffinity"] = p.default_normalize(
-            [p.score_node_affinity(pod, c) for c in candidates], reverse=False
+        preferred = (p.spec(pod).get("affinity") or {}).get("nodeAffinity") or {}
+        columns["NodeAffinity"] = (
+            p.default_normalize([p.score_node_affinity(pod, c) for c in candidates], reverse=False)
+            if preferred.get("preferredDuringSchedulingIgnoredDuringExecution")
+            else None
         )
     if w("NodeResourcesFit"):
         pod_nonzero = p.nonzero_requests(pod)  # once per pod, not per node
@@ -248,17 +392,15 @@ def _score(pod, candidates, all_nodes, by_name, existing, profile, extender_scor
             for c in candidates
         ]
     if w("PodTopologySpread"):
-        spread = p.score_spread(pod, candidates, all_nodes, existing)
-        columns["PodTopologySpread"] = spread if spread is not None else [0] * n
+        columns["PodTopologySpread"] = sp.score_spread(pod, candidates, all_nodes, existing)
     if w("InterPodAffinity"):
-        ipa = p.score_inter_pod_affinity(pod, candidates, by_name, existing)
-        columns["InterPodAffinity"] = ipa if ipa is not None else [0] * n
+        columns["InterPodAffinity"] = p.score_inter_pod_affinity(pod, candidates, by_name, existing)
     if w("NodeResourcesBalancedAllocation"):
         best_effort = not any(
             pod["requests"][r.replace("-", "_")] for r, _ in profile.balanced_resources
         )
         columns["NodeResourcesBalancedAllocation"] = (
-            [0] * n
+            None
             if best_effort
             else [p.score_balanced(pod, c, profile.balanced_resources) for c in candidates]
         )
@@ -266,12 +408,14 @@ def _score(pod, candidates, all_nodes, by_name, existing, profile, extender_scor
         columns["ImageLocality"] = [
             p.score_image_locality(pod, c, existing, len(all_nodes)) for c in candidates
         ]
+    skipped = [name for name, col in columns.items() if col is None]
+    scored = {name: col for name, col in columns.items() if col is not None}
     # extender score (0..10) x weight x (MaxNodeScore / MaxExtenderPriority = 10)
     factor = profile.extender_weight * 10
     return [
         (
-            {name: col[i] for name, col in columns.items()},
+            {name: col[i] for name, col in scored.items()},
             extender_scores.get(c["name"], 0) * factor,
         )
         for i, c in enumerate(candidates)
-    ]
+    ], skipped

@@ -15,11 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from policies.engine.inputs import NodeView, PodView
-from policies.engine.quantity import QuantityError, parse_quantity
+
+from .requests import fit_score_requests, node_nonzero_share
 
 MAX_NODE_SCORE = 100
-DEFAULT_MILLI_CPU = 100  # schedutil.DefaultMilliCPURequest, for pods that request no cpu
-DEFAULT_MEMORY = 200 * 1024 * 1024  # schedutil.DefaultMemoryRequest
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 NS_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace
@@ -48,37 +47,11 @@ def _meta(view: Mapping[str, Any]) -> dict[str, Any]:
     return (view.get("object") or {}).get("metadata") or {}
 
 
-def _quantity(value: Any, milli: bool) -> int:
-    try:
-        q = parse_quantity(str(value))
-    except QuantityError:
-        return 0
-    return math.ceil(q * 1000) if milli else math.ceil(q)
-
-
 def nonzero_requests(pod: PodView) -> tuple[int, int]:
-    """(milli-cpu, memory) as the scoring plugins read them: a container without a cpu (memory)
-    request counts 100m (200 MiB) (PodRequests with NonMissingContainerRequests); the larger of
-    that and the pod's effective request, which covers init containers and overhead."""
-    containers = spec(pod).get("containers")
-    if not containers:
-        cpu, mem = pod["requests"]["cpu"], pod["requests"]["memory"]
-        return cpu or DEFAULT_MILLI_CPU, mem or DEFAULT_MEMORY
-    cpu = mem = 0
-    for c in containers:
-        req = (c.get("resources") or {}).get("requests") or {}
-        lim = (c.get("resources") or {}).get("limits") or {}
-        cpu += (
-            _quantity(req["cpu"], True)
-            if "cpu" in req
-            else (_quantity(lim["cpu"], True) if "cpu" in lim else DEFAULT_MILLI_CPU)
-        )
-        mem += (
-            _quantity(req["memory"], False)
-            if "memory" in req
-            else (_quantity(lim["memory"], False) if "memory" in lim else DEFAULT_MEMORY)
-        )
-    return max(cpu, pod["requests"]["cpu"]), max(mem, pod["requests"]["memory"])
+    """(milli-cpu, memory) NodeResourcesFit's score adds for the pod (requests.fit_score_requests:
+    pod-level resources skipped, 100m / 200 MiB for containers without a request)."""
+    req = fit_score_requests(spec(pod))
+    return req.get("cpu", 0), req.get("memory", 0)
 
 
 class Existing:
@@ -98,9 +71,13 @@ class Existing:
         self.by_namespace: dict[str, list[PodView]] = defaultdict(list)
         # Namespace name -> labels and the Services / controllers, when the snapshot has them
         # (a bare ClusterView without them models a cluster that has none).
-        self.namespaces: Mapping[str, Mapping[str, str]] = (
-            state.namespaces() if hasattr(state, "namespaces") else {}
-        )
+        # The API server sets kubernetes.io/metadata.name on every Namespace (namespace
+        # strategy PrepareForCreate/Update), so a selector on it matches even where a cluster
+        # file lists a Namespace without it.
+        self.namespaces: Mapping[str, Mapping[str, str]] = {
+            name: labels if labels.get(NS_NAME_LABEL) == name else {**labels, NS_NAME_LABEL: name}
+            for name, labels in (state.namespaces() if hasattr(state, "namespaces") else {}).items()
+        }
         self._listed = bool(hasattr(state, "objects") and state.objects("Namespace"))
         self.cluster = state if hasattr(state, "services") else None
         for pod in state.pods() if state is not None else ():
@@ -119,7 +96,7 @@ class Existing:
         for node, pods in self.by_node.items():
             cpu = mem = 0
             for pod in pods:
-                c, m = nonzero_requests(pod)
+                c, m = node_nonzero_share(spec(pod))
                 cpu += c
                 mem += m
             self.nonzero[node] = (cpu, mem)
@@ -301,103 +278,6 @@ def filter_resources_fit(
     return reasons or None
 
 
-def _spread_constraints(pod: PodView, when: str) -> list[dict[str, Any]]:
-    out = []
-    for c in spec(pod).get("topologySpreadConstraints") or []:
-        if (c.get("whenUnsatisfiable") or "DoNotSchedule") != when:
-            continue
-        selector = c.get("labelSelector")
-        keys = c.get("matchLabelKeys") or []
-        if keys and selector is not None:  # matchLabelKeys merge into the selector (v1.35)
-            extra = [
-                {"key": k, "operator": "In", "values": [pod["labels"][k]]}
-                for k in keys
-                if k in pod["labels"]
-            ]
-            selector = {
-                **selector,
-                "matchExpressions": (selector.get("matchExpressions") or []) + extra,
-            }
-        out.append({**c, "labelSelector": selector})
-    return out
-
-
-def _counts_nothing(selector: Any) -> bool:
-    """countPodsMatchSelector counts 0 for an empty selector (labelSelector: {}, which
-    matches every pod elsewhere, e.g. in the self-match of the skew)."""
-    return type(selector) is dict and _selector_is_empty(selector)
-
-
-def _count_matching(pods: Iterable[PodView], selector: Any, namespace: str) -> int:
-    if _counts_nothing(selector):
-        return 0
-    return sum(
-        1
-        for p in pods
-        if p["namespace"] == namespace
-        and not _meta(p).get("deletionTimestamp")
-        and label_selector_matches(selector, p["labels"])
-    )
-
-
-def _counts_by_node(existing: Existing, selector: Any, namespace: str) -> dict[str, int]:
-    """node -> pods of `namespace` bound there that match `selector` (not being deleted): the
-    same counts as _count_matching over each node's pods, in one pass over the namespace.
-    The preview over 5000 nodes + 50 000 pods (bench/engine.py): median 405 -> 216 ms."""
-    counts: dict[str, int] = defaultdict(int)
-    if _counts_nothing(selector):
-        return counts
-    for p in existing.by_namespace.get(namespace, ()):
-        if not _meta(p).get("deletionTimestamp") and label_selector_matches(selector, p["labels"]):
-            counts[p["nodeName"]] += 1
-    return counts
-
-
-def spread_filter_state(
-    pod: PodView, all_nodes: Sequence[NodeView], existing: Existing
-) -> list[tuple[dict[str, Any], dict[str, int], int]]:
-    """PreFilter of PodTopologySpread: per DoNotSchedule constraint, matching pods per domain
-    over every node that passes the pod's node affinity (nodeAffinityPolicy Honor) and has
-    every constraint's key; the global minimum is 0 when fewer domains than minDomains."""
-    constraints = _spread_constraints(pod, "DoNotSchedule")
-    if not constraints:
-        return []
-    keys = [c["topologyKey"] for c in constraints]
-    counts: list[dict[str, int]] = [{} for _ in constraints]
-    for node in all_nodes:
-        labels = node["labels"]
-        if not all(k in labels for k in keys) or not node_affinity_matches(pod, node):
-            continue
-        pods = existing.by_node.get(node["name"], ())
-        for i, c in enumerate(constraints):
-            value = labels[c["topologyKey"]]
-            counts[i][value] = counts[i].get(value, 0) + _count_matching(
-                pods, c["labelSelector"], pod["namespace"]
-            )
-    out = []
-    for c, per_domain in zip(constraints, counts):
-        minimum = min(per_domain.values()) if per_domain else 0
-        if len(per_domain) < int(c.get("minDomains") or 1):
-            minimum = 0
-        out.append((c, per_domain, minimum))
-    return out
-
-
-def filter_spread(pod: PodView, node: NodeView, state: list) -> list[str] | None:
-    """skew = matching pods in the node's domain + (1 if the pod matches itself) - global
-    minimum; skew > maxSkew rejects. A node missing a topology key is rejected outright."""
-    labels = node["labels"]
-    for c, _, _ in state:
-        if c["topologyKey"] not in labels:
-            return [R_SPREAD_LABEL]
-    for c, per_domain, minimum in state:
-        self_match = 1 if label_selector_matches(c["labelSelector"], pod["labels"]) else 0
-        skew = per_domain.get(labels[c["topologyKey"]], 0) + self_match - minimum
-        if skew > int(c.get("maxSkew") or 1):
-            return [R_SPREAD]
-    return None
-
-
 def _selector_is_empty(selector: Mapping[str, Any]) -> bool:
     """LabelSelectorAsSelector gives Everything for a selector with no requirement."""
     return not selector.get("matchLabels") and not selector.get("matchExpressions")
@@ -478,7 +358,11 @@ def pod_affinity_state(
                 existing_anti.add((key, node["labels"][key]))
     if not affinity and not anti and not existing_anti:
         return None
-    aff_counts: list[set[tuple[str, str]]] = [set() for _ in affinity]
+    # One count per topology pair for all the required affinity terms together
+    # (appendWithAffinityTerms): an existing pod counts only if it matches every term
+    # (podMatchesAllAffinityTerms), and then for each term's key its node has. Anti-affinity
+    # terms count term by term (appendWithAntiAffinityTerms).
+    aff_pairs: set[tuple[str, str]] = set()
     anti_pairs: set[tuple[str, str]] = set()
     aff_ns = [incoming_namespaces(t, pod["namespace"], existing) for t in affinity]
     anti_ns = [incoming_namespaces(t, pod["namespace"], existing) for t in anti]
@@ -489,23 +373,27 @@ def pod_affinity_state(
                 continue
             labels = node["labels"]
             for other in pods:
-                for i, term in enumerate(affinity):
-                    key = term.get("topologyKey", "")
-                    if key in labels and incoming_term_matches(term, aff_ns[i], other):
-                        aff_counts[i].add((key, labels[key]))
+                if affinity and all(
+                    incoming_term_matches(t, names, other) for t, names in zip(affinity, aff_ns)
+                ):
+                    for term in affinity:
+                        key = term.get("topologyKey", "")
+                        if key in labels:
+                            aff_pairs.add((key, labels[key]))
                 for term, names in zip(anti, anti_ns):
                     key = term.get("topologyKey", "")
                     if key in labels and incoming_term_matches(term, names, other):
                         anti_pairs.add((key, labels[key]))
-    # No pod matches the affinity terms anywhere, but the pod matches them itself: the first
-    # pod of a group may go anywhere that has the topology keys (filtering.go).
-    none_anywhere = affinity and not any(aff_counts)
-    self_match = none_anywhere and all(
-        incoming_term_matches(t, names, pod) for t, names in zip(affinity, aff_ns)
+    # No pair counts a pod at all, and the pod matches all its terms itself: the first pod of
+    # a group may go anywhere that has the topology keys (filtering.go satisfyPodAffinity).
+    self_match = (
+        bool(affinity)
+        and not aff_pairs
+        and all(incoming_term_matches(t, names, pod) for t, names in zip(affinity, aff_ns))
     )
     return {
         "affinity": affinity,
-        "aff_counts": aff_counts,
+        "aff_pairs": aff_pairs,
         "anti": anti_pairs,
         "existing_anti": existing_anti,
         "self_match": self_match,
@@ -513,18 +401,22 @@ def pod_affinity_state(
 
 
 def filter_pod_affinity(node: NodeView, state: dict[str, Any] | None) -> list[str] | None:
-    """Required affinity: every term's pair on the node holds a matching pod (or the self-match
+    """filtering.go Filter. Required affinity: the node has every term's key (else rejected
+    outright) and each term's pair holds a pod matching all the terms (or the self-match
     exception); anti-affinity: no term's pair does; existing pods' anti-affinity: the node's
     pairs are not forbidden. Checked in that order, first failure wins."""
     if state is None:
         return None
     labels = node["labels"]
-    for term, pairs in zip(state["affinity"], state["aff_counts"]):
+    pods_exist = True
+    for term in state["affinity"]:
         key = term.get("topologyKey", "")
         if key not in labels:
             return [R_POD_AFFINITY]
-        if (key, labels[key]) not in pairs and not state["self_match"]:
-            return [R_POD_AFFINITY]
+        if (key, labels[key]) not in state["aff_pairs"]:
+            pods_exist = False
+    if not pods_exist and not state["self_match"]:
+        return [R_POD_AFFINITY]
     if any((k, v) in state["anti"] for k, v in labels.items()):
         return [R_POD_ANTI]
     if any((k, v) in state["existing_anti"] for k, v in labels.items()):
@@ -700,134 +592,6 @@ def _normalized_image(name: str) -> str:
     if name and ":" not in name.rsplit("/", 1)[-1] and "@" not in name:
         return name + ":latest"
     return name
-
-
-_CONTROLLERS = {
-    ("v1", "ReplicationController"),
-    ("apps/v1", "ReplicaSet"),
-    ("apps/v1", "StatefulSet"),
-}
-
-
-def _controller_ref(pod: PodView) -> dict[str, Any] | None:
-    """metav1.GetControllerOf: the first ownerReference with controller: true."""
-    for ref in _meta(pod).get("ownerReferences") or ():
-        if type(ref) is dict and ref.get("controller") is True:
-            return ref
-    return None
-
-
-def default_selector(pod: PodView, existing: Existing) -> dict[str, Any] | None:
-    """helper.DefaultSelector, as a LabelSelector; None when it is empty (no system default
-    constraint then). matchLabels: the merged spec.selector of every Service of the pod's
-    namespace that selects the pod, then (labels.Merge) a controlling ReplicationController's
-    selector; matchExpressions: a controlling ReplicaSet's or StatefulSet's selector as
-    requirements (matchLabels as In). The controller counts only when the ownerReference's
-    apiVersion/kind is exactly v1 ReplicationController or apps/v1 ReplicaSet/StatefulSet and
-    the object is in the snapshot; a selector LabelSelectorAsSelector refuses adds nothing."""
-    cluster = existing.cluster
-    if cluster is None:
-        return None
-    labels = pod["labels"]
-    merged: dict[str, str] = {}
-    for selector in cluster.services(pod["namespace"]):
-        if all(labels.get(k) == v for k, v in selector.items()):
-            merged.update(selector)
-    exprs: list[dict[str, Any]] = []
-    ref = _controller_ref(pod)
-    if ref is not None and (ref.get("apiVersion"), ref.get("kind")) in _CONTROLLERS:
-        found = cluster.controller(ref["kind"], pod["namespace"], str(ref.get("name") or ""))
-        if found is not None and ref["kind"] == "ReplicationController":
-            merged.update(found["selector"] or {})
-        elif found is not None and found["selector"] is not None:
-            sel = found["selector"]
-            exprs = [
-                {"key": k, "operator": "In", "values": [v]}
-                for k, v in sorted(sel["matchLabels"].items())
-            ] + list(sel["matchExpressions"])
-    if not merged and not exprs:
-        return None
-    return {"matchLabels": merged, "matchExpressions": exprs}
-
-
-def score_spread(
-    pod: PodView, candidates: Sequence[NodeView], all_nodes: Sequence[NodeView], existing: Existing
-) -> list[int] | None:
-    """PodTopologySpread (ScheduleAnyway constraints, or for a pod without constraints the
-    system defaults hostname maxSkew 3 and zone maxSkew 5 over `default_selector`'s pods).
-    raw = sum_c round(count_c * ln(domains_c + 2) + maxSkew_c - 1);
-    normalized = 100 * (max + min - raw) // max (100 for all when max is 0; nodes missing a key
-    of the pod's own constraints score 0). None when the plugin skips."""
-    constraints = _spread_constraints(pod, "ScheduleAnyway")
-    system = False
-    if not spec(pod).get("topologySpreadConstraints"):
-        selector = default_selector(pod, existing)
-        if selector is None:
-            return None
-        system = True
-        constraints = [
-            {"topologyKey": HOSTNAME, "maxSkew": 3, "labelSelector": selector},
-            {"topologyKey": ZONE, "maxSkew": 5, "labelSelector": selector},
-        ]
-    if not constraints:
-        return None
-    require_all = not system
-    keys = [c["topologyKey"] for c in constraints]
-    ignored = {
-        n["name"] for n in candidates if require_all and not all(k in n["labels"] for k in keys)
-    }
-    domains: list[dict[str, int]] = [{} for _ in constraints]
-    for n in candidates:
-        if n["name"] in ignored:
-            continue
-        for i, c in enumerate(constraints):
-            if c["topologyKey"] != HOSTNAME:
-                domains[i].setdefault(n["labels"].get(c["topologyKey"], ""), 0)
-    counts = [_counts_by_node(existing, c["labelSelector"], pod["namespace"]) for c in constraints]
-    for n in all_nodes:
-        if not node_affinity_matches(pod, n):
-            continue
-        if require_all and not all(k in n["labels"] for k in keys):
-            continue
-        for i, c in enumerate(constraints):
-            if c["topologyKey"] == HOSTNAME:
-                continue
-            value = n["labels"].get(c["topologyKey"], "")
-            if value in domains[i]:
-                domains[i][value] += counts[i].get(n["name"], 0)
-    weights = []
-    for i, c in enumerate(constraints):
-        size = len(domains[i])
-        if c["topologyKey"] == HOSTNAME:
-            size = len(candidates) - len(ignored)
-        weights.append(math.log(size + 2))
-    raw = []
-    for n in candidates:
-        if n["name"] in ignored:
-            raw.append(None)
-            continue
-        score = 0.0
-        for i, c in enumerate(constraints):
-            key = c["topologyKey"]
-            if key not in n["labels"]:
-                continue
-            if key == HOSTNAME:
-                cnt = counts[i].get(n["name"], 0)
-            else:
-                cnt = domains[i][n["labels"][key]]
-            score += cnt * weights[i] + int(c.get("maxSkew") or 1) - 1
-        raw.append(math.floor(score + 0.5))  # Go math.Round, score >= 0
-    valid = [s for s in raw if s is not None]
-    lo, hi = min(valid, default=0), max(valid, default=0)
-    out = []
-    for s in raw:
-        if s is None:
-            out.append(0)
-        elif hi == 0:
-            out.append(MAX_NODE_SCORE)
-        else:
-            out.append(MAX_NODE_SCORE * (hi + lo - s) // hi)
-    return out
 
 
 def score_inter_pod_affinity(

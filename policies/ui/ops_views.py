@@ -39,6 +39,7 @@ from policies.cluster.loaded import pod_from_cluster
 from policies.cluster.sources import cluster_default
 from policies.cluster.status import cluster_status
 from policies.engine.document import PolicyInvalid
+from policies.engine.placement import competition_ranks
 from policies.errors import ClusterUnavailable, InputError
 from policies.evaluation import preview_run, profile_active
 from policies.extender.metrics import recent_summary
@@ -48,18 +49,20 @@ from policies.models import AuditEvent, Decision, PolicyActivation
 from policies.redis import redis_client
 from policies.schedmodel.pipeline import SCORE_PLUGINS
 from policies.schedulerconfig import (
+    IN_CLUSTER_EXTENDER_URL,
     MANAGED_RESOURCE,
     MAX_URL_LENGTH,
     BindScopeError,
     SchedulerSetup,
     dump_yaml,
-    extender_cluster_role,
     extender_url_problem,
     extender_urls,
     queue_webhook_configuration,
     rbac_command,
     scheduler_configuration,
+    schedweb_rbac,
     second_scheduler_yaml,
+    url_is_loopback,
     webhook_admission_configuration,
     webhook_url,
 )
@@ -447,6 +450,13 @@ def decision_breakdown(*, decision: Decision) -> dict[str, Any]:
         )
     # Passing nodes first, best total first; rejected ones after, by name.
     rows.sort(key=lambda r: (not r["ok"], -(r["total"] or 0), r["node"]))
+    # the policy's own rank among the nodes the extender was sent (not the answer: kube-
+    # scheduler adds its plugins' scores and picks the highest final total)
+    policy_ranks = competition_ranks(
+        {r["node"]: r["total"] for r in rows if r["ok"] and r["total"] is not None}
+    )
+    for r in rows:
+        r["policy_rank"] = policy_ranks.get(r["node"])
     passing = sum(1 for r in rows if r["ok"])
     chosen_in_list = any(r["chosen"] for r in rows)
     return {
@@ -462,6 +472,7 @@ def decision_breakdown(*, decision: Decision) -> dict[str, Any]:
         "readable": readable,
         "chosen_in_list": chosen_in_list,
         "chosen_is_winner": decision.chosen_node in winners,
+        "chosen_policy_rank": policy_ranks.get(decision.chosen_node),
         # The playground opens this pod with this version (its URL contract, ui-playground brief).
         "playground": f"/policies/{decision.policy_name}/?"
         + urlencode(
@@ -535,10 +546,13 @@ def decision_model(*, decision: Decision) -> dict[str, Any]:
         preview = preview_run(document=document, pod=pod, cluster=cluster, profile=profile)
     except (InputError, ClusterUnavailable, PolicyInvalid) as exc:
         return {"error": str(exc)}
-    pick = preview.cycle.pick
+    pick = list(preview.placement.pick)
+    ranks = preview.placement.policy_ranks()
     return {
         "pick": pick,
-        "policy": preview.cycle.evaluation.winners() if preview.cycle.evaluation else [],
+        "answer": preview.placement.summary(),
+        # the nodes of policy rank 1 among those kube-scheduler sends it (a column, not a pick)
+        "policy_top": sorted(n for n, r in ranks.items() if r == 1),
         "chosen_in_pick": bool(decision.chosen_node) and decision.chosen_node in pick,
         "bound": bool(pod["nodeName"]),
         "cluster": cluster.describe(),
@@ -547,8 +561,8 @@ def decision_model(*, decision: Decision) -> dict[str, Any]:
 
 @page_access(roles={"GET": "viewer"})
 def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
-    """Why the pod went where it went: every node's verdict and score breakdown, and the node
-    kube-scheduler's model picks next to the policy's."""
+    """Why the pod went where it went: the node kube-scheduler chose, the node the model says
+    it picks, and every node's verdict, score breakdown and policy rank."""
     decision = get_object_or_404(Decision, pk=decision_id)
     return _page(
         request,
@@ -715,11 +729,16 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
     # its kubeconfig): it must keep its lease, the only one system:kube-scheduler may update.
     profile = SchedulerSetup(**common, scoping="profile", lease_name=DEFAULT_LEASE)
     resource = SchedulerSetup(**common, scoping="resource", lease_name=DEFAULT_LEASE)
+    # A pod cannot reach schedweb at its own loopback address: unless one was typed in, the
+    # second scheduler's manifests name the chart's extender Service instead (and say so).
+    loopback = url if url_is_loopback(url) else ""
+    manifests_url = IN_CLUSTER_EXTENDER_URL if loopback and not data.get("url") else url
+    namespace = data.get("namespace") or "kube-system"
     second = SchedulerSetup(
-        **common,
+        **{**common, "extender_url": manifests_url},
         scoping="profile",
         keep_default_profile=False,
-        namespace=data.get("namespace") or "kube-system",
+        namespace=namespace,
     )
     webhook = _queue_webhook(url)
     return {
@@ -730,9 +749,10 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
         "profile": _config_or_why_not(profile),
         "resource": dump_yaml(scheduler_configuration(resource)),
         "manifests": second_scheduler_yaml(second),
-        "rbac": dump_yaml(
-            extender_cluster_role(bind=data["bind"], queue=bool(webhook["policies"]))
-        ),
+        "manifests_url": manifests_url,
+        "manifests_loopback": loopback,
+        "namespace": namespace,
+        "rbac": dump_yaml(schedweb_rbac(bind=data["bind"], queue=bool(webhook["policies"]))),
         "webhook": webhook,
         "managed_resource": MANAGED_RESOURCE,
         "opt_in_pod": dump_yaml(_opt_in_pod(names[0])),
@@ -740,7 +760,7 @@ def connect_outputs(*, data: dict[str, Any]) -> dict[str, Any]:
         "cli_resource": _cli(names=names, data=data, extra="--scoping resource"),
         "cli_manifests": _cli(
             names=names,
-            data=data,
+            data={**data, "url": manifests_url},
             extra="--manifests"
             + (f" --namespace {data['namespace']}" if data.get("namespace") else ""),
         ),

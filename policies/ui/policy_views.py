@@ -1,5 +1,6 @@
 """Policy pages: the list, the playground (editor + live preview), versions with publish and
-rollback, the side-by-side diff, and test cases.
+rollback, and the side-by-side diff (test cases: test_views.py, test_expect_views.py; the
+background preview of all pending pods: preview_all_views.py).
 
 Views parse input, call one service or selector (or the playground's preview presenter), and
 render a page or an htmx fragment. Every page needs a login and the viewer role; every write
@@ -9,11 +10,8 @@ checks its role on the server (403 with a sentence) whatever the page showed.
 from __future__ import annotations
 
 import json
-import re
-import uuid
 from typing import Any
 
-import yaml
 from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
@@ -21,16 +19,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
-from policies import preview_jobs, selectors, services
+from policies import selectors, services
 from policies.api.errors import http_status
 from policies.cluster.filters import pods_search
 from policies.cluster.loaded import pod_from_cluster
-from policies.cluster.manifest import parse_manifest
 from policies.cluster.sources import CLUSTER_KEYS, cluster_for
 from policies.cluster.whatif import MAX_WHATIF_BYTES
 from policies.engine.compare import rule_changes
 from policies.engine.document import PolicyInvalid
-from policies.engine.testcases import expect_canonical
 from policies.errors import (
     ClusterUnavailable,
     Conflict,
@@ -41,12 +37,11 @@ from policies.errors import (
     ServiceError,
     TestsFailed,
 )
-from policies.evaluation import policy_compile, preview_run, request_guard, test_cases_run
+from policies.evaluation import policy_compile, request_guard, test_cases_run
 from policies.models import (
     Decision,
     Policy,
     PolicyActivation,
-    PolicyTestCase,
     PolicyVersion,
     SharedPreview,
 )
@@ -62,15 +57,11 @@ from .markers import error_markers, markers_json
 from .preview import (
     PreviewInput,
     cluster_info,
-    pod_manifest,
-    pod_resolve,
     preview_build,
-    test_expectation,
 )
 
 RECENT_PODS = 10
 PICKER_PENDING_MAX = 200
-_TEST_NAME_JUNK = re.compile(r"[^a-z0-9-]+")
 
 
 def _policy(name: str) -> Policy:
@@ -485,6 +476,7 @@ def preview(request: HttpRequest, name: str) -> HttpResponse:
         "checked_at": timezone.now(),
         "oob": True,
         "compare_requested": request.POST.get("compare") == "1",
+        **_abilities(request),  # can_edit: the result offers what "Add as test case" pins
     }
     response = render(
         request,
@@ -542,128 +534,6 @@ def draft_save(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "policies/_save_answer.html", context, status=status)
 
 
-# --- preview of all pending pods ----------------------------------------------------------------
-
-
-@page_access(roles={"POST": "viewer"})
-def preview_all_start(request: HttpRequest, name: str) -> HttpResponse:
-    """Starts the background preview of every pending pod and answers its progress bar."""
-    policy = _policy(name)
-    compare_document, compare_label = None, ""
-    if request.POST.get("compare") == "1":
-        compare_document, compare_label = _compare_source(policy)
-    cluster_key = request.POST.get("cluster", "")
-    try:
-        job_id = preview_jobs.preview_job_start(
-            policy_name=policy.name,
-            document=request.POST.get("document", ""),
-            compare_document=compare_document,
-            compare_label=compare_label,
-            cluster_key=cluster_key if cluster_key in CLUSTER_KEYS else "",
-            user_id=request.user.pk,
-        )
-    except preview_jobs.JobError as exc:
-        return render(
-            request, "policies/_preview_all.html", {"error": str(exc), "policy": policy}, status=422
-        )
-    return _job_response(request, policy=policy, job_id=job_id)
-
-
-def _job_response(request: HttpRequest, *, policy: Policy, job_id: str) -> HttpResponse:
-    try:
-        job = preview_jobs.preview_job_read(job_id=job_id)
-    except preview_jobs.JobError as exc:
-        return render(request, "policies/_preview_all.html", {"error": str(exc), "policy": policy})
-    if job is None or job["policy"] != policy.name or job["user"] != str(request.user.pk):
-        return render(
-            request,
-            "policies/_preview_all.html",
-            {"error": "This preview job is unknown or expired; start it again.", "policy": policy},
-        )
-    results = job["results"] or []
-    if job["compare"]:
-        results = sorted(
-            results, key=lambda r: not (r.get("winnerChanged") or r.get("appliesChanged"))
-        )
-    context = {
-        "policy": policy,
-        "job": job,
-        "job_url": reverse(
-            "policy-preview-all-status",
-            kwargs={"name": policy.name, "job_id": uuid.UUID(job_id)},
-        ),
-        "results": results,
-        "changed": sum(1 for r in results if r.get("winnerChanged") or r.get("appliesChanged")),
-        "pct": round(100 * job["done"] / job["total"]) if job["total"] else 0,
-        "waiting": timezone.now().timestamp() - job["created"],
-    }
-    return render(request, "policies/_preview_all.html", context)
-
-
-@page_access(roles={"GET": "viewer"})
-def preview_all_status(request: HttpRequest, name: str, job_id: str) -> HttpResponse:
-    """The job's progress (polled every 300 ms), then its per-pod summary."""
-    return _job_response(request, policy=_policy(name), job_id=job_id.hex)
-
-
-# --- test cases -----------------------------------------------------------------------------------
-
-
-def _test_rows(policy: Policy, results: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-    by_name = {r["name"]: r for r in results or []}
-    rows = []
-    for case in policy.test_cases.select_related("created_by"):
-        try:
-            meta = parse_manifest(case.pod).get("metadata") or {}
-            pod = f"{meta.get('namespace', 'default')}/{meta.get('name', '?')}"
-        except InputError:
-            pod = "(unreadable pod)"
-        expect = case.expect or {}
-        rows.append(
-            {
-                "case": case,
-                "pod": pod,
-                "cluster": case.cluster if case.cluster in ("", "demo") else "inline",
-                "expects": expect_summary(expect),
-                "expect_yaml": yaml.safe_dump(
-                    expect_canonical(expect), sort_keys=False, default_flow_style=None, width=80
-                ),
-                "result": by_name.get(case.name),
-            }
-        )
-        rows[-1]["expect_rows"] = text_rows(rows[-1]["expect_yaml"])
-    # the document's own `tests:` run too (publish runs them); listed after the stored ones
-    stored = {r["case"].name for r in rows}
-    extra = [r for r in results or [] if r["name"] not in stored]
-    return rows + [{"case": None, "name": r["name"], "result": r} for r in extra]
-
-
-def text_rows(text: str) -> int:
-    """A textarea's height for `text`: its lines and one more, 4 to 20."""
-    return max(4, min(20, text.count("\n") + 2))
-
-
-def expect_summary(expect: dict[str, Any]) -> str:
-    """A test case's expectation in a few words, for the list (the YAML is one click away)."""
-    if expect.get("applies") is False:
-        return "passes through"
-    parts = []
-    if "winner" in expect:
-        parts.append(f"winner {expect['winner']}")
-    if "winnerIn" in expect:
-        parts.append(f"winner among {len(expect['winnerIn'])}")
-    for key, one, many in (
-        ("verdicts", "verdict", "verdicts"),
-        ("rejectedBy", "rejection by a rule", "rejections by a rule"),
-        ("extenderScores", "exact score", "exact scores"),
-        ("scores", "score bound", "score bounds"),
-    ):
-        count = len(expect.get(key) or {})
-        if count:
-            parts.append(f"{count} {one if count == 1 else many}")
-    return " · ".join(parts) or "the policy applies"
-
-
 def _run_tests(policy: Policy, document: str) -> tuple[list[dict[str, Any]] | None, str]:
     """The test cases on `document`, under the request guard like every preview."""
     try:
@@ -674,154 +544,6 @@ def _run_tests(policy: Policy, document: str) -> tuple[list[dict[str, Any]] | No
         return None, f"The document has {len(exc.errors)} problem(s); tests cannot run: {exc}"
     except EvaluationTooSlow as exc:
         return None, f"The test cases could not run: {exc}"
-
-
-def _tests_context(
-    request: HttpRequest, policy: Policy, document: str, against: str
-) -> dict[str, Any]:
-    results, error = _run_tests(policy, document)
-    rows = _test_rows(policy, results)
-    return {
-        "policy": policy,
-        "test_rows": rows,
-        "stored_count": sum(1 for r in rows if r["case"] is not None),
-        "tests_error": error,
-        "tests_against": against,
-        "tests_passed": sum(1 for r in results or [] if r["passed"]),
-        "tests_total": len(results or []),
-        "failing_cases": sum(
-            1 for r in rows if r["case"] is not None and r["result"] and not r["result"]["passed"]
-        ),
-        **_abilities(request),
-    }
-
-
-@page_access(roles={"GET": "viewer"})
-def tests_page(request: HttpRequest, name: str) -> HttpResponse:
-    """Test cases with their result against the saved draft."""
-    policy = _policy(name)
-    context = _tests_context(request, policy, policy.draft, "the saved draft")
-    context["active"] = selectors.policy_get_active(policy=policy)
-    return render(request, "policies/tests.html", context)
-
-
-@page_access(roles={"POST": "viewer"})
-def tests_run(request: HttpRequest, name: str) -> HttpResponse:
-    """Runs the test cases against the editor's text (fragment)."""
-    policy = _policy(name)
-    document = request.POST.get("document") or policy.draft
-    against = "the editor's text" if request.POST.get("document") else "the saved draft"
-    return render(
-        request, "policies/_tests.html", _tests_context(request, policy, document, against)
-    )
-
-
-def _test_name(*, wanted: str, pod_name: str, winner: str, taken: set[str]) -> str:
-    """The given name, or `<pod>-on-<winner>` made unique (-2, -3, ...)."""
-    if wanted:
-        return wanted
-    base = _TEST_NAME_JUNK.sub("-", f"{pod_name}-on-{winner}" if winner else f"{pod_name}").strip(
-        "-"
-    )[:56]
-    name, n = base, 1
-    while name in taken:
-        n += 1
-        name = f"{base}-{n}"
-    return name
-
-
-@page_access(roles={"POST": "editor"})
-def test_add(request: HttpRequest, name: str) -> HttpResponse:
-    """ "Add as test case" in one click: the previewed pod, with the current verdicts and
-    winner (of the editor's text) as the expectation."""
-    policy = _policy(name)
-    cluster_key = request.POST.get("cluster", "")
-    wanted = request.POST.get("test_name", "").strip()
-    if len(wanted) > 63:
-        return _add_answer(request, policy, error="A test case name has at most 63 characters.")
-    try:
-        document = request.POST.get("document", "")
-        policy_compile(document)
-        choice = _preview_choice(request)
-        cluster = cluster_for(key=cluster_key if cluster_key in CLUSTER_KEYS else "")
-        pod = pod_resolve(choice=choice, cluster=cluster)
-        manifest = pod_manifest(choice=choice, pod=pod)
-    except PolicyInvalid as exc:
-        return _add_answer(
-            request, policy, error=f"Fix the document first ({len(exc.errors)} problem(s))."
-        )
-    except (InputError, ClusterUnavailable) as exc:
-        return _add_answer(request, policy, error=str(exc))
-    try:
-        with request_guard():
-            previewed = preview_run(document=document, pod=pod, cluster=cluster)
-    except EvaluationTooSlow as exc:
-        return _add_answer(request, policy, error=str(exc))
-    evaluation = previewed.evaluation
-    expect = test_expectation(evaluation=evaluation)
-    winners = evaluation.winners()
-    case_name = _test_name(
-        wanted=wanted,
-        pod_name=pod["name"],
-        winner=winners[0] if len(winners) == 1 else "",
-        taken=set(policy.test_cases.values_list("name", flat=True)),
-    )
-    try:
-        case = services.test_case_create(
-            actor=request.user,
-            policy=policy,
-            name=case_name,
-            pod=manifest,
-            # the demo cluster never changes; a live snapshot does, so such a test may drift
-            cluster="demo" if cluster.source == "demo" else "",
-            expect=expect,
-        )
-    except ServiceError as exc:
-        details = exc.details if isinstance(exc.details, list) else []
-        more = "; ".join(d.get("message", "") for d in details if isinstance(d, dict))
-        return _add_answer(request, policy, error=exc.message + (f": {more}" if more else ""))
-    # A test case checks the policy alone (every node, as `policy test` runs it); the answer
-    # also names kube-scheduler's pick, which the table stars, so the two are not confused.
-    pick = previewed.cycle.pick if previewed.cycle is not None else []
-    return _add_answer(request, policy, case=case, expect=expect, pick=pick)
-
-
-def _add_answer(
-    request: HttpRequest,
-    policy: Policy,
-    *,
-    error: str = "",
-    case: PolicyTestCase | None = None,
-    expect: dict[str, Any] | None = None,
-    pick: list[str] | None = None,
-) -> HttpResponse:
-    context = {
-        "policy": policy,
-        "error": error,
-        "case": case,
-        "expect": expect or {},
-        "pick": pick or [],
-    }
-    if case is not None:
-        context.update(_tests_context(request, policy, policy.draft, "the saved draft"))
-    response = render(request, "policies/_test_added.html", context, status=422 if error else 200)
-    if case is not None:
-        _toast(response, f"Added test case {case.name}.")
-    return response
-
-
-@page_access(roles={"POST": "editor"})
-def test_delete(request: HttpRequest, name: str) -> HttpResponse:
-    """Deletes a test case (named in the form, so any name works)."""
-    policy = _policy(name)
-    case = get_object_or_404(PolicyTestCase, policy=policy, name=request.POST.get("case", ""))
-    services.test_case_delete(actor=request.user, case=case)
-    if not is_htmx(request):
-        messages.success(request, f"Deleted test case {case.name}.")
-        return redirect("policy-tests", name=policy.name)
-    context = _tests_context(request, policy, policy.draft, "the saved draft")
-    response = render(request, "policies/_tests.html", {**context, "oob_count": True})
-    return _toast(response, f"Deleted test case {case.name}.")
 
 
 # --- versions, publish, rollback ------------------------------------------------------------------

@@ -25,8 +25,9 @@ from policies.cluster.sources import cluster_for
 from policies.cluster.whatif import whatif_apply, whatif_parse
 from policies.engine.document import FieldError, PolicyInvalid
 from policies.engine.inputs import PodView
+from policies.engine.placement import Placement
 from policies.engine.results import Evaluation
-from policies.engine.testcases import record_expectation
+from policies.engine.testcases import DEFAULT_PINS, record_expectation
 from policies.errors import ClusterUnavailable, EvaluationTooSlow, InputError
 from policies.evaluation import (
     Preview,
@@ -87,9 +88,54 @@ def pod_manifest(*, choice: PodChoice, pod: PodView) -> str:
     return yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False)
 
 
-def test_expectation(*, evaluation: Evaluation) -> dict[str, Any]:
-    """What the preview shows, as a test case's `expect` (the engine's record_expectation)."""
-    return record_expectation(evaluation)
+def test_expectation(*, preview: Preview, pins: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """What the preview shows, as a test case's `expect`: only what `pins` names (the
+    engine's record_expectation; default: kube-scheduler's pick and the nodes the policy
+    rejects), never every node's verdict."""
+    return record_expectation(preview.evaluation, preview.placement, pins)
+
+
+def test_pin_choices(*, preview: Preview) -> list[dict[str, Any]]:
+    """The choices "Add as test case" offers: what each pin would state about this pod, and
+    whether it is ticked by default (DEFAULT_PINS; `applies` when the pod passes through)."""
+    placement, evaluation = preview.placement, preview.evaluation
+    policy_rejects = sum(1 for n in placement.nodes if n.rule)
+    plugin_rejects = sum(1 for n in placement.nodes if n.plugin)
+    tied = placement.pick
+    if len(tied) > 3:
+        pick = f"lands in one of {len(tied)} tied nodes ({', '.join(tied[:3])}, …)"
+    elif tied:
+        pick = f"lands in {', '.join(tied)}" + (" (a tie)" if len(tied) > 1 else "")
+    else:
+        pick = f"unschedulable, with its {len(placement.reasons())} reason(s)"
+    choices = [
+        ("pick", pick, True),
+        (
+            "policyRejects",
+            f"the {policy_rejects} node(s) the policy rejects, by rule",
+            policy_rejects > 0,
+        ),
+        (
+            "pluginRejects",
+            f"the {plugin_rejects} node(s) kube-scheduler's filters reject, by plugin",
+            plugin_rejects > 0,
+        ),
+        (
+            "applies",
+            "the policy applies" if evaluation.applies else "the pod passes through the policy",
+            True,
+        ),
+    ]
+    defaults = DEFAULT_PINS if evaluation.applies else (*DEFAULT_PINS, "applies")
+    return [
+        {
+            "value": value,
+            "label": label,
+            "checked": available and value in defaults,
+            "available": available,
+        }
+        for value, label, available in choices
+    ]
 
 
 # --- the pod ---------------------------------------------------------------------------------
@@ -131,15 +177,6 @@ PLUGIN_LABELS = {  # short column heads for the score plugins
     "NodeResourcesBalancedAllocation": "Balanced",
     "ImageLocality": "Image",
 }
-
-
-def _competition_ranks(totals: dict[str, int]) -> dict[str, int]:
-    """Equal totals share a rank (1, 1, 3), as the comparison ranks them."""
-    ordered = sorted(totals.values(), reverse=True)
-    first = {}
-    for i, value in enumerate(ordered):
-        first.setdefault(value, i + 1)
-    return {name: first[value] for name, value in totals.items()}
 
 
 def _policy_cells(evaluation: Evaluation, i: int, sent: bool) -> dict[str, Any]:
@@ -189,15 +226,17 @@ def _rows(
     nodes the policy rejected, then nodes kube-scheduler's own filters rejected.
 
     The policy columns of a node kube-scheduler sends to the extender come from the cycle's
-    evaluation (minmax over the nodes sent, as the extender answers); a node its filters reject
-    is never sent, so only the policy's verdict over the whole snapshot is shown for it."""
-    cycle, full = preview.cycle, preview.evaluation
+    evaluation (minmax over the nodes sent, as the extender answers), with the policy's rank
+    among them; a node its filters reject is never sent, so only the policy's verdict over
+    the whole snapshot is shown for it (the drill-down has its policy-level arithmetic)."""
+    cycle, full, placement = preview.cycle, preview.evaluation, preview.placement
     profile = cycle.profile
     in_cycle = {n: i for i, n in enumerate(cycle.evaluation.node_names)} if cycle.evaluation else {}
     in_full = {n: i for i, n in enumerate(full.node_names)}
     pick = set(cycle.pick)
-    finals = {o.node: o.total for o in cycle.outcomes if o.total is not None}
-    rank_of = _competition_ranks(finals)
+    rank_of = placement.final_ranks()
+    policy_rank = placement.policy_ranks()
+    top = max((o.total for o in cycle.outcomes if o.total is not None), default=0) or 1
     order = sorted(
         cycle.outcomes,
         key=lambda o: (
@@ -217,28 +256,35 @@ def _rows(
             policy = _policy_cells(full, in_full[o.node], o.feasible)
         plugins = []
         bar = []
+        plugin_sum = 0
         if o.total is not None:
             for name, score in o.scores.items():
                 weight = profile.score_weight(name)
+                weighted = (score or 0) * weight  # a plugin PreScore skips adds nothing
                 plugins.append(
-                    {"name": name, "score": score, "weight": weight, "weighted": score * weight}
+                    {"name": name, "score": score, "weight": weight, "weighted": weighted}
                 )
-                if score * weight:
-                    bar.append({"name": name, "value": score * weight})
-            if o.extender:
-                bar.append({"name": "policy", "value": o.extender})
+                plugin_sum += weighted
+            # kube-scheduler's share vs the policy's, each as a part of the best final total
+            # (so bars compare across rows): 486 + 100 of 586 -> 82.94% and 17.06%
+            bar = [
+                {"name": "kube-scheduler", "value": plugin_sum},
+                {"name": "policy", "value": o.extender},
+            ]
             for seg in bar:
-                seg["pct"] = round(seg["value"] * 100 / o.total, 2) if o.total else 0
+                seg["pct"] = round(seg["value"] * 100 / top, 2)
         rows.append(
             {
                 "node": o.node,
                 "rank": rank_of.get(o.node, ""),
-                "winner": o.node in pick,
+                "pick": o.node in pick,
                 "ks_passed": o.feasible,
                 "ks_plugin": o.plugin or "",
                 "ks_reason": "; ".join(o.reasons),
                 "policy": policy,
+                "policy_rank": policy_rank.get(o.node, ""),
                 "plugins": plugins,
+                "plugin_sum": plugin_sum if o.total is not None else "—",
                 "ext_score": o.extender_score,
                 "ext_weight": profile.extender_weight,
                 "extender": o.extender if o.total is not None else "—",
@@ -255,8 +301,12 @@ def _drills(
     preview: Preview, rows: list[dict[str, Any]], limit: int = MAX_DRILLS
 ) -> list[dict[str, Any]]:
     """The drill-down of the first `limit` rows: the node's labels, taints, allocatable and
-    requested, every plugin's and rule's arithmetic and the policy's variable values."""
+    requested, every plugin's and rule's arithmetic and the policy's variable values. For a
+    node kube-scheduler never sends the policy, its rules are shown over every node
+    (policy-level), said so."""
     by_name = {n["name"]: n for n in preview.cluster.nodes()}
+    full = preview.evaluation
+    in_full = {n: i for i, n in enumerate(full.node_names)}
     out = []
     for row in rows[:limit]:
         node = by_name[row["node"]]
@@ -268,13 +318,17 @@ def _drills(
         resources = [
             {
                 "name": name,
-                "allocatable": quantity_format(resource=name, value=node["allocatable"][name]),
-                "requested": quantity_format(resource=name, value=node["requested"].get(name, 0)),
-                "pod": quantity_format(resource=name, value=preview.pod["requests"].get(name, 0)),
+                "allocatable": _amount(name, node["allocatable"][name]),
+                "requested": _amount(name, node["requested"].get(name, 0)),
+                "pod": _amount(name, preview.pod["requests"].get(name, 0)),
             }
             for name in node["allocatable"]
             if node["allocatable"][name] or node["requested"].get(name)
         ]
+        # not sent: the policy's own arithmetic over every node, to explain its verdict
+        overall = None
+        if not row["policy"]["sent"]:
+            overall = _policy_cells(full, in_full[row["node"]], True)
         out.append(
             {
                 "row": row,
@@ -287,15 +341,28 @@ def _drills(
                 "pods": node["podCount"],
                 "resources": resources,
                 "variables": variables,
+                "applies": full.applies,
+                "reason": full.reason,
+                "scored": full.applies and full.scored,
+                "overall": overall,
             }
         )
     return out
 
 
+def _amount(resource: str, value: int) -> str:
+    """A quantity without the resource's name (the row names it): "87.1 GiB", not "87.1 GiB
+    ephemeral-storage", so the drill-down's table fits a phone."""
+    text = quantity_format(resource=resource, value=value)
+    for unit in (resource.replace("_", "-"), resource):
+        text = text.removesuffix(f" {unit}")
+    return text
+
+
 def _advice(preview: Preview, document: str) -> dict[str, Any]:
     """The weight advisor for this pod and for the example pods: the smallest extender weight
-    at which the policy's preferred node is kube-scheduler's pick (about 1 ms per pod on the
-    demo cluster, so it runs with every preview)."""
+    at which kube-scheduler picks a node the policy scores highest (its rank 1; about 1 ms per
+    pod on the demo cluster, so it runs with every preview)."""
     pod = weight_advise(preview.cycle)
     examples = weight_advise_run(
         document=document,
@@ -307,7 +374,7 @@ def _advice(preview: Preview, document: str) -> dict[str, Any]:
     return {
         "pod": pod.weight,
         "reason": pod.reason,
-        "preferred": ", ".join(pod.preferred[:3]) + (" …" if len(pod.preferred) > 3 else ""),
+        "top": ", ".join(pod.preferred[:3]) + (" …" if len(pod.preferred) > 3 else ""),
         "examples": examples.weight,
         "current": current,
         "outvoted": max(pod.weight or 0, examples.weight or 0) > current,
@@ -322,39 +389,58 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
-def _histogram(evaluation: Evaluation) -> tuple[list[dict[str, Any]], int]:
-    """Passing nodes per extender score 0..10 (what kube-scheduler receives)."""
+def _histogram(cycle_evaluation: Evaluation | None) -> tuple[list[dict[str, Any]], int]:
+    """Nodes per policy score 0..10 among those kube-scheduler sends the extender (what it
+    receives and adds, times the extender weight and 10)."""
     counts = [0] * 11
-    for ok, score in zip(evaluation.passed, evaluation.extender):
-        if ok:
-            counts[max(0, min(10, score))] += 1
+    if cycle_evaluation is not None and cycle_evaluation.applies and cycle_evaluation.scored:
+        for ok, score in zip(cycle_evaluation.passed, cycle_evaluation.extender):
+            if ok:
+                counts[max(0, min(10, score))] += 1
     bars = [
         {"label": str(s), "value": n, "kind": "pass" if n else ""} for s, n in enumerate(counts)
     ]
     return bars, max(counts) or 1
 
 
-def _top(evaluation: Evaluation) -> list[dict[str, Any]]:
-    """The best passing nodes by total (0..100), for the second chart."""
-    best = sorted(
-        (i for i in range(evaluation.size) if evaluation.passed[i]),
-        key=lambda i: (-evaluation.total[i], evaluation.node_names[i]),
+def _top(placement: Placement) -> list[dict[str, Any]]:
+    """The best final totals (kube-scheduler's ranking; the pick first), for the second chart."""
+    scored = sorted(
+        (n for n in placement.nodes if n.final is not None), key=lambda n: (-n.final, n.node)
     )[:TOP_BARS]
+    best = scored[0].final if scored and scored[0].final else 1
     return [
         {
-            "label": evaluation.node_names[i],
-            "value": number_format(evaluation.total[i], places=1),
-            "pct": evaluation.total[i],
+            "label": n.node,
+            "value": n.final,
+            "pct": round(n.final * 100 / best, 2),
+            "pick": n.node in placement.pick,
         }
-        for i in best
+        for n in scored
+    ]
+
+
+def _reason_rows(before: dict[str, int], after: dict[str, int]) -> list[dict[str, Any]]:
+    """The reasons of both sides, side by side: most nodes (draft, then published) first."""
+    names = sorted(set(before) | set(after), key=lambda r: (-after.get(r, 0), -before.get(r, 0), r))
+    return [
+        {
+            "reason": r,
+            "before": before.get(r, 0),
+            "after": after.get(r, 0),
+            "changed": before.get(r, 0) != after.get(r, 0),
+        }
+        for r in names
     ]
 
 
 def _compare(
-    before: Evaluation, after: Evaluation, result: dict[str, Any], label: str
+    result: dict[str, Any], label: str
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The comparison banner and changed-node table, and changes by node for the main table
-    (`result` is compare_evaluations(before, after))."""
+    """The comparison with the published version as the cluster would see it (`result` is
+    compare_placements(published, draft)): the pick, the feasible set and the reasons side by
+    side, the nodes whose verdict or final total changes (their final rank before and after),
+    and those changes by node for the main table."""
     changes = []
     by_node = {}
     for c in result["changes"]:
@@ -364,15 +450,13 @@ def _compare(
             "verdict_changed": c["verdictChanged"],
             "before_verdict": b["verdict"],
             "after_verdict": a["verdict"],
+            "before_by": b["by"] or "",
+            "after_by": a["by"] or "",
+            "before_final": b["final"] if b["final"] is not None else "—",
+            "after_final": a["final"] if a["final"] is not None else "—",
             "before_rank": b["rank"] or "—",
             "after_rank": a["rank"] or "—",
-            "before_total": number_format(b["total"], places=2) if b["verdict"] == "pass" else "—",
-            "after_total": number_format(a["total"], places=2) if a["verdict"] == "pass" else "—",
-            "before_ext": b["extenderScore"] if b["verdict"] == "pass" else "—",
-            "after_ext": a["extenderScore"] if a["verdict"] == "pass" else "—",
-            "before_rule": b["failedRule"] or "",
-            "after_rule": a["failedRule"] or "",
-            # rank movement: a positive number means the node moved up (to a better rank)
+            # a positive number means the node moved up (to a better rank)
             "moved": (b["rank"] - a["rank"]) if b["rank"] and a["rank"] else 0,
         }
         changes.append(row)
@@ -381,14 +465,20 @@ def _compare(
     return (
         {
             "label": label,
-            "winner_changed": result["winnerChanged"],
-            "winners_before": result["winnersBefore"],
-            "winners_after": result["winnersAfter"],
-            "applies_before": before.applies,
-            "applies_after": after.applies,
-            "reason_before": before.reason,
+            "moves": result["moves"],
+            "summary": result["summary"],
+            "pick_before": result["pickBefore"],
+            "pick_after": result["pickAfter"],
+            "pick_changed": result["pickChanged"],
+            "applies_before": result["appliesBefore"],
+            "applies_after": result["appliesAfter"],
+            "feasible_before": result["feasibleBefore"],
+            "feasible_after": result["feasibleAfter"],
+            "feasible_added": result["feasibleAdded"],
+            "feasible_removed": result["feasibleRemoved"],
+            "reasons": _reason_rows(result["reasonsBefore"], result["reasonsAfter"]),
+            "reasons_changed": result["reasonsChanged"],
             "verdict_changes": result["verdictChanges"],
-            "rank_changes": sum(1 for r in changes if r["moved"]),
             "changes": changes,
         },
         by_node,
@@ -445,20 +535,14 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
     compare, changes = None, None
     if preview.compare_error is not None:  # an old version the engine no longer accepts
         compare = {"label": given.compare_label, "error": str(preview.compare_error)}
-    elif preview.before is not None:
-        compare, changes = _compare(
-            preview.before, evaluation, preview.comparison, given.compare_label
-        )
+    elif preview.comparison is not None:
+        compare, changes = _compare(preview.comparison, given.compare_label)
     rows, hidden = _rows(preview, changes)
     drills = _drills(preview, rows)
-    histogram, hist_max = _histogram(evaluation)
-    passing = sum(evaluation.passed)
-    winners = evaluation.winners()
-    winner_index = evaluation.node_names.index(winners[0]) if winners else None
-    reasons = Counter(r for r, ok in zip(evaluation.failed_rule, evaluation.passed) if not ok)
-    cycle = preview.cycle
-    by_node = {o.node: o for o in cycle.outcomes}
-    in_tree = Counter(o.plugin for o in cycle.outcomes if o.plugin)
+    cycle, placement = preview.cycle, preview.placement
+    histogram, hist_max = _histogram(cycle.evaluation)
+    sent = [o for o in cycle.outcomes if o.policy_passed is not None]
+    policy_reasons = Counter(o.policy_rule for o in sent if o.policy_passed is False)
     plugin_columns = [
         {"name": name, "label": PLUGIN_LABELS.get(name, name), "weight": weight}
         for name in SCORE_PLUGINS
@@ -466,6 +550,7 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
     ]
     advice = _advice(preview, given.document)
     queue = _queue(compiled, pod, cluster, given.document)
+    reasons = placement.reasons()
     elapsed_ms = (time.perf_counter() - started) * 1000
     return {
         "state": "ok",
@@ -477,22 +562,27 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
         "reason": evaluation.reason,
         "scored": evaluation.applies and evaluation.scored,
         "nodes": evaluation.size,
-        "passing": passing,
-        "rejected": evaluation.size - passing,
+        # the answer: where kube-scheduler puts the pod (its tie group), or why it cannot
+        "pick": list(placement.pick),
+        "pick_total": placement.final_total() if placement.pick else "",
+        "answer": placement.summary(),
+        "feasible": len(placement.feasible()),
+        "reasons": list(reasons.items())[:3],
+        "more_reasons": max(0, len(reasons) - 3),
+        # the policy's part: its verdicts over the nodes kube-scheduler sends it
+        "sent": len(sent),
+        "policy_passing": sum(1 for o in sent if o.policy_passed),
+        "policy_reasons": policy_reasons.most_common(3),
         "errors": sum(len(v) for v in evaluation.errors.values()),
         "error_nodes": len(evaluation.errors),
-        "winners": winners,
-        "winner_total": number_format(evaluation.total[winner_index], places=2) if winners else "",
-        "winner_ext": evaluation.extender[winner_index] if winners else "",
-        "reasons": reasons.most_common(3),
-        "pick": cycle.pick,
-        "pick_total": by_node[cycle.pick[0]].total if cycle.pick else "",
-        "feasible": len(cycle.feasible()),
-        "in_tree_reasons": in_tree.most_common(3),
         "extender_weight": cycle.profile.extender_weight,
         "strategy": cycle.profile.strategy,
         "caveats": cycle.caveats,
+        "admitted": cycle.admitted,
+        "skipped_plugins": cycle.skipped,
+        "failed_scheduling": cycle.failed_scheduling(),
         "advice": advice,
+        "pins": test_pin_choices(preview=preview),
         "queue": queue,
         "plugin_columns": plugin_columns,
         "score_columns": [
@@ -511,7 +601,7 @@ def preview_build(*, given: PreviewInput) -> dict[str, Any]:
         "hidden_rows": hidden,
         "histogram": histogram,
         "hist_max": hist_max,
-        "top": _top(evaluation),
+        "top": _top(placement),
         "compare": compare,
         "pod": pod_summary(pod=pod),
         "cluster": cluster_info(cluster=cluster),

@@ -23,7 +23,8 @@ from policies.models import Policy, PolicyTestCase
 from policies.numbers import number_or_none
 
 from .access import is_htmx, page_access
-from .policy_views import _abilities, _policy, _tests_context, _toast, text_rows
+from .policy_views import _abilities, _policy, _toast
+from .test_views import _tests_context, text_rows
 
 MAX_EXPECT_CHARS = 64 * 1024  # a recorded expectation of 5000 nodes' verdicts is about 100 KB
 # in JSON but far less as flow YAML; hand-written ones are a few lines

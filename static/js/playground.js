@@ -319,10 +319,46 @@
 
   document.addEventListener("htmx:afterSettle", () => {
     if (drillNode) showDrill(drillNode);
+    applyColumns();
+    applyPins();
+  });
+
+  // ------------------------------------------------------------------------------------------
+  // "All columns": each rule's and plugin's column (hidden by default so that the final total
+  // and its breakdown fit without sideways scrolling). The choice is kept for the session and
+  // re-applied to every preview that swaps in.
+  // ------------------------------------------------------------------------------------------
+  let allColumns = sessionStorage.getItem("schedweb.allColumns") === "1";
+
+  function applyColumns() {
+    const box = $("#nodes-all-columns");
+    if (box) box.checked = allColumns;
+    $("#nodes")?.classList.toggle("pg-nodes-table--all", allColumns);
+  }
+
+  // What "Add as test case" pins: the author's ticks survive the next preview (which renders
+  // the choices again with this pod's labels); untouched boxes keep their defaults.
+  const pinChoice = new Map();
+
+  function applyPins() {
+    for (const box of document.querySelectorAll("#test-pins input[name=pin]")) {
+      if (pinChoice.has(box.value) && !box.disabled) box.checked = pinChoice.get(box.value);
+    }
+  }
+
+  document.addEventListener("change", (e) => {
+    if (e.target.id === "nodes-all-columns") {
+      allColumns = e.target.checked;
+      sessionStorage.setItem("schedweb.allColumns", allColumns ? "1" : "0");
+      applyColumns();
+    } else if (e.target.matches?.("#test-pins input[name=pin]")) {
+      pinChoice.set(e.target.value, e.target.checked);
+    }
   });
 
   function init() {
     openDialogs();
+    applyColumns();
     // The saved draft: the editor's text, unless the page opened a version (?version=N).
     const saved = $("#saved-draft");
     savedText = saved ? JSON.parse(saved.textContent) : textarea()?.value ?? null;

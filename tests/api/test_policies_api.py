@@ -270,9 +270,12 @@ def test_publishing_a_policy_whose_tests_fail_is_refused_with_every_failure(api,
     assert response.status_code == 422
     [result] = response.json()["results"]
     assert result["name"] == "never" and result["passed"] is False
-    assert any("expected winner no-such-node" in f for f in result["failures"])
+    assert any(
+        "expected the policy's top node (policy-level winner) no-such-node" in f
+        for f in result["failures"]
+    )
     assert (
-        "node a-small-2: expected pass, got reject (enough-cpu: needs 500m CPU)"
+        "node a-small-2: expected the policy's pass, got reject (enough-cpu: needs 500m CPU)"
         in result["failures"]
     )
     assert PolicyVersion.objects.count() == 0
@@ -403,6 +406,33 @@ def test_preview_accepts_a_pod_as_yaml_text_and_refuses_a_non_pod(api):
         assert "metadata: expected an object" in response.json()["detail"]
 
 
+def test_preview_names_what_admission_added_to_a_pod_given_as_text(api):
+    text = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  schedulerName: schedweb\n"
+        "  containers: [{name: c, image: x, resources: {limits: {memory: 1Gi}}}]\n"
+    )
+    body = api.post("/api/v1/preview", {"document": document(), "pod": text}, format="json").json()
+    assert body["admissionDefaults"] == [
+        "spec.containers[0].resources.requests.memory: 1Gi (its limit)",
+        "spec.tolerations: node.kubernetes.io/not-ready:NoExecute for 300s",
+        "spec.tolerations: node.kubernetes.io/unreachable:NoExecute for 300s",
+    ]
+    assert body["kubeScheduler"]["admissionDefaults"] == body["admissionDefaults"]
+    assert body["answer"]["outcome"] == "scheduled" and body["answer"]["failedScheduling"] is None
+
+
+def test_an_unschedulable_previews_answer_is_kube_schedulers_whole_message(api):
+    text = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  schedulerName: schedweb\n"
+        "  containers: [{name: c, image: x, resources: {requests: {cpu: '500'}}}]\n"
+    )
+    body = api.post("/api/v1/preview", {"document": document(), "pod": text}, format="json").json()
+    answer, message = body["answer"], body["kubeScheduler"]["failedScheduling"]
+    assert answer["outcome"] == "unschedulable" and message.startswith("0/")
+    assert answer["failedScheduling"] == message and "Insufficient cpu" in message
+    assert answer["summary"] == f"unschedulable: {message}"
+
+
 def test_preview_compare_reports_changed_verdicts_against_the_active_version(api, created):
     publish_via(api, "least", {"message": "v1"})
     etag = api.get("/api/v1/policies/least")["ETag"]
@@ -423,6 +453,46 @@ def test_preview_compare_reports_changed_verdicts_against_the_active_version(api
         for c in compare["changes"]
         if c["verdictChanged"]
     )
+    # what would change in the cluster: the feasible set shrinks by the nodes now rejected
+    assert compare["moves"] is True
+    removed = sorted(c["node"] for c in compare["changes"] if c["verdictChanged"])
+    assert compare["feasibleRemoved"] == removed
+    assert compare["feasibleAfter"] == compare["feasibleBefore"] - len(removed)
+    assert sum(compare["reasonsAfter"].values()) > sum(compare["reasonsBefore"].values())
+
+
+def test_the_rest_preview_of_seed_003_on_the_demo_has_one_answer(api):
+    """Issue 23: the policy's top score over every node is cp-1, which kube-scheduler rejects
+    (its control-plane taint); the answer is kube-scheduler's pick, c-mem-1, in `answer` and
+    `kubeScheduler` alike, and the policy's ranking is a column (policyRank), no winner."""
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[2] / "policies" / "examples"
+    response = api.post(
+        "/api/v1/preview",
+        {
+            "document": (examples / "seed-003-name-length.yaml").read_text(),
+            "pod": (examples / "pods" / "abc.yaml").read_text(),
+            "cluster": "demo",
+        },
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    answer, cycle = body["answer"], body["kubeScheduler"]
+    assert answer["pick"] == cycle["pick"] == ["c-mem-1"]
+    assert answer["outcome"] == "scheduled" and answer["summary"] == "lands on c-mem-1"
+    assert answer["reasons"] == {
+        "node(s) had untolerated taint(s)": 8,
+        "node(s) were unschedulable": 1,
+    }
+    assert "winner" not in response.content.decode().lower()
+    policy_level = {n["node"]: n["policyRank"] for n in body["result"]["nodes"]}
+    assert policy_level["cp-1"] == 1  # over every node: a column, not the answer
+    in_cycle = {n["node"]: n for n in cycle["nodes"]}
+    assert in_cycle["c-mem-1"]["policyRank"] == 1 and in_cycle["c-mem-1"]["policyTotal"] == 100
+    assert in_cycle["cp-1"]["policyRank"] is None  # never sent to the extender
+    assert answer["finalTotal"] == in_cycle["c-mem-1"]["finalTotal"]
 
 
 def test_preview_input_errors_are_400s(api):

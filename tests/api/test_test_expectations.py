@@ -41,8 +41,11 @@ def test_the_run_shows_what_accepting_would_write_old_and_new(clients, case):
     assert len(winners) > 1 and "cp-1" not in winners
     got = result["proposed"]["scores"]["a-small-1"]["atLeast"]
     assert got < 10
-    assert f"node a-small-1: expected extender score at least 10, got {got}" in result["failures"]
-    assert any(f.startswith("expected the winner among cp-1, got ") for f in result["failures"])
+    assert f"node a-small-1: expected policy score at least 10, got {got}" in result["failures"]
+    assert any(
+        f.startswith("expected the policy's top node (policy-level winnerIn) among cp-1, got ")
+        for f in result["failures"]
+    )
     assert result["changes"] == [
         {"path": "winnerIn", "old": ["cp-1"], "new": winners},
         {"path": "scores.a-small-1.atLeast", "old": 10, "new": got},
@@ -81,6 +84,16 @@ def test_an_editor_edits_an_expectation_by_hand_and_the_edit_is_audited(clients,
             ["expect.scores.a-1.atLeast"],
         ),
         ({"expect": {"verdicts": {"a-1": "maybe"}}}, ["expect.verdicts.a-1"]),
+        # kube-scheduler's level: where the pod lands, or why not (bounded, every field named)
+        ({"expect": {"landsIn": "a-1"}}, ["expect.landsIn"]),
+        ({"expect": {"landsIn": ["a-1", 7]}}, ["expect.landsIn[1]"]),
+        ({"expect": {"landsIn": ["a-1"], "unschedulable": True}}, ["expect.unschedulable"]),
+        ({"expect": {"unschedulable": ["r"] * 101}}, ["expect.unschedulable"]),
+        (
+            {"expect": {"unschedulable": ["x" * 2000, {}]}},
+            ["expect.unschedulable[0]", "expect.unschedulable[1]"],
+        ),
+        ({"expect": {"rejectedBy": {"a-1": ["TaintToleration"]}}}, ["expect.rejectedBy.a-1"]),
         ({"expect": {"winer": "a-1"}}, ["expect.winer"]),
         ({"expect": {}}, ["expect"]),
         ({"expect": ["a-1"]}, ["expect"]),
@@ -94,6 +107,27 @@ def test_a_bad_edit_is_400_naming_each_field_and_changes_nothing(clients, case, 
     assert [e["path"] for e in response.json()["errors"]] == paths
     assert PolicyTestCase.objects.get(name="web").expect == WRONG
     assert not AuditEvent.objects.filter(action="testcase.update").exists()
+
+
+def test_a_case_stated_at_kube_schedulers_level_runs_and_is_re_recorded_to_the_pick(clients, case):
+    # POD on the demo under `least`: where kube-scheduler puts it, read from the REST preview
+    preview = clients["viewer"].post(
+        "/api/v1/preview", {"policy": "least", "pod": POD, "cluster": "demo"}, format="json"
+    )
+    pick = preview.json()["answer"]["pick"]
+    assert pick and "cp-1" not in pick
+    wrong = {"landsIn": ["cp-1"], "rejectedBy": {"cp-1": "TaintToleration"}}
+    response = clients["editor"].patch(f"{TESTS}/web", {"expect": wrong}, format="json")
+    assert response.status_code == 200, response.content
+    result = run(clients["viewer"])["web"]
+    assert result["failures"][0].startswith(
+        f"expected the pod to land in cp-1, but kube-scheduler picks {pick[0]}"
+        if len(pick) == 1
+        else "expected the pod to land in cp-1, but kube-scheduler picks one of "
+    )
+    assert len(result["failures"]) == 1  # cp-1 is rejected by its taint, as stated
+    assert result["proposed"] == {"landsIn": pick, "rejectedBy": {"cp-1": "TaintToleration"}}
+    assert result["changes"] == [{"path": "landsIn", "old": ["cp-1"], "new": pick}]
 
 
 def test_accepting_new_results_writes_the_reviewed_proposal_and_audits_each_case(clients, case):

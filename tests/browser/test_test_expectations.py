@@ -106,7 +106,7 @@ def test_an_editor_edits_reviews_and_accepts_with_the_keyboard(
             "winnerIn": ["a-gpu-1", "b-gpu-2"],
             "scores": {"cp-1": {"atMost": 7}},
         }
-        assert "node cp-1: expected extender score at most 7, got 10" in page.inner_text(
+        assert "node cp-1: expected policy score at most 7, got 10" in page.inner_text(
             "#tests-table"
         )
         # review: old and new side by side, the focus on the review

@@ -231,12 +231,12 @@ def test_namespace_labels_services_and_controllers_reach_the_snapshot_under_the_
 ):
     # schedweb's account holds exactly the ClusterRole `schedulerconfig --rbac` prints: if it
     # lacked list/watch on a kind the watcher reads, the first list would fail (403)
-    from policies.schedulerconfig import extender_cluster_role
+    from policies.schedulerconfig import worker_cluster_role
     from tests.harness.controlplane import LIMITED_USER
     from tests.harness.resources import namespace_create
 
     api = private_plane.api
-    role, binding = extender_cluster_role(bind=False, name="schedweb-test")
+    role, binding = worker_cluster_role(queue=False, name="schedweb-test")
     binding["subjects"] = [
         {"kind": "User", "name": LIMITED_USER, "apiGroup": "rbac.authorization.k8s.io"}
     ]

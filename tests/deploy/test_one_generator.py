@@ -3,6 +3,7 @@ schedulerconfig --manifests` prints (and so what the Connect page shows) for the
 
 from __future__ import annotations
 
+import copy
 import io
 
 import pytest
@@ -35,11 +36,18 @@ def _cli(*extra: str) -> str:
 
 def _parsed(objects):
     """Objects by kind and name (helm orders them by kind), the ConfigMap's configuration
-    parsed (its text layout may differ)."""
+    parsed (its text layout may differ), without the chart's checksum of that configuration
+    (on the Deployment's pod template: it rolls the pod on `helm upgrade`, which a printed
+    manifest applied with kubectl does by itself)."""
     result = {}
     for obj in objects:
         if obj["kind"] == "ConfigMap":
             obj = {**obj, "data": {k: yaml.safe_load(v) for k, v in obj["data"].items()}}
+        if obj["kind"] == "Deployment":
+            obj = copy.deepcopy(obj)
+            template = obj["spec"]["template"]["metadata"]
+            annotations = template.pop("annotations", {})
+            assert set(annotations) <= {"checksum/config"}, annotations
         result[obj["kind"], obj["metadata"]["name"]] = obj
     return result
 

@@ -160,7 +160,7 @@ def _template_error(tmp_path, queue) -> str:
                 "policies": [{"name": "a", "failurePolicy": "Never", "schedulerNames": ["s"]}],
                 "caBundle": CA,
             },
-            'queue.policies[0].failurePolicy must be Ignore or Fail (the policy\'s failurePolicy), not "Never"',
+            "at '/queue/policies/0/failurePolicy': value must be one of 'Ignore', 'Fail'",
         ),
         (
             {
@@ -170,18 +170,18 @@ def _template_error(tmp_path, queue) -> str:
                 ],
                 "caBundle": CA,
             },
-            "queue.policies[1].failurePolicy must be Ignore or Fail",
+            "at '/queue/policies/1': missing property 'failurePolicy'",
         ),
         (
             {
                 "policies": [{"name": "a", "failurePolicy": "Fail", "schedulerNames": []}],
                 "caBundle": CA,
             },
-            "queue.policies[0].schedulerNames must name at least one scheduler",
+            "at '/queue/policies/0/schedulerNames': minItems: got 0, want 1",
         ),
         (
             {"policies": [{"failurePolicy": "Fail", "schedulerNames": ["s"]}], "caBundle": CA},
-            "queue.policies[0].name is required",
+            "at '/queue/policies/0': missing property 'name'",
         ),
         (
             {"policies": [{"name": "a", "failurePolicy": "Fail", "schedulerNames": ["s"]}]},

@@ -9,6 +9,8 @@ import pytest
 import yaml
 from django.core.management import call_command
 
+from policies.schedulerconfig import IN_CLUSTER_EXTENDER_URL, url_is_loopback
+
 
 def generate(*args: str) -> list[dict]:
     out = io.StringIO()
@@ -321,3 +323,31 @@ def test_manifests_end_with_the_queue_webhook_only_when_a_queue_policy_is_active
     assert webhook["name"] == "seed-002.queue.schedweb.io"
     assert webhook["clientConfig"]["url"] == "https://10.0.0.5:8443/admission/queue"
     assert base64.b64decode(webhook["clientConfig"]["caBundle"]) == ca.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("url", "loopback"),
+    [
+        ("https://127.0.0.1:8443/extender/", True),
+        ("https://127.8.9.10:8443/extender/", True),
+        ("https://[::1]:8443/extender/", True),
+        ("http://localhost:8443/extender/", True),
+        ("http://app.localhost/extender/", True),
+        ("https://10.0.0.7:8443/extender/", False),
+        ("https://schedweb-extender.schedweb.svc:8443/extender/", False),
+        ("https://localhost.example.com/extender/", False),
+        ("https://[::ffff:10.0.0.1]/extender/", False),
+        ("not a url", False),
+    ],
+)
+def test_loopback_urls_are_told_from_the_others(url, loopback):
+    assert url_is_loopback(url) is loopback
+
+
+@pytest.mark.django_db
+def test_manifests_for_a_loopback_url_come_with_a_warning_naming_the_charts_service(capsys):
+    generate("--manifests", "--url", "https://127.0.0.1:8443/extender/", "--no-bind")
+    err = capsys.readouterr().err
+    assert "loopback address" in err and IN_CLUSTER_EXTENDER_URL in err
+    generate("--manifests", "--url", IN_CLUSTER_EXTENDER_URL, "--no-bind")
+    assert capsys.readouterr().err == ""

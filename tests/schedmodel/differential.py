@@ -46,6 +46,8 @@ SERVICES = (
 )
 NS_SELECTORS = (
     {"matchLabels": {"team": "a"}},
+    # the API server's own label on every Namespace
+    {"matchLabels": {"kubernetes.io/metadata.name": "diff-b"}},
     {"matchExpressions": [{"key": "env", "operator": "In", "values": ["prod"]}]},
     {},
     # nil labels satisfy it: v1.35 then matches every namespace (see plugins.incoming_namespaces)
@@ -58,7 +60,11 @@ GPU = "example.com/gpu"
 IMAGES = (
     ("registry.k8s.io/pause:3.10", 300 * 1024 * 1024),
     ("example.com/big:1.0", 900 * 1024 * 1024),
+    # pods name it without a tag ("example.com/untagged"): ImageLocality reads it as :latest
+    ("example.com/untagged:latest", 500 * 1024 * 1024),
 )
+RUNTIME_CLASS = "diff-overhead"  # a RuntimeClass whose overhead admission copies into the pod
+OVERHEAD = {"cpu": "250m", "memory": "64Mi"}
 # The extender's policy: a filter that rejects some nodes the in-tree plugins accept, a minmax
 # score (so the candidate set matters) and a label score.
 POLICY = """\
@@ -346,7 +352,133 @@ def corpus_pod(rng: random.Random, name: str, owners: dict[str, str]) -> dict[st
                 "controller": True,
             }
         ]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+    _issue23_fields(pod, random.Random(f"issue23/{name}"))
+    return pod
+
+
+def _issue23_fields(pod: dict[str, Any], rng: random.Random) -> None:
+    """Fields the corpus lacked before issue 23, from a generator of their own: pod-level
+    resources, sidecars, overhead (RuntimeClass), limits without requests, spread's minDomains,
+    matchLabelKeys and inclusion policies, several required affinity terms, match/mismatch
+    label keys, matchFields on metadata.name, host ports with hostIP and protocol, an untagged
+    image, tolerations of every shape. `written` (person-written, judged through the model's
+    admission defaults) or `stored` (judged as read back) goes in `pod["x-mode"]`."""
+    spec, meta = pod["spec"], pod["metadata"]
+    labels = meta["labels"]
+    labels["rev"] = rng.choice(("r1", "r2"))
+    main = spec["containers"][0]
+    pod_level = rng.random() < 0.1
+    if rng.random() < 0.1:  # limits only: the API server copies them into requests
+        main["resources"] = {
+            "limits": {**main["resources"]["requests"], **main["resources"]["limits"]}
+        }
+    if rng.random() < 0.08:  # a sidecar (restartable init container)
+        spec.setdefault("initContainers", []).append(
+            {
+                "name": "sidecar",
+                "image": "registry.k8s.io/pause:3.10",
+                "restartPolicy": "Always",
+                "resources": {"requests": {"cpu": rng.choice(("100m", "1")), "memory": "64Mi"}},
+            }
+        )
+    if pod_level:
+        # pod-level resources, as limits (requests defaulted) or requests; validation wants
+        # them at least the containers' aggregate, so the containers ask little here
+        for c in spec["containers"] + spec.get("initContainers", []):
+            asked = c.setdefault("resources", {})
+            for key in ("requests", "limits"):
+                if key in asked:
+                    asked[key] = {k: v for k, v in asked[key].items() if k not in ("cpu", "memory")}
+            asked.setdefault("requests", {})["cpu"] = "100m"
+        section = rng.choice(("requests", "limits"))
+        spec["resources"] = {section: {"cpu": rng.choice(("1", "2")), "memory": "1Gi"}}
+    if rng.random() < 0.06:
+        spec["runtimeClassName"] = RUNTIME_CLASS
+    if rng.random() < 0.06:
+        main["image"] = "example.com/untagged"
+    if rng.random() < 0.1:
+        main["ports"] = [
+            {
+                "containerPort": 53,
+                "hostPort": rng.choice((5353, 8080)),
+                "hostIP": rng.choice(("127.0.0.1", "10.0.0.1", "0.0.0.0")),
+                "protocol": rng.choice(("TCP", "UDP")),
+            }
+        ]
+    tolerations = spec.setdefault("tolerations", [])
+    roll = rng.random()
+    if roll < 0.05:
+        tolerations.append(
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"}
+        )
+    elif roll < 0.1:
+        tolerations.append({"key": "maintenance", "operator": "Exists"})
+    elif roll < 0.14:
+        tolerations.append(
+            {"key": "maintenance", "operator": "Exists", "effect": "NoExecute",
+             "tolerationSeconds": 60}
+        )  # fmt: skip
+    elif roll < 0.18:
+        tolerations.append({"key": "gpu", "operator": "Equal", "value": "true"})
+    affinity = spec.get("affinity") or {}
+    if rng.random() < 0.12:
+        constraint: dict[str, Any] = {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": rng.choice(("DoNotSchedule", "ScheduleAnyway")),
+            "labelSelector": {"matchLabels": {"app": labels["app"]}},
+        }
+        if constraint["whenUnsatisfiable"] == "DoNotSchedule" and rng.random() < 0.5:
+            constraint["minDomains"] = rng.choice((2, 3, 4))
+        if rng.random() < 0.5:
+            constraint["matchLabelKeys"] = ["rev"]
+        if rng.random() < 0.5:
+            constraint["nodeAffinityPolicy"] = rng.choice(("Honor", "Ignore"))
+        if rng.random() < 0.5:
+            constraint["nodeTaintsPolicy"] = rng.choice(("Honor", "Ignore"))
+        # replaces the pod's own (one constraint per key and whenUnsatisfiable, validation)
+        spec["topologySpreadConstraints"] = [constraint]
+    if rng.random() < 0.06 and "podAffinity" not in affinity:
+        affinity["podAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"app": rng.choice(APPS)}},
+                    "topologyKey": "topology.kubernetes.io/zone",
+                },
+                {
+                    "labelSelector": {"matchLabels": {"rev": rng.choice(("r1", "r2"))}},
+                    "topologyKey": rng.choice(
+                        ("topology.kubernetes.io/zone", "kubernetes.io/hostname")
+                    ),
+                },
+            ]
+        }
+    elif rng.random() < 0.06 and "podAntiAffinity" not in affinity:
+        term: dict[str, Any] = {
+            "labelSelector": {"matchLabels": {"app": labels["app"]}},
+            "topologyKey": "kubernetes.io/hostname",
+        }
+        term[rng.choice(("matchLabelKeys", "mismatchLabelKeys"))] = ["rev"]
+        affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+    if rng.random() < 0.05:
+        # one name per requirement (validation), the terms ORed
+        terms = [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}
+            for name in (f"dn-{i:03d}" for i in rng.sample(range(40), 3))
+        ]
+        if rng.random() < 0.15:  # one term, two names no node has both of: a conflict
+            terms = terms[:1]
+            terms[0]["matchFields"].append(
+                {"key": "metadata.name", "operator": "In", "values": ["dn-059"]}
+            )
+        node_affinity = affinity.setdefault("nodeAffinity", {})
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": terms
+        }
+    if affinity:
+        spec["affinity"] = affinity
+    pod["x-mode"] = "stored" if spec.get("runtimeClassName") else rng.choice(("written", "stored"))
 
 
 # --- the recording extender ------------------------------------------------------------------
@@ -457,6 +589,9 @@ class RunReport:
     pick_agree: int = 0
     failed: int = 0
     reasons_agree: int = 0
+    outcome_agree: int = 0  # bound vs unschedulable, as the model said
+    message_agree: int = 0  # the whole FailedScheduling message
+    written: int = 0  # pods judged from the person-written manifest
     disagreements: list[Disagreement] = field(default_factory=list)
     scheduler_log: str = ""
     rejected_by: dict[str, int] = field(default_factory=dict)  # filter plugin -> nodes rejected
@@ -466,10 +601,12 @@ class RunReport:
             return f"{100 * a / b:.1f}% ({a}/{b})" if b else "n/a (0)"
 
         return (
-            f"weight {self.weight}: {self.pods} pods; "
+            f"weight {self.weight}: {self.pods} pods ({self.written} as written); "
             f"(a) filter set {pct(self.feasible_agree, self.feasible_checked)}, "
+            f"outcome {pct(self.outcome_agree, self.pods)}, "
             f"(b) bound node in tie group {pct(self.pick_agree, self.bound)}, "
-            f"(c) FailedScheduling reasons {pct(self.reasons_agree, self.failed)}"
+            f"(c) FailedScheduling reasons {pct(self.reasons_agree, self.failed)}, "
+            f"message {pct(self.message_agree, self.failed)}"
         )
 
 
@@ -535,6 +672,17 @@ def setup_cluster(plane, *, seed: int, nodes: int) -> tuple[list[dict], dict[str
             stored.append(resources.node_create(api=plane.api, manifest=manifest))
         except resources.ApiError:
             stored.append(resources.node_get(api=plane.api, name=manifest["metadata"]["name"]))
+    with contextlib.suppress(resources.ApiError):
+        plane.api.post(
+            "/apis/node.k8s.io/v1/runtimeclasses",
+            {
+                "apiVersion": "node.k8s.io/v1",
+                "kind": "RuntimeClass",
+                "metadata": {"name": RUNTIME_CLASS},
+                "handler": "runc",
+                "overhead": {"podFixed": OVERHEAD},
+            },
+        )
     owners = {}
     for app in APPS:
         rs = {
@@ -589,6 +737,7 @@ def run_corpus(
     at `weight`; every pod of the run is deleted at the end (the scheduler is stopped first)."""
     from policies.cluster.convert import pod_view
     from policies.cluster.loaded import LoadedCluster
+    from policies.cluster.manifest import pod_view_from_object
     from policies.cluster.state import ClusterState
     from policies.schedmodel.pipeline import cycle_run
     from policies.schedmodel.profile import profile_parse
@@ -621,13 +770,17 @@ def run_corpus(
             for i in range(pods):
                 name = f"{prefix}-{i:04d}"
                 manifest = corpus_pod(rng, name, owners)
+                written = manifest.pop("x-mode") == "written"
                 snapshot = state.freeze()
                 extender.snapshot = LoadedCluster(snapshot, "live", "differential")
                 namespace = manifest["metadata"]["namespace"]
                 obj = resources.pod_create(api=plane.api, manifest=manifest)
                 created.append((namespace, name))
+                # kube-scheduler sees the stored pod; the model the stored one or the one
+                # written, through its own admission defaults
+                report.written += written
                 cycle = cycle_run(
-                    pod=pod_view(obj),
+                    pod=pod_view_from_object(manifest) if written else pod_view(obj),
                     nodes=snapshot.nodes(),
                     state=snapshot,
                     policy=extender.compiled,
@@ -639,6 +792,12 @@ def run_corpus(
                     what=f"{name} bound or FailedScheduling",
                 )
                 report.pods += 1
+                if (kind == "bound") == bool(cycle.pick):
+                    report.outcome_agree += 1
+                else:
+                    report.disagreements.append(
+                        Disagreement(name, "outcome", (kind, value), cycle.pick, manifest)
+                    )
                 for o in cycle.outcomes:
                     if o.plugin:
                         report.rejected_by[o.plugin] = report.rejected_by.get(o.plugin, 0) + 1
@@ -677,17 +836,27 @@ def run_corpus(
                     state.apply_pod(bound)
                 else:
                     report.failed += 1
-                    expected = dict(cycle.rejection_counts())
-                    for o in cycle.outcomes:
-                        if o.policy_passed is False:
-                            key = f"{o.policy_rule}: {o.policy_message}"
-                            expected[key] = expected.get(key, 0) + 1
+                    expected = cycle.rejection_counts()
+                    if cycle.prefilter_message:  # the message names the PreFilter's text only
+                        expected = {cycle.prefilter_message: len(cycle.outcomes)}
                     got_reasons = event_reasons(value)
+                    if not got_reasons and value.startswith(f"0/{len(cycle.outcomes)} nodes"):
+                        got_reasons = {
+                            value.split(": ", 1)[1].split(". ", 1)[0]: len(cycle.outcomes)
+                        }
                     if got_reasons == expected:
                         report.reasons_agree += 1
                     else:
                         report.disagreements.append(
                             Disagreement(name, "reasons", got_reasons, expected, manifest)
+                        )
+                    if value == cycle.failed_scheduling():
+                        report.message_agree += 1
+                    else:
+                        report.disagreements.append(
+                            Disagreement(
+                                name, "message", value, cycle.failed_scheduling(), manifest
+                            )
                         )
                     resources.pod_delete(api=plane.api, name=name, namespace=namespace)
                     created.remove((namespace, name))

@@ -9,6 +9,7 @@ from typing import Any
 
 from policies.cluster.state import ClusterState
 from policies.schedmodel import plugins as p
+from policies.schedmodel import spread as sp
 from policies.schedmodel.pipeline import cycle_run
 from tests.builders import make_node, make_pod
 
@@ -221,7 +222,7 @@ def test_without_namespace_objects_each_namespace_carries_its_name_label():
 
 def _selector(pod: dict[str, Any], objects: list[dict[str, Any]]) -> dict[str, Any] | None:
     state = ClusterState.from_objects([], [pod], objects).freeze()
-    return p.default_selector(state.pods()[0], p.existing_for(state))
+    return sp.default_selector(state.pods()[0], p.existing_for(state))
 
 
 def test_the_default_selector_merges_the_services_that_select_the_pod():
@@ -282,9 +283,10 @@ def test_a_bare_pod_a_service_selects_is_spread_by_the_system_defaults():
     pod = make_pod("p", labels={"app": "web"})
     result = cycle(nodes, pod, [web], [service("web", {"app": "web"})])
     assert [_outcome(result, n).scores["PodTopologySpread"] for n in "ab"] == [66, 100]
-    # without the Service nothing selects the pod: the plugin skips it (0 on every node)
+    # without the Service nothing selects the pod: PreScore skips the plugin (no score at all)
     alone = cycle(nodes, pod, [web])
-    assert [_outcome(alone, n).scores["PodTopologySpread"] for n in "ab"] == [0, 0]
+    assert "PodTopologySpread" in alone.skipped
+    assert all("PodTopologySpread" not in _outcome(alone, n).scores for n in "ab")
 
 
 def _outcome(result, name):

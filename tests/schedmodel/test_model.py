@@ -7,6 +7,7 @@ import pytest
 
 from policies.cluster.state import ClusterState
 from policies.schedmodel import plugins as p
+from policies.schedmodel import spread as sp
 from policies.schedmodel.pipeline import cycle_run
 from policies.schedmodel.profile import ProfileInvalid, profile_default, profile_parse
 from tests.builders import make_node, make_pod
@@ -23,6 +24,13 @@ def _cycle(nodes, pod, pods=(), policy=None, profile=None):
 
 def _outcome(cycle, name):
     return next(o for o in cycle.outcomes if o.node == name)
+
+
+def _match_field(operator: str, name: str) -> dict:
+    """Required node affinity with one matchFields requirement on metadata.name."""
+    field = {"key": "metadata.name", "operator": operator, "values": [name]}
+    required = {"nodeSelectorTerms": [{"matchFields": [field]}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
 
 
 @pytest.mark.parametrize(
@@ -67,25 +75,14 @@ def _outcome(cycle, name):
         ),
         (
             make_node("n"),
-            {
-                "affinity": {
-                    "nodeAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": {
-                            "nodeSelectorTerms": [
-                                {
-                                    "matchFields": [
-                                        {
-                                            "key": "metadata.name",
-                                            "operator": "In",
-                                            "values": ["other"],
-                                        }
-                                    ]
-                                }
-                            ]
-                        }
-                    }
-                }
-            },
+            {"affinity": _match_field("In", "other")},
+            # PreFilter narrowed the nodes to "other": n is never filtered
+            "NodeAffinity",
+            ["node(s) didn't satisfy plugin(s) [NodeAffinity]"],
+        ),
+        (
+            make_node("n"),
+            {"affinity": _match_field("NotIn", "n")},
             "NodeAffinity",
             ["node(s) didn't match Pod's node affinity/selector"],
         ),
@@ -207,8 +204,9 @@ def test_a_pod_without_requests_scores_with_the_100m_and_200mb_defaults():
     # non-zero cpu 100m on 1 cpu: (1000-100)*100//1000 = 90; memory 200Mi of 1000Mi -> 80
     cycle = _cycle([make_node("a", cpu="1", memory="1000Mi")], make_pod("p"))
     assert _outcome(cycle, "a").scores["NodeResourcesFit"] == (90 + 80) // 2
-    # best-effort pod: BalancedAllocation skips (0)
-    assert _outcome(cycle, "a").scores["NodeResourcesBalancedAllocation"] == 0
+    # best-effort pod: BalancedAllocation's PreScore skips it (no score, not 0)
+    assert "NodeResourcesBalancedAllocation" in cycle.skipped
+    assert "NodeResourcesBalancedAllocation" not in _outcome(cycle, "a").scores
 
 
 def test_prefer_no_schedule_taints_and_preferred_node_affinity_score():
@@ -365,8 +363,8 @@ def test_image_locality_scores_the_images_a_live_node_reports():
 
 
 def test_spread_counts_per_node_equal_the_node_by_node_count():
-    # _counts_by_node (one pass over the namespace) must count what _count_matching counts on
-    # each node's pods: the differential test's agreement rests on it
+    # _counts_by_node (one pass over the namespace) must count what countPodsMatchSelector
+    # counts on each node's pods: the differential test's agreement rests on it
     from policies.cluster.demo import generate_cluster
 
     nodes, pods = generate_cluster(60, 600, seed=5)
@@ -374,9 +372,12 @@ def test_spread_counts_per_node_equal_the_node_by_node_count():
     existing = p.existing_for(state)
     for pod in [q for q in state.pods() if q["labels"]][:20]:
         selector = {"matchLabels": dict(pod["labels"])}
-        counts = p._counts_by_node(existing, selector, pod["namespace"])
+        counts = sp._counts_by_node(existing, selector, pod["namespace"])
         for node in state.nodes():
-            expected = p._count_matching(
-                existing.by_node.get(node["name"], ()), selector, pod["namespace"]
+            expected = sum(
+                1
+                for q in existing.by_node.get(node["name"], ())
+                if q["namespace"] == pod["namespace"]
+                and p.label_selector_matches(selector, q["labels"])
             )
             assert counts.get(node["name"], 0) == expected

@@ -1,4 +1,4 @@
-"""One way to write numbers and quantities (policies/formatting.py), so "4 CPU" reads the same on
+"""One way to write numbers, quantities and text (policies/formatting.py), so "4 CPU" reads the same on
 the playground, the cluster page, the decisions page and in the terminal."""
 
 from __future__ import annotations
@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from policies.cluster.manifest import pod_view_from_text
-from policies.formatting import bytes_format, cpu_format, number_format, quantity_format
+from policies.formatting import (
+    bytes_format,
+    cpu_format,
+    number_format,
+    printable,
+    quantity_format,
+)
 from policies.textformat import _num as terminal_number
 from policies.ui.cluster_page import pod_row
 from policies.ui.preview import pod_summary
@@ -98,3 +104,50 @@ def test_the_playground_and_the_cluster_page_write_a_pods_cpu_and_memory_the_sam
     summary = pod_summary(pod=pod)["requests"]
     assert row["cpu_text"] in summary
     assert f"{row['memory_text']} memory" in summary
+
+
+# --- text: control and bidi characters (issue 27) ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [("ok", "ok"), ("\x00\x1b[2J", "\\x00\\x1b[2J"), ("\u202egnp.exe", "\\u202egnp.exe")],
+)
+def test_pages_and_the_terminal_write_text_with_control_and_bidi_characters_escaped(raw, shown):
+    from django.template import Context, Template
+
+    assert printable(raw) == shown
+    assert Template("{% load text %}{{ v|printable }}").render(Context({"v": raw})) == shown
+
+
+def test_an_alert_shows_an_error_quoting_a_pod_with_its_escapes_visible():
+    from django.template.loader import render_to_string
+
+    body = render_to_string(
+        "components/alert.html", {"message": 'pod "a\x1b[2J\u202eb" is invalid'}
+    )
+    assert "\x1b" not in body and "\u202e" not in body
+    assert "a\\x1b[2J\\u202eb" in body
+
+
+@pytest.mark.django_db
+def test_a_stored_decision_shows_its_filter_messages_and_errors_escaped(settings):
+    from policies.models import Decision
+    from tests.conftest import client_for
+    from tests.ui.test_ops_pages import record_decision
+
+    settings.SCHEDWEB_CLUSTER_SOURCE = "demo"  # the page models the cycle on it
+    decision, _ = record_decision(verb="filter")
+    raw = "\x1b[31mred\x00 \u202egnp.exe"  # stored before the engine escaped its messages
+    decision.nodes = {
+        "scores": [],
+        "weights": [],
+        "nodes": [
+            {"n": "a", "ok": True, "errors": [{"rule": "e", "message": raw}]},
+            {"n": "b", "ok": False, "rule": "r", "msg": raw},
+        ],
+    }
+    Decision.objects.filter(pk=decision.pk).update(nodes=decision.nodes)
+    body = client_for("viewer").get(f"/decisions/{decision.pk}/").content.decode()
+    assert "\x1b" not in body and "\x00" not in body and "\u202e" not in body
+    assert body.count("\\x1b[31mred\\x00 \\u202egnp.exe") >= 2

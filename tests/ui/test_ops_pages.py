@@ -34,6 +34,7 @@ from policies.extender.metrics import MINUTE_KEY, Metrics
 from policies.extender.service import ServedPolicy, _decision
 from policies.models import AuditEvent, Decision
 from policies.redis import redis_client
+from policies.schedulerconfig import IN_CLUSTER_EXTENDER_URL
 from tests.conftest import client_for, make_user
 
 pytestmark = pytest.mark.django_db
@@ -346,7 +347,7 @@ def test_a_database_that_cannot_load_the_session_gets_a_page_not_a_500(redis_dow
 # --- decisions ------------------------------------------------------------------------------------
 
 
-def test_the_decision_list_shows_passing_counts_winners_and_the_chosen_node():
+def test_the_decision_list_shows_passing_counts_the_chosen_node_and_the_policys_rank_1():
     decision, evaluation = record_decision(chosen="")
     winner = evaluation.winners()[0]
     decision.chosen_node = winner
@@ -359,6 +360,7 @@ def test_the_decision_list_shows_passing_counts_winners_and_the_chosen_node():
     assert f"{sum(evaluation.passed)} / {evaluation.size}" in row
     assert f"{winner}</td>" in row  # the chosen node's cell, with no "not top" badge
     assert "not top" not in row
+    assert ">Policy rank 1</th>" in response.content.decode()
 
 
 @pytest.mark.parametrize(
@@ -448,15 +450,18 @@ def test_a_rejected_node_shows_its_failing_rule_and_message():
     assert "badge--reject" in row
 
 
-def test_a_chosen_node_that_is_not_the_top_score_is_explained():
+def test_a_chosen_node_below_the_policys_rank_1_is_explained_with_its_policy_rank():
     decision, evaluation = record_decision()
     ranked = sorted((r for r in evaluation.rows() if r.passed), key=lambda r: r.total, reverse=True)
-    runner_up = next(r.node for r in ranked if r.total < ranked[0].total)
-    decision.chosen_node = runner_up
+    runner_up = next(r for r in ranked if r.total < ranked[0].total)
+    rank = 1 + sum(1 for r in ranked if r.total > runner_up.total)  # competition rank
+    decision.chosen_node = runner_up.node
     decision.save()
     body = client_for("viewer").get(f"/decisions/{decision.pk}/").content.decode()
-    assert "Why not the top score?" in body
-    assert "not the top score" in body
+    assert "Why not a node of policy rank 1?" in body
+    assert f'<span id="decision-chosen-rank">policy rank {rank}</span>' in body
+    # the policy's ranking is a column, never a second winner
+    assert "Winner" not in body and "top score" not in body
 
 
 def test_a_filter_decision_has_verdicts_but_no_score_columns():
@@ -612,16 +617,24 @@ def test_without_bind_the_profile_scoping_is_a_configuration():
     assert "bindVerb" not in config["extenders"][0]
 
 
-@pytest.mark.parametrize(("bind", "binding_rule"), [(False, False), (True, True)])
-def test_the_extender_rbac_grants_binding_only_when_it_binds(bind, binding_rule):
+@pytest.mark.parametrize("bind", [False, True])
+def test_only_the_extenders_account_may_bind_and_only_when_it_binds(bind):
     params = {"weight": "1", "node_cache_capable": "on", **({"bind": "on"} if bind else {})}
     out = client_for("viewer").get("/connect/", params).context["out"]
-    role = next(d for d in yaml.safe_load_all(out["rbac"]) if d["kind"] == "ClusterRole")
-    grants = {(r, v) for rule in role["rules"] for r in rule["resources"] for v in rule["verbs"]}
-    assert {("nodes", "list"), ("nodes", "watch"), ("pods", "list"), ("pods", "watch")} <= grants
-    assert ("pods", "patch") in grants
-    assert (("pods/binding", "create") in grants) is binding_rule
-    assert (("pods", "get") in grants) is binding_rule  # read by a bind answered 409
+    roles = {
+        d["metadata"]["name"]: {
+            (r, v) for rule in d["rules"] for r in rule["resources"] for v in rule["verbs"]
+        }
+        for d in yaml.safe_load_all(out["rbac"])
+        if d["kind"] == "ClusterRole"
+    }
+    worker = roles.pop("schedweb-worker")
+    assert {("nodes", "list"), ("nodes", "watch"), ("pods", "list"), ("pods", "watch")} <= worker
+    assert ("pods", "patch") in worker and ("pods/binding", "create") not in worker
+    if bind:  # pods/binding, and get pods: read by a bind answered 409
+        assert roles == {"schedweb-extender": {("pods/binding", "create"), ("pods", "get")}}
+    else:
+        assert roles == {}
 
 
 def test_the_connect_page_proposes_bind_as_the_settings_enable_it(settings):
@@ -629,8 +642,11 @@ def test_the_connect_page_proposes_bind_as_the_settings_enable_it(settings):
     for enabled in (False, True):
         settings.SCHEDWEB_EXTENDER_BIND = enabled
         out = viewer.get("/connect/").context["out"]
-        role = next(d for d in yaml.safe_load_all(out["rbac"]) if d["kind"] == "ClusterRole")
-        assert any("pods/binding" in rule["resources"] for rule in role["rules"]) is enabled
+        roles = [d for d in yaml.safe_load_all(out["rbac"]) if d["kind"] == "ClusterRole"]
+        binding = [r for r in roles if any("pods/binding" in x["resources"] for x in r["rules"])]
+        assert [r["metadata"]["name"] for r in binding] == (
+            ["schedweb-extender"] if enabled else []
+        )
 
 
 @pytest.mark.parametrize("bind", [False, True])
@@ -643,8 +659,10 @@ def test_the_cli_prints_the_same_rbac_as_the_connect_page(bind):
     printed = io.StringIO()
     call_command(*shlex.split(command)[2:], stdout=printed)  # after "python manage.py"
     assert printed.getvalue() == out["rbac"]
-    kinds = [d["kind"] for d in yaml.safe_load_all(printed.getvalue())]
-    assert kinds == ["ClusterRole", "ClusterRoleBinding"]
+    named = [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(printed.getvalue())]
+    worker = [("ClusterRole", "schedweb-worker"), ("ClusterRoleBinding", "schedweb-worker")]
+    extender = [("ClusterRole", "schedweb-extender"), ("ClusterRoleBinding", "schedweb-extender")]
+    assert named == worker + (extender if bind else [])
 
 
 @pytest.mark.parametrize(
@@ -774,7 +792,7 @@ def test_only_an_admin_changes_the_configuration_previews_model():
     assert response.status_code == 403
 
 
-def test_the_decision_page_shows_the_models_pick_next_to_the_policys(published):
+def test_the_decision_page_shows_the_models_pick_and_the_policys_rank_1_as_a_column(published):
     decision, _ = record_decision(pod_file="abc.yaml")  # default/abc is pending in the demo
     response = client_for("viewer").get(f"/decisions/{decision.pk}/")
     model = response.context["model"]
@@ -782,7 +800,7 @@ def test_the_decision_page_shows_the_models_pick_next_to_the_policys(published):
     assert model["pick"] and "cp-1" not in model["pick"]  # a tainted control-plane node
     body = response.content.decode()
     assert 'id="decision-model-pick"' in body and model["pick"][0] in body
-    assert "the policy&#x27;s choice there" in body or "the policy's choice there" in body
+    assert "policy rank 1 there" in body and "choice" not in body
 
 
 def test_the_decision_page_says_why_the_model_cannot_run():
@@ -881,6 +899,50 @@ def test_the_connect_page_gives_the_queue_webhook_of_active_queue_policies(publi
     assert "priorityclasses" in out["rbac"] and out["cli_rbac"].endswith(" --queue")
     page = response.content.decode()
     assert 'id="config-webhook"' in page and 'id="tab-webhook"' in page
+
+
+def _manifests_url(out) -> str:
+    [config_map] = [d for d in yaml.safe_load_all(out["manifests"]) if d["kind"] == "ConfigMap"]
+    config = yaml.safe_load(config_map["data"]["scheduler-config.yaml"])
+    return config["extenders"][0]["urlPrefix"]
+
+
+@pytest.mark.parametrize(
+    ("configured", "typed", "called", "warned"),
+    [
+        # make run's URL: a pod would call itself; the manifests name the chart's Service
+        ("https://127.0.0.1:8443/extender/", "", IN_CLUSTER_EXTENDER_URL, True),
+        ("http://localhost:8443/extender/", "", IN_CLUSTER_EXTENDER_URL, True),
+        # typed in: kept as typed, with the warning
+        (
+            "https://10.0.0.7:8443/extender/",
+            "https://127.0.0.2:9443/extender/",
+            "https://127.0.0.2:9443/extender/",
+            True,
+        ),
+        # the chart's own setting: used as it is, nothing to warn of
+        (
+            "https://prod-extender.ops.svc:8443/extender/",
+            "",
+            "https://prod-extender.ops.svc:8443/extender/",
+            False,
+        ),
+    ],
+)
+def test_the_second_schedulers_manifests_never_default_to_a_loopback_url(
+    settings, configured, typed, called, warned
+):
+    settings.SCHEDWEB_EXTENDER_URL = configured
+    params = {"weight": "1", "node_cache_capable": "on", "url": typed, "tab": "manifests"}
+    response = client_for("viewer").get("/connect/", params)
+    out = response.context["out"]
+    assert _manifests_url(out) == called
+    assert bool(out["manifests_loopback"]) is warned
+    assert (b'id="manifests-loopback"' in response.content) is warned
+    if called != configured:
+        assert f"--url {called}" in out["cli_manifests"]  # the command prints these manifests
+    # the cluster's own scheduler is given the URL as configured (it may share schedweb's host)
+    assert yaml.safe_load(out["profile"])["extenders"][0]["urlPrefix"] == (typed or configured)
 
 
 def test_a_decision_that_waited_for_the_snapshot_says_how_long_and_for_what():

@@ -51,14 +51,14 @@ def test_an_editor_sees_each_expectation_in_a_form_and_a_viewer_read_only(client
     editor = clients["editor"].get(f"{BASE}/").content.decode()
     assert 'name="expect"' in editor and "Save expectation" in editor
     assert "winnerIn: [a-gpu-1]" in editor
-    assert "winner among 1 · 1 score bound" in editor
+    assert "policy-level: winner among 1, 1 score bound" in editor  # labelled as such
     viewer = clients["viewer"].get(f"{BASE}/").content.decode()
     assert 'name="expect"' not in viewer and "Save expectation" not in viewer
     assert "winnerIn: [a-gpu-1]" in viewer and "(read-only)" in viewer
     # both see the failures, and may review them
     for html in (editor, viewer):
-        assert "expected the winner among a-gpu-1, got cp-1" in html
-        assert "node cp-1: expected extender score at most 5, got 10" in html
+        assert "(policy-level winnerIn) among a-gpu-1, got cp-1" in html
+        assert "node cp-1: expected policy score at most 5, got 10" in html
         assert 'id="review-changes-button"' in html
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from django.core.management import call_command
 
 from policies.cluster.demo import demo_objects
@@ -25,65 +26,91 @@ def run(*args: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_evaluate_prints_every_node_with_its_verdict_and_scores():
-    code, out, _ = run(
+def _seed003(pod: str = "abc", *extra: str) -> tuple[int, str, str]:
+    return run(
         "evaluate",
         "--policy",
         str(EXAMPLES / "seed-003-name-length.yaml"),
         "--pod",
-        str(EXAMPLES / "pods" / "abc.yaml"),
+        str(EXAMPLES / "pods" / f"{pod}.yaml"),
+        *extra,
     )
+
+
+def test_evaluate_gives_one_answer_kube_schedulers_pick_first_and_stars_nothing_else():
+    # Issue 23: the policy alone scores cp-1 highest (shortest name, 20 - 4 = 16), but
+    # kube-scheduler rejects it for its control-plane taint; its pick, c-mem-1, is the answer:
+    # named first, the only starred node; cp-1 shows up as the policy's rank 1 over every node
+    code, out, _ = _seed003()
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].startswith("policy seed-003-name-length · pod ")
-    assert "short-node-name (w1)" in lines[1]
-    # cp-1 has the shortest name: 20 - 4 = 16, the maximum, so minmax gives it 100 -> ext 10
-    assert lines[2].split()[:2] == ["*cp-1", "pass"]
-    assert lines[2].split()[-2:] == ["100", "10"]
-    assert _policy_summary(lines).endswith("best: cp-1")
+    assert lines[0] == "pod default/abc · policy seed-003-name-length · cluster demo (36 nodes)"
+    assert lines[1] == "kube-scheduler v1.35 · LeastAllocated · extender weight 1"
+    assert lines[2].startswith("answer: lands on c-mem-1 (final total ")
+    starred = [line.split()[0] for line in lines if line.startswith("*")]
+    assert starred == ["*c-mem-1"]
+    assert "best:" not in out and "winner" not in out
+    policy_table = out.split("the policy alone over every node (policy-level)\n", 1)[1]
+    header, cp = policy_table.splitlines()[:2]
+    assert header.split()[-4:] == ["TOTAL", "EXT", "RANK", "NOTES"]
+    # cp-1: minmax gives it 100 -> ext 10, the policy's rank 1 there (a column, no star)
+    assert cp.split()[:2] == ["cp-1", "pass"] and cp.split()[-3:] == ["100", "10", "1"]
 
 
 def _policy_summary(lines: list[str]) -> str:
-    """The policy table's last line ("N of M nodes pass..."); kube-scheduler's section follows."""
+    """The policy table's last line ("N of M nodes pass the policy's filters")."""
     return next(line for line in lines if " nodes pass" in line)
 
 
 def test_evaluate_prints_kube_schedulers_cycle_around_the_policy():
-    # Issue 16: the policy alone prefers cp-1 (shortest name), but kube-scheduler rejects it for
-    # its control-plane taint and the cordoned node for being unschedulable; the table shows
-    # the in-tree verdict, the plugins' total, the extender's 0-10 x weight 1 x 10 and the pick.
-    code, out, _ = run(
-        "evaluate",
-        "--policy",
-        str(EXAMPLES / "seed-003-name-length.yaml"),
-        "--pod",
-        str(EXAMPLES / "pods" / "abc.yaml"),
-    )
+    # Issue 16: the table shows the in-tree verdict, the plugins' total, the extender's 0-10 x
+    # weight 1 x 10, the final total, the policy's score and rank there, and the pick
+    code, out, _ = _seed003()
     assert code == 0
     section = out.split("kube-scheduler v1.35 · LeastAllocated · extender weight 1\n", 1)[1]
     lines = section.splitlines()
-    assert lines[0].split() == ["NODE", "IN-TREE", "POLICY", "PLUGINS", "EXTENDER", "FINAL"]
+    assert lines[1].split() == [
+        "NODE", "FILTERS", "POLICY", "PLUGINS", "+POLICY", "FINAL", "POLICY", "SCORE", "POLICY", "RANK"
+    ]  # fmt: skip
     cp = next(line for line in lines if line.split()[0] == "cp-1")
     assert cp.split()[1:4] == ["reject:", "TaintToleration", "-"]
     assert "node(s) had untolerated taint(s)" in cp
-    best = lines[1].split()
-    assert best[0].startswith("*") and best[1:3] == ["pass", "pass"]
+    best = lines[2].split()
+    assert best[0] == "*c-mem-1" and best[1:3] == ["pass", "pass"]
     plugins, extender, final = (int(x) for x in best[3:6])
     assert plugins + extender == final and extender % 10 == 0
-    assert lines[-1] == f"kube-scheduler picks: {best[0][1:]}"
+    # c-mem-1's policy score among the nodes sent: the shortest name left, 100 -> 10, rank 1
+    assert best[6:] == ["100", "(10)", "1"]
+    assert "kube-scheduler picks: c-mem-1" in lines
 
 
-def test_evaluate_rejects_a_long_named_pod_everywhere_with_the_policy_message():
-    code, out, _ = run(
-        "evaluate",
-        "--policy",
-        str(EXAMPLES / "seed-003-name-length.yaml"),
-        "--pod",
-        str(EXAMPLES / "pods" / "abcdefg.yaml"),
-    )
+def test_evaluate_says_a_long_named_pod_is_unschedulable_with_the_policy_message():
+    code, out, _ = _seed003("abcdefg")
     assert code == 0
-    assert "pod name abcdefg is 7 characters, the limit is 4" in out
-    assert _policy_summary(out.splitlines()) == "0 of 36 nodes pass"
+    lines = out.splitlines()
+    # the answer is kube-scheduler's FailedScheduling message, whole (its entries sorted as
+    # strings, the extender's "rule: message" counted like a plugin's reason)
+    assert lines[2].startswith("answer: unschedulable: 0/36 nodes are available: ")
+    assert ", 27 short-pod-name: pod name abcdefg is 7 characters, the limit is 4, " in lines[2]
+    assert lines[2].endswith(
+        "preemption: 0/36 nodes are available: 36 Preemption is not helpful for scheduling."
+    )
+    assert f"FailedScheduling: {lines[2].removeprefix('answer: unschedulable: ')}" in lines
+    assert _policy_summary(lines) == "0 of 36 nodes pass the policy's filters"
+
+
+def test_evaluate_json_gives_the_same_one_answer():
+    code, out, _ = _seed003("abc", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["answer"]["pick"] == data["kubeScheduler"]["pick"] == ["c-mem-1"]
+    assert data["answer"]["outcome"] == "scheduled" and data["answer"]["tie"] is False
+    assert "winners" not in data["summary"] and "winners" not in json.dumps(data)
+    by_node = {n["node"]: n for n in data["nodes"]}
+    assert by_node["cp-1"]["policyRank"] == 1  # the policy alone over every node: a column
+    cycle = {n["node"]: n for n in data["kubeScheduler"]["nodes"]}
+    assert cycle["c-mem-1"]["policyRank"] == 1 and cycle["cp-1"]["policyRank"] is None
+    assert data["answer"]["finalTotal"] == cycle["c-mem-1"]["finalTotal"]
 
 
 def test_evaluate_json_gives_integer_extender_scores():
@@ -289,10 +316,12 @@ def test_policy_test_runs_the_documents_tests_and_fails_ci_on_a_failure(tmp_path
     path.write_text(doc)
     code, out, _ = run("policy", "test", str(path))
     assert code == 1
-    assert f"{path}: shortest-wins: ok" in out
-    assert f"{path}: wrong: FAIL" in out
-    assert "expected winner a-small-1, got cp-1" in out
-    assert "node b-small-1: expected reject, got pass" in out
+    # an older document's policy-level `winner` keeps working, labelled as such
+    assert f"{path}: shortest-wins: ok  (policy-level: winner)" in out
+    assert f"{path}: wrong: FAIL  (policy-level: winner, verdicts)" in out
+    assert "expected the policy's top node (policy-level winner) a-small-1, got cp-1" in out
+    assert "node b-small-1: expected the policy's reject, got pass" in out
+    assert out.splitlines()[-2].startswith("policy-level: the policy alone over every node")
     assert out.splitlines()[-1] == "1 of 2 test cases passed"
 
 
@@ -365,6 +394,38 @@ def test_evaluate_models_the_scheduler_configuration_given(tmp_path):
     code, _, err = run("evaluate", *args, "--scheduler-config", str(config))
     assert code == 2
     assert "apiVersion: expected kubescheduler.config.k8s.io/v1" in err
+    assert "extenders[0].weight: expected an integer, got 'x'" in err
+
+
+def test_policy_test_models_the_configuration_schedulerconfig_prints_or_the_one_given(tmp_path):
+    # where the pod lands depends on kube-scheduler's configuration: with the default
+    # (LeastAllocated) abc lands on c-mem-1; packing (MostAllocated) sends it to a small node
+    pod = (EXAMPLES / "pods" / "abc.yaml").read_text()
+    document = (EXAMPLES / "seed-003-name-length.yaml").read_text() + (
+        "tests:\n  - name: lands\n    cluster: demo\n"
+        f"    pod: {json.dumps(yaml.safe_load(pod))}\n"
+        "    expect: {landsIn: [c-mem-1], rejectedBy: {cp-1: TaintToleration}}\n"
+    )
+    path = tmp_path / "seed.yaml"
+    path.write_text(document)
+    assert run("policy", "test", str(path)) == (
+        0,
+        f"{path}: lands: ok\n1 of 1 test cases passed\n",
+        "",
+    )
+    config = tmp_path / "packing.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n"
+        "      scoringStrategy: {type: MostAllocated, resources: [{name: cpu, weight: 1}, "
+        "{name: memory, weight: 1}]}\n"
+    )
+    code, out, _ = run("policy", "test", str(path), "--scheduler-config", str(config))
+    assert code == 1
+    assert "expected the pod to land in c-mem-1, but kube-scheduler picks one of " in out
+    config.write_text("kind: KubeSchedulerConfiguration\nextenders: [{weight: x}]\n")
+    code, out, err = run("policy", "test", str(path), "--scheduler-config", str(config))
+    assert code == 2 and out == ""
     assert "extenders[0].weight: expected an integer, got 'x'" in err
 
 
@@ -543,5 +604,45 @@ def test_hand_written_and_accepted_expectations_survive_export_import_and_policy
     broken.write_text(yaml.safe_dump(data, sort_keys=False))
     code, out, _ = run("policy", "test", str(broken))
     assert code == 1
-    assert "node a-gpu-1: expected extender score at least 7 and at most 7, got 8" in out
-    assert "expected the winner among a-gpu-1, got cp-1 (total 100.00)" in out
+    assert "node a-gpu-1: expected policy score at least 7 and at most 7, got 8" in out
+    assert (
+        "expected the policy's top node (policy-level winnerIn) among a-gpu-1, got cp-1 "
+        "(policy total 100.00)"
+    ) in out
+
+
+def test_evaluate_says_what_admission_added_and_prints_the_failed_scheduling_message(tmp_path):
+    # a pod written without tolerations, limits only, asking more cpu than any demo node has:
+    # judged as stored (requests from limits, the two default NoExecute tolerations) and
+    # unschedulable, with kube-scheduler's whole message
+    pod = tmp_path / "big.yaml"
+    pod.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: big}\nspec:\n"
+        "  containers: [{name: c, image: x, resources: {limits: {cpu: '500'}}}]\n"
+    )
+    policy = str(EXAMPLES / "seed-003-name-length.yaml")
+    code, out, _ = run("evaluate", "--policy", policy, "--pod", str(pod))
+    assert code == 0
+    assert (
+        "added by API admission: spec.containers[0].resources.requests.cpu: 500 (its limit); "
+        "spec.tolerations: node.kubernetes.io/not-ready:NoExecute for 300s; "
+        "spec.tolerations: node.kubernetes.io/unreachable:NoExecute for 300s"
+    ) in out
+    failed = next(line for line in out.splitlines() if line.startswith("FailedScheduling: "))
+    assert failed.startswith("FailedScheduling: 0/36 nodes are available: ")
+    assert "Insufficient cpu" in failed and failed.endswith(
+        "Preemption is not helpful for scheduling."
+    )
+    # the answer states why with that message, whole (not an approximation of it)
+    message = failed.removeprefix("FailedScheduling: ")
+    assert out.splitlines()[2] == f"answer: unschedulable: {message}"
+    code, out, _ = run("evaluate", "--policy", policy, "--pod", str(pod), "--json")
+    data = json.loads(out)
+    assert (
+        data["admissionDefaults"][0] == "spec.containers[0].resources.requests.cpu: 500 (its limit)"
+    )
+    assert data["kubeScheduler"]["failedScheduling"] == failed.removeprefix("FailedScheduling: ")
+    assert data["kubeScheduler"]["pick"] == []
+    assert data["answer"]["outcome"] == "unschedulable"
+    assert data["answer"]["failedScheduling"] == data["kubeScheduler"]["failedScheduling"]
+    assert data["answer"]["summary"] == f"unschedulable: {message}"

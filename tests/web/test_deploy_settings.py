@@ -74,6 +74,51 @@ def test_production_cookies_hsts_and_proxy_header():
     ], done.stderr
 
 
+INTERNAL = {
+    **PRODUCTION,
+    "SCHEDWEB_INTERNAL_HOSTS": "127.0.0.1,localhost,schedweb-web.ops.svc",
+    "SCHEDWEB_DATABASE_URL": "sqlite:///:memory:",
+}
+
+
+def test_with_internal_hosts_check_deploy_stays_clean():
+    done = _run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], INTERNAL)
+    assert done.returncode == 0, done.stderr
+    # W021 (preload) as above, and W008: the redirect is on, made by schedweb's middleware
+    assert "System check identified no issues (2 silenced)." in done.stdout, done.stdout
+
+
+def test_internal_hosts_are_served_over_plain_http_and_every_other_host_is_redirected():
+    """A port-forward (Host 127.0.0.1:8000) and the Service's own name get answers over plain
+    HTTP; the public name is redirected to HTTPS, and answered over HTTPS (the proxy's header)
+    with HSTS; a host in neither list is refused."""
+    code = """
+import django; django.setup()
+from django.test import Client
+c = Client()
+def show(host, **extra):
+    r = c.get("/login/?next=/", HTTP_HOST=host, **extra)
+    print(host, r.status_code, r.get("Location", "-"), "hsts" if r.has_header("Strict-Transport-Security") else "-")
+show("127.0.0.1:8000")
+show("localhost:8000")
+show("schedweb-web.ops.svc:8000")
+show("schedweb.example.com")
+show("schedweb.example.com", HTTP_X_FORWARDED_PROTO="https")
+show("evil.example.com")
+"""
+    done = _run(["-c", code], INTERNAL)
+    assert done.stdout.splitlines() == [
+        "127.0.0.1:8000 200 - -",
+        "localhost:8000 200 - -",
+        "schedweb-web.ops.svc:8000 200 - -",
+        "schedweb.example.com 301 https://schedweb.example.com/login/?next=/ -",
+        "schedweb.example.com 200 - hsts",
+        "evil.example.com 400 - -",
+    ], done.stderr
+    without = _run(["-c", code], PRODUCTION)  # no internal hosts: Django's redirect, for all
+    assert "127.0.0.1:8000 400 - -" in without.stdout.splitlines(), without.stderr
+
+
 def test_every_answer_carries_the_csp(client, db):
     csp = client.get("/login/")["Content-Security-Policy"]
     assert "script-src 'self' 'unsafe-eval';" in csp

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from schedweb.extender_server import uvicorn_options
+from schedweb.tls_reload import reloading_ssl_context
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
@@ -66,6 +67,8 @@ def test_uvicorn_options_follow_the_settings(settings, tmp_path):
     settings.SCHEDWEB_EXTENDER_TLS_KEY = tmp_path / "key.pem"
     tls = uvicorn_options()
     assert tls["ssl_certfile"] == str(tmp_path / "cert.pem") and "ssl_ca_certs" not in tls
+    # the files are reloaded when they change (tests/web/test_extender_cert_reload.py)
+    assert tls["ssl_context_factory"] is reloading_ssl_context
     settings.SCHEDWEB_EXTENDER_CLIENT_CA = tmp_path / "ca.pem"
     mutual = uvicorn_options()
     assert mutual["ssl_ca_certs"] == str(tmp_path / "ca.pem")

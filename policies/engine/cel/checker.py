@@ -4,6 +4,7 @@ every node with its static type. Collects every issue instead of stopping at the
 from __future__ import annotations
 
 from policies.engine.inputs import resource_key
+from policies.engine.quantity import QuantityError, parse_quantity
 
 from . import ast
 from . import types as t
@@ -293,6 +294,8 @@ class Checker:
         node.overloads = [ov for ov, _ in matched]
         if node.function in _REGEX_FUNCTIONS:
             self._check_pattern(node.operands[1])
+        if node.function == "quantity":
+            self._check_quantity(node.operands[0])
         results = {r for _, r in matched}
         return results.pop() if len(results) == 1 else DYN
 
@@ -303,6 +306,15 @@ class Checker:
                 compile_regex(pattern.value)
             except RegexError as e:
                 self.error(pattern.pos, str(e))
+
+    def _check_quantity(self, text: ast.Node) -> None:
+        """A literal quantity is parsed now: a malformed or absurd one (5000 digits) is a
+        compile issue at its position, not an error on every node."""
+        if isinstance(text, ast.Literal) and isinstance(text.value, str):
+            try:
+                parse_quantity(text.value)
+            except QuantityError as e:
+                self.error(text.pos, str(e))
 
     def _declared(self, name: str) -> bool:
         return name in self.variables or any(s.var == name for s in self.scopes)

@@ -28,7 +28,15 @@ from . import ast
 from . import functions as fn
 from . import runtime as rt
 from .bounds import Bound
-from .cost import operand_size, walk_size, walks
+from .cost import (
+    BoundSizes,
+    compare_size,
+    comparison,
+    operand_size,
+    operator_charge,
+    value_compare_size,
+    walks,
+)
 from .errors import CelCostError, CelEvalError
 from .interpreter import Compiler, run, type_value_of
 from .library import GENERIC, Overload, dispatch, reads
@@ -47,6 +55,7 @@ _FOLDABLE = (int, float, str, bytes, bool, type(None), UInt, Quantity, TypeValue
 _SCALAR_EQ = frozenset(("int", "uint", "double", "string", "bytes", "bool", "null_type", "type"))
 _ORDERED = frozenset(("int", "uint", "double", "string", "bytes", "bool"))
 _SIZED_KINDS = frozenset(("string", "bytes", "list", "map", "resources"))
+_TEXT_KINDS = frozenset(("string", "bytes"))
 # Code that may begin with a literal (Python warns when a literal is subscripted by a string).
 _LITERAL_START = re.compile(r"[\[('\"0-9-]|b['\"]|(?:True|False|None)\b")
 _PY_ORDER = {"_<_": "<", "_<=_": "<=", "_>_": ">", "_>=_": ">="}
@@ -233,6 +242,30 @@ def _within_kind(value: Any, chars: int, items: int) -> Any:
     return value
 
 
+def _within_compare(value: Any, limit: int) -> Any:
+    if value_compare_size(value, limit) > limit:
+        raise _TooLarge
+    return value
+
+
+def _within_list(value: Any, items: int, chars: int) -> Any:
+    """A list no longer than `items` whose strings are no longer than `chars` (isSorted)."""
+    if isinstance(value, (list, tuple)) and (
+        len(value) > items or any(isinstance(x, (str, bytes)) and len(x) > chars for x in value)
+    ):
+        raise _TooLarge
+    return value
+
+
+def _findall_within(s: Any, pattern: Any, *rest: Any) -> list[str]:
+    """findAll counting its searches against `limit`, what the estimate allowed it."""
+    *n, limit = rest
+    try:
+        return fn.find_all_metered(s, pattern, *n, budget=limit)[0]
+    except CelCostError:
+        raise _TooLarge from None
+
+
 def _range_within(value: Any, limit: int) -> Any:
     rt.iter_range(value)
     if len(value) > limit:
@@ -298,7 +331,11 @@ class _Gen:
     # the budget, so wherever the estimate relied on a size - a macro's range, the operands of
     # a size-charged function - values that depend on inputs are checked against that size, and
     # the fast path raises (the exact path then counts) if one is larger.
-    def within(self, node: ast.Node, code: str, limit: int | tuple[int, int]) -> str:
+    def within(self, node: ast.Node, code: str, limit: Any) -> str:
+        if isinstance(limit, tuple) and isinstance(limit[0], str):
+            helper = _within_compare if limit[0] == "compare" else _within_list
+            args = ", ".join(map(str, limit[1:]))
+            return f"{self.g(helper, 'within')}({code}, {args})"
         if isinstance(limit, tuple):
             return f"{self.g(_within_kind, 'within')}({code}, {limit[0]}, {limit[1]})"
         if node.type.kind in _SIZED_KINDS:
@@ -307,31 +344,87 @@ class _Gen:
         return f"{self.g(_within, 'within')}({code}, {limit})"
 
     def plan_guards(self, node: ast.Call) -> None:
+        self.plan_operator_guards(node)
         charged = [ov for ov in node.overloads if ov.cost is not None]
-        if not charged or id(node) in self.constants:
+        if not charged or id(node) in self.constants or self.metered(node):
             return
         operands = node.operands
-        indices: set[int] = set()
+        wanted: dict[int, set[str]] = {}
         for ov in charged:
-            read = reads(ov.cost)  # type: ignore[arg-type]
-            if read == "all":
-                indices.update(range(len(operands)))
-            else:
-                indices.update(i % len(operands) for i in read)
-        for i in indices:
+            for i, what in reads(ov.cost).items():  # type: ignore[arg-type]
+                wanted.setdefault(i % len(operands), set()).add(what)
+        for i, whats in wanted.items():
             operand = operands[i]
             bound = self.bounds.get(id(operand))
             if id(operand) in self.constants or bound is None:
                 continue
             if operand.type.kind not in _SIZED_KINDS and not operand.type.is_dyn:
                 continue
-            if operand.type.is_dyn:
+            if "longest" in whats:  # isSorted, min, max: its length and its longest element
+                self.guards[id(operand)] = ("list", bound.items, bound.element().chars)
+            elif "compare" in whats and operand.type.kind not in _TEXT_KINDS:
+                self.guards[id(operand)] = ("compare", compare_size(bound))
+            elif operand.type.is_dyn:
                 # several overloads may run, each measuring its own kind: check the value by
                 # its kind against the bound (a string against chars, a list against items)
                 self.guards[id(operand)] = (bound.chars, bound.items)
-                continue
-            limit = min(operand_size(bound, ov.params[i]) for ov in charged)
-            self.guards[id(operand)] = limit
+            else:
+                self.guards[id(operand)] = min(operand_size(bound, ov.params[i]) for ov in charged)
+
+    def metered(self, node: ast.Call) -> bool:
+        """findAll counts its own searches against the estimate (see find_all): no guards."""
+        return (
+            node.function == "findAll"
+            and self.ctx.track_cost
+            and len(node.overloads) == 1
+            and not any(o.type.is_dyn for o in node.operands)
+        )
+
+    def plan_operator_guards(self, node: ast.Call) -> None:
+        """Guards for the operators the fast path runs uncounted (cost.comparison): a string
+        comparison reads at most the shorter operand, so the operand with the smaller bound is
+        checked; a map lookup reads its key; `in` on a list in Python reads the list and the
+        item. Nothing is checked when a side is a constant (its size is known) or the
+        comparison is counted anyway (lists and maps walked by _eq_within / _in_within)."""
+        if not self.ctx.track_cost or id(node) in self.constants:
+            return
+        static = [o.type for o in node.operands]
+        how = comparison(node.function, static)
+        if how in (None, "walk") or (how == "any" and node.function == "@in"):
+            return  # counted (_eq_within, _in_within)
+        operands = node.operands
+        if how == "leaf":
+            if any(id(o) in self.constants for o in operands):
+                return
+            bounds = [self.bounds.get(id(o)) for o in operands]
+            if None in bounds:
+                return
+            side = 0 if bounds[0].chars <= bounds[1].chars else 1
+            self.guard_chars(operands[side], bounds[side])
+            return
+        key = operands[1] if node.function == "_[_]" else operands[0]
+        if how == "list":
+            if not self.python_in(node):
+                return  # counted by _in_within
+            container = operands[1]
+            bound = self.bounds.get(id(container))
+            if id(container) not in self.constants and bound is not None:
+                self.guards[id(container)] = bound.items
+        if id(key) not in self.constants and key.type.kind in _TEXT_KINDS | {"dyn"}:
+            bound = self.bounds.get(id(key))
+            if bound is not None:
+                self.guard_chars(key, bound)
+
+    def guard_chars(self, operand: ast.Node, bound: Bound) -> None:
+        if operand.type.kind in _TEXT_KINDS:
+            self.guards[id(operand)] = bound.chars
+        elif operand.type.is_dyn:
+            self.guards[id(operand)] = (bound.chars, bound.items)
+
+    def python_in(self, node: ast.Call) -> bool:
+        """Whether `membership` writes `in` on a list as Python's own (strings or ints)."""
+        item_t, cont_t = (o.type for o in node.operands)
+        return cont_t.kind == "list" and item_t.kind in ("string", "int") and cont_t.elem == item_t
 
     def interval(self, node: ast.Node) -> Interval:
         return self.intervals.get(id(node), FULL)
@@ -526,6 +619,8 @@ class _Gen:
             else:
                 return f"({self.g(pattern, 're')}.search({self.emit(operands[0])}) is not None)"
 
+        if self.metered(node):
+            return self.find_all(node)
         if dyn or len(candidates) != 1:
             return self.generic(node)
         ov = candidates[0]
@@ -546,6 +641,22 @@ class _Gen:
             return ov.emit.format(*args)
         self.note_result_interval(node, ov)
         return f"{self.g(ov.impl, _hint(ov.function))}({', '.join(args)})"
+
+    def find_all(self, node: ast.Call) -> str:
+        """findAll counted search by search against what the estimate charged this call: an
+        input larger than declared hands the node to the exact path (_TooLarge)."""
+        ov = node.overloads[0]
+        bounds = [self.bounds.get(id(o)) for o in node.operands]
+        if None in bounds:
+            limit = self.budget
+        else:
+            literals = [
+                o.value if isinstance(o, ast.Literal) and type(o.value) is int else None
+                for o in node.operands
+            ]
+            limit = ov.cost(BoundSizes(bounds, ov.params, literals))  # type: ignore[misc]
+        args = ", ".join(self.emit(o) for o in node.operands)
+        return f"{self.g(_findall_within, 'findall')}({args}, {limit})"
 
     def within_value_size(self, node: ast.Node) -> bool:
         """Whether the estimate bounds `node`'s value to MAX_VALUE_SIZE characters or items
@@ -651,14 +762,15 @@ class _Gen:
                 return f"({item} in {self.g(values, 'set')})"
             return f"({item} in {self.emit(container_node)})"
         if self.ctx.track_cost and walks(cont_t) and cont_t.kind != "map":
-            limit = self.walk_limit(container_node)
+            bounds = [self.bounds.get(id(o)) for o in operands]
+            limit = 0 if None in bounds else operator_charge("@in", static, bounds)
             return f"{self.g(_in_within, 'in')}({item}, {self.emit(container_node)}, {limit})"
         return f"{self.g(GENERIC['@in'], 'in')}({item}, {self.emit(container_node)})"
 
     def walk_limit(self, node: ast.Node) -> int:
-        """The elements the estimate let a comparison walk in `node`'s value."""
+        """What the estimate let an equality spend walking `node`'s value."""
         bound = self.bounds.get(id(node))
-        return walk_size(bound) if bound is not None else 0
+        return compare_size(bound) if bound is not None else 0
 
     # -- int arithmetic with overflow checks (special forms by overload id) -----------------------
     def checked(self, node: ast.Node, code: str, lo: int, hi: int) -> str:

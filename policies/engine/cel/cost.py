@@ -1,20 +1,31 @@
 """Static worst-case cost of a checked expression, Kubernetes-style.
 
 Every evaluated node costs 1; a macro costs 1 + cost(range) + size(range) x (1 + cost(body));
-library functions add a size-dependent charge (string traversal ceil(len/10), regex length, list
-length). Sizes come from the declared input bounds (`bounds`). The interpreter counts the same
-units at run time, so on inputs within the declared bounds the actual cost never exceeds this
-estimate.
+functions and operators add what they read and produce, by the sizes of their operands: string
+traversal ceil(len/10), a substring search the product of both traversals, a regex the text's
+traversal x (pattern length / 4), a comparison of strings their common length, of lists and maps
+every element walked (issue 27). Sizes come from the declared input bounds (`bounds`). One
+formula serves both times: `Sizes` answers its questions from bounds here and from values in the
+interpreter, so on inputs within the declared bounds the actual cost never exceeds this estimate.
+
+Where schedweb differs from cel-go and Kubernetes (checker/cost.go, apiserver/pkg/cel/library/
+cost.go): equality of lists and maps walks every element and compares strings at the leaves
+(cel-go charges 0.1 per top-level entry); `in` on a list and indexOf on a list charge each
+element's comparison; a map lookup charges its string key (hashing and the final comparison);
+an empty regex pattern or separator counts as one unit of pattern (cel-go's product is 0 for
+an empty pattern); findAll charges its result and every repeated search (see functions.find_all).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import ast
 from . import bounds as bd
 from .bounds import Bound
 from .functions import MAX_VALUE_SIZE
+from .regex import COMPILE_UNITS
 from .types import Type
 
 _SIZED = ("string", "bytes")
@@ -43,28 +54,112 @@ def operand_size(bound: Bound, param: Type | None) -> int:
 # Functions whose result can be much larger than their operands: charged, besides their own
 # cost, the traversal of the value they produce (estimated from its bound, counted at run time).
 RESULT_CHARGED = frozenset(("join", "replace", "split", "format"))
-# Static kinds whose equality is one Python comparison; others walk lists and maps.
-_FLAT_KINDS = frozenset(("int", "uint", "double", "string", "bytes", "bool", "null_type", "type"))
+# Static kinds whose equality is one Python comparison of fixed cost.
+_FLAT_KINDS = frozenset(("int", "uint", "double", "bool", "null_type", "type"))
+_TEXT_KINDS = frozenset(("string", "bytes"))
+_ANY_KINDS = frozenset(("dyn", "param", "error"))
 
 
 def walks(static: Type) -> bool:
     """Whether comparing a value of this static type may walk nested lists and maps."""
-    return static.kind not in _FLAT_KINDS and static.name != "Quantity"
+    return (
+        static.kind not in _FLAT_KINDS
+        and static.kind not in _TEXT_KINDS
+        and static.name != "Quantity"
+    )
 
 
-_WALK_CAP = 2**40
+def _fixed(static: Type) -> bool:
+    return static.kind in _FLAT_KINDS or static.name == "Quantity"
 
 
-def walk_size(bound: Bound) -> int:
-    """Elements and entries an equality may walk in a value of this bound, nested ones
-    included. Unknown-size values (dyn) count their top level, as Kubernetes does: the run-time
-    tracker counts the rest."""
-    if bound.items == 0:
-        return 0
+def comparison(function: str, static: Sequence[Type]) -> str | None:
+    """How an operator reads its operands beyond its unit cost (None: it does not):
+
+    - "walk": `==`/`!=` of lists, maps or dyn values, counted element by element, strings at the
+      leaves (runtime.equals_within);
+    - "leaf": `==`, `!=` or an ordering of strings or bytes: their common length;
+    - "key": `in` a map, a map index: the key's characters (hashing, the final comparison);
+    - "list": `in` a list: each element, compared with the item as equality would;
+    - "any": `in` or an index on a dyn container: "key" or "list" by its run-time kind.
+    """
+    if function in ("_==_", "_!=_"):
+        if _fixed(static[0]) or _fixed(static[1]):
+            return None
+        if walks(static[0]) and walks(static[1]):
+            return "walk"
+        return "leaf"
+    if function in _ORDERINGS:
+        if _fixed(static[0]) or _fixed(static[1]):
+            return None
+        return "leaf"
+    if function == "@in":
+        kind = static[1].kind
+        if kind in ("map", "resources"):
+            return "key" if not _fixed(static[0]) else None
+        if kind == "list":
+            return "list"
+        return "any" if kind in _ANY_KINDS else None
+    if function == "_[_]":
+        kind = static[0].kind
+        if _fixed(static[1]) or kind == "list":
+            return None
+        if kind == "map":
+            return "key"
+        return "any" if kind in _ANY_KINDS else None
+    return None
+
+
+_ORDERINGS = frozenset(("_<_", "_<=_", "_>_", "_>=_"))
+REGEX_FUNCTIONS = frozenset(("matches", "find", "findAll"))
+
+
+def compiles_pattern(node: ast.Call) -> bool:
+    """Whether a regex call compiles its pattern when it runs (the pattern is not a literal,
+    which the checker compiled): it is then charged regex.COMPILE_UNITS."""
+    return (
+        node.function in REGEX_FUNCTIONS
+        and len(node.operands) >= 2
+        and not isinstance(node.operands[1], ast.Literal)
+    )
+
+
+def _varies(node: ast.Node) -> bool:
+    """Whether a value may differ between iterations of a macro (it reads a macro variable)."""
+    return any(isinstance(n, ast.Ident) and n.binding is not None for n in ast.walk(node))
+
+
+_COMPARE_CAP = 2**40
+
+
+def compare_size(bound: Bound) -> int:
+    """Units an equality may spend on a value of this bound: one per list element or map entry
+    walked (nested ones included), the traversal of each map key looked up and of each string
+    or bytes leaf compared. Unknown-size values (dyn) count their top level, as Kubernetes
+    does: the run-time tracker counts the rest."""
     if bound is bd.DYN:
-        return bound.items
-    inner = walk_size(bound.element())
-    return min(_WALK_CAP, bound.items * (1 + inner))
+        return max(bound.items, bd.traversal(bound.chars))
+    if bound.items == 0:
+        return bd.traversal(bound.chars)
+    key = bd.traversal(bound.key.chars) if bound.key is not None else 0
+    inner = compare_size(bound.element())
+    return min(_COMPARE_CAP, bound.items * (1 + key + inner))
+
+
+def operator_charge(function: str, static: Sequence[Type], bounds: Sequence[Bound]) -> int:
+    """The estimate of what `comparison` says the operator reads, from the operands' bounds."""
+    how = comparison(function, static)
+    if how is None:
+        return 0
+    if how == "walk":
+        return min(compare_size(bounds[0]), compare_size(bounds[1]))
+    if how == "leaf":
+        return bd.traversal(min(bounds[0].chars, bounds[1].chars))
+    key, container = (bounds[1], bounds[0]) if function == "_[_]" else (bounds[0], bounds[1])
+    if how == "key" or function == "_[_]":
+        return bd.traversal(key.chars)
+    listed = min(_COMPARE_CAP, container.items * (1 + compare_size(key)))
+    return listed if how == "list" else max(listed, bd.traversal(key.chars))
 
 
 def runtime_size(value: object) -> int:
@@ -72,6 +167,88 @@ def runtime_size(value: object) -> int:
     if isinstance(value, (str, bytes, list, tuple, dict)):
         return len(value)
     return 0
+
+
+class BoundSizes:
+    """What a cost formula may ask of its operands, answered at compile time from the bounds
+    the estimate assumed (`ValueSizes` answers the same questions from values at run time)."""
+
+    __slots__ = ("bounds", "literals", "params")
+
+    def __init__(self, bounds: Sequence[Bound], params: Sequence[Type], literals=()) -> None:
+        self.bounds = bounds
+        self.params = params
+        self.literals = literals  # int literals among the operands (findAll's limit)
+
+    def size(self, i: int) -> int:
+        """Characters of a string or bytes operand, entries of a list or map."""
+        return operand_size(self.bounds[i], self.params[i])
+
+    def compare(self, i: int) -> int:
+        """What an equality walking operand i may spend (compare_size)."""
+        return compare_size(self.bounds[i])
+
+    def longest(self, i: int) -> int:
+        """Characters of the longest string or bytes element of list operand i."""
+        return self.bounds[i].element().chars
+
+    def value(self, i: int) -> int | None:
+        """An int operand's value when it is known (a literal), else None."""
+        return self.literals[i] if i < len(self.literals) else None
+
+
+class ValueSizes:
+    """The run-time answers to BoundSizes' questions, from the operands' values."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: Sequence[object]) -> None:
+        self.values = values
+
+    def size(self, i: int) -> int:
+        return runtime_size(self.values[i])
+
+    def compare(self, i: int) -> int:
+        return value_compare_size(self.values[i], _COMPARE_CAP)
+
+    def longest(self, i: int) -> int:
+        items = self.values[i]
+        if not isinstance(items, (list, tuple)):
+            return 0
+        return max((len(x) for x in items if isinstance(x, (str, bytes))), default=0)
+
+    def value(self, i: int) -> int | None:
+        v = self.values[i] if i < len(self.values) else None
+        return v if type(v) is int else None
+
+
+# What cost formulas (library.CostFn) are given: the same questions at both times.
+Sizes = BoundSizes | ValueSizes
+
+
+def value_compare_size(value: object, cap: int) -> int:
+    """compare_size of a value: what an equality walking it may spend (at most `cap` + 1: the
+    walk stops once it passes the cap)."""
+    if isinstance(value, (str, bytes)):
+        return bd.traversal(len(value))
+    if not isinstance(value, (list, tuple, dict)):
+        return 0
+    total = 0
+    stack = [value]
+    while stack and total <= cap:
+        v = stack.pop()
+        if isinstance(v, dict):
+            total += len(v)
+            for k, item in v.items():
+                if isinstance(k, str):
+                    total += bd.traversal(len(k))
+                stack.append(item)
+        elif isinstance(v, (list, tuple)):
+            total += len(v)
+            stack.extend(v)
+        elif isinstance(v, (str, bytes)):
+            total += bd.traversal(len(v))
+    return total
 
 
 class Estimator:
@@ -85,9 +262,14 @@ class Estimator:
         self.var_bounds: dict[int, Bound] = {}  # comprehension slot -> variable bound
         self.costs: dict[int, int] = {}  # id(node) -> subtree cost, for the dominant node
         self.bounds: dict[int, Bound] = {}
+        # charged once per evaluation, not per iteration: compiling a pattern that is the same
+        # in every iteration (the cache then holds it; see compiles_pattern)
+        self.once = 0
+        self.once_at: dict[int, int] = {}  # id(call) -> what of `once` it charged
 
     def run(self, root: ast.Node) -> Estimate:
         total, _ = self.visit(root)
+        total += self.once
         return Estimate(total, self._dominant(root, total), self.bounds)
 
     def visit(self, node: ast.Node) -> tuple[int, Bound]:
@@ -102,7 +284,8 @@ class Estimator:
             heavy = isinstance(node, ast.Comprehension) or (
                 isinstance(node, ast.Call) and any(ov.cost for ov in node.overloads)
             )
-            if heavy and self.costs.get(id(node), 0) * 2 >= total:
+            cost = self.costs.get(id(node), 0) + self.once_at.get(id(node), 0)
+            if heavy and cost * 2 >= total:
                 best = node  # walk is parent-first, so the deepest such node wins
         return best
 
@@ -194,8 +377,18 @@ class Estimator:
             arg_bounds.append(b)
         if not node.overloads:  # variadic math.greatest / math.least
             return cost + len(arg_bounds), bd.SCALAR
-        cost += call_charge(node.overloads, arg_bounds, operand_size)
-        cost += walk_charge(node, arg_bounds)
+        literals = [
+            o.value if isinstance(o, ast.Literal) and type(o.value) is int else None
+            for o in node.operands
+        ]
+        cost += call_charge(node.overloads, lambda ov: BoundSizes(arg_bounds, ov.params, literals))
+        cost += operator_charge(node.function, [o.type for o in node.operands], arg_bounds)
+        if compiles_pattern(node):
+            if _varies(node.operands[1]):
+                cost += COMPILE_UNITS
+            else:
+                self.once += COMPILE_UNITS
+                self.once_at[id(node)] = COMPILE_UNITS
         # With several candidates (dyn arguments) any of them may run: cover them all.
         result = bd.SCALAR
         for ov in node.overloads:
@@ -209,29 +402,19 @@ class Estimator:
         return cost, result
 
 
-def walk_charge(node: ast.Call, arg_bounds: list[Bound]) -> int:
-    """What `==`, `!=` and `in` may walk beyond their unit cost (see runtime.equals_within)."""
-    static = [o.type for o in node.operands]
-    if node.function in ("_==_", "_!=_") and walks(static[0]) and walks(static[1]):
-        return min(walk_size(arg_bounds[0]), walk_size(arg_bounds[1]))
-    if node.function == "@in" and walks(static[1]) and static[1].kind != "map":
-        return walk_size(arg_bounds[1])
-    return 0
-
-
 def _sized(typ: Type | None) -> bool:
     return typ is not None and (
         typ.kind in _SIZED or typ.kind in _COLLECTIONS or typ.is_dyn or typ.kind == "param"
     )
 
 
-def call_charge(overloads, operands, size_of) -> int:
-    """The size-dependent charge of a call: the largest over its candidate overloads, each fed
-    `size_of(operand, param)` (bounds at compile time, values at run time)."""
+def call_charge(overloads, sizes) -> int:
+    """The size-dependent charge of a call: the largest over its candidate overloads, each
+    formula fed `sizes(overload)` (BoundSizes at compile time, ValueSizes at run time)."""
     charge = 0
     for o in overloads:
         if o.cost is not None:
-            charge = max(charge, o.cost([size_of(x, p) for x, p in zip(operands, o.params)]))
+            charge = max(charge, o.cost(sizes(o)))
     return charge
 
 

@@ -8,11 +8,19 @@ import math
 from fractions import Fraction
 from typing import Any
 
+import re2
+from re2 import _re2
+
 from policies.engine.quantity import Quantity, QuantityError, parse_quantity
 
+from .bounds import traversal
+from .deadline import deadline_get, deadline_passed, now
+from .errors import CelCostError
 from .regex import RegexError, compile_regex
 from .runtime import NUMERIC, compare, equals, fail, no_overload, overflow
 from .values import INT_MAX, INT_MIN, UINT_MAX, UInt, kind_of
+
+_UNANCHORED = re2._Anchor.UNANCHORED
 
 # -- strings (cel-go ext/strings, cel-cpp extensions/strings) --------------------------------
 _LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
@@ -153,18 +161,87 @@ def find(s: str, pattern: str) -> str:
 
 def find_all(s: str, pattern: str, n: int = -1) -> list[str]:
     """Go's FindAllString: an empty match right after the previous match is skipped."""
+    return find_all_metered(s, pattern, n)[0]
+
+
+# A deadline is looked at every this many searches of findAll (2**6: a search is at least a
+# microsecond, so a look costs under 2% of the loop).
+_DEADLINE_EVERY = 63
+
+
+def find_all_metered(
+    s: str, pattern: str, n: int = -1, budget: int | None = None
+) -> tuple[list[str], int]:
+    """findAll and what it cost, counted as library._find_all_cost estimates it: each search
+    the traversal of the text left from where it starts (+1) x the pattern's units, then one
+    unit per match and the traversal of the matches' text. CelCostError before a search that
+    would take the count past `budget`; the request's deadline (deadline.py) is looked at
+    every 64 searches, so neither a long loop of matches nor a quadratic one outlives them.
+
+    A search can read far past its match (RE2 keeps scanning while a higher-priority
+    alternative of the pattern could still match: `a.*?b|a` over n a's reads to the end each
+    time, n^2/2 characters in all; Go's and Rust's regexp iterate the same way), so repeats
+    are charged the whole remainder: 1 M characters took about 13 minutes per node before
+    this was counted (issue 27). Matches are found with the binding's Match directly, one
+    UTF-8 encoding of the text in all, at the cost of re2's finditer (0.9 us a match here)."""
     if n == 0:
-        return []
+        return [], 0
+    regexp = _regex(pattern)._regexp
+    units = _pattern_units(len(pattern))
+    encoded = s.encode("utf-8")
+    size, end = len(s), len(encoded)
+    ascii_text = size == end
+    at_byte, at_char = 0, 0  # the last byte offset converted to characters, and its result
+
+    def chars(offset: int) -> int:
+        nonlocal at_byte, at_char
+        if ascii_text:
+            return offset
+        if offset != at_byte:
+            at_char += _re2.BytesToCharLen(encoded, at_byte, offset)
+            at_byte = offset
+        return at_char
+
+    dl = deadline_get()
     out: list[str] = []
+    spent = searched = matched_chars = 0
+    pos = 0  # byte offset where the next search starts
     prev_end = -1
-    for m in _regex(pattern).finditer(s):
-        if m.start() == m.end() == prev_end:
-            continue
-        out.append(m.group(0))
-        prev_end = m.end()
+    while True:
+        charge = traversal(size - chars(pos) + 1) * units
+        if budget is not None and spent + charge > budget:
+            raise CelCostError(f"cost budget exceeded: findAll() passed {budget}")
+        spent += charge
+        searched += 1
+        if dl is not None and not searched & _DEADLINE_EVERY and now() > dl:
+            deadline_passed()
+        start, stop = regexp.Match(_UNANCHORED, encoded, pos, end)[0]
+        if start < 0:
+            break
+        if stop == pos:  # an empty match here: never right after the previous match (Go)
+            if start != prev_end:
+                out.append("")
+            if pos == end:
+                break
+            pos += _re2.CharLenToBytes(encoded, pos, 1)
+        else:
+            first = chars(start)
+            text = s[first : chars(stop)]
+            matched_chars += len(text)
+            out.append(text)
+            pos = stop
+        prev_end = stop
         if 0 < n <= len(out):
             break
-    return out
+    spent += len(out) + traversal(matched_chars)
+    if budget is not None and spent > budget:
+        raise CelCostError(f"cost budget exceeded: findAll() passed {budget}")
+    return out, spent
+
+
+def _pattern_units(chars: int) -> int:
+    """A pattern's units in a regex's cost: its length / 4, at least 1 (library._regex_cost)."""
+    return max(1, -(-chars // 4))
 
 
 # -- lists (Kubernetes lists library) ---------------------------------------------------------

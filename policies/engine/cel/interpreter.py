@@ -17,10 +17,11 @@ from . import ast
 from . import functions as fn
 from . import runtime as rt
 from .bounds import traversal
-from .cost import RESULT_CHARGED, call_charge, runtime_size, walks
+from .cost import RESULT_CHARGED, ValueSizes, comparison, compiles_pattern, runtime_size
 from .deadline import CHECK_EVERY, deadline_get, deadline_passed, now
 from .errors import CelCostError, CelEvalError
 from .library import GENERIC, dispatch
+from .regex import COMPILE_UNITS, is_compiled
 from .types import TYPE_NAMES, Type
 from .values import TypeValue, clip, kind_of
 
@@ -379,6 +380,8 @@ class Compiler:
     # -- calls ------------------------------------------------------------------------------------
     def _call(self, node: ast.Call) -> Eval:
         operands = [self.compile(o) for o in node.operands]
+        if self.track and compiles_pattern(node):
+            operands[1] = _compile_charged(operands[1])
         function = node.function
         candidates = node.overloads
         static = [o.type for o in node.operands]
@@ -417,9 +420,10 @@ class Compiler:
 
             return resource_index
 
-        if self.track and function in ("_==_", "_!=_") and (walks(static[0]) and walks(static[1])):
+        how = comparison(function, static) if self.track else None
+        if how == "walk":
             return self._counted_equality(operands, negate=function == "_!=_")
-        if self.track and function == "@in" and walks(static[1]) and static[1].kind != "map":
+        if how is not None and function == "@in":
             return self._counted_membership(operands)
 
         if len(candidates) == 1 and not any(s.is_dyn for s in static):
@@ -431,8 +435,14 @@ class Compiler:
             def impl(*args: Any) -> Any:
                 return dispatch(function, candidates, args)
 
-        def size_of(value: Any, _param: Any) -> int:
-            return runtime_size(value)
+        if self.track and function == "findAll":
+            return _find_all(operands, candidates[0])
+
+        def size_of(*args: Any) -> int:
+            return _charge_of(candidates, args)
+
+        if how is not None:  # "leaf" (strings compared), "key" or "any" (a map index): call2
+            charged, size_of = True, rt.leaf_charge if how == "leaf" else _index_charge
 
         if not charged and len(operands) == 2:
             a, b = operands
@@ -470,7 +480,7 @@ class Compiler:
                 x = a(fr)
                 fr.cost += 1
                 if charged:
-                    fr.cost += call_charge(candidates, (x,), size_of)
+                    fr.cost += size_of(x)
                     if fr.cost > fr.mark:
                         fr.tick()
                 try:
@@ -490,7 +500,7 @@ class Compiler:
                 y = b(fr)
                 fr.cost += 1
                 if charged:
-                    fr.cost += call_charge(candidates, (x, y), size_of)
+                    fr.cost += size_of(x, y)
                     if fr.cost > fr.mark:
                         fr.tick()
                 try:
@@ -507,7 +517,7 @@ class Compiler:
             args = [o(fr) for o in operands]
             fr.cost += 1
             if charged:
-                fr.cost += call_charge(candidates, args, size_of)
+                fr.cost += size_of(*args)
                 if fr.cost > fr.mark:
                     fr.tick()
             try:
@@ -553,6 +563,56 @@ def _counted_walk(
         return result is not flip
 
     return counted
+
+
+def _compile_charged(pattern: Eval) -> Eval:
+    """A regex call's pattern operand, charged regex.COMPILE_UNITS when it is not compiled yet
+    (before the call compiles it; cost.compiles_pattern is the estimate's side)."""
+
+    def compiled_pattern(fr: Frame) -> Any:
+        value = pattern(fr)
+        if type(value) is str and not is_compiled(value):
+            fr.cost += COMPILE_UNITS
+            if fr.cost > fr.mark:
+                fr.tick()
+        return value
+
+    return compiled_pattern
+
+
+def _charge_of(candidates: list, args: tuple) -> int:
+    """The size-dependent charge of a call on these values (cost.call_charge at run time)."""
+    sizes = ValueSizes(args)
+    return max(ov.cost(sizes) for ov in candidates if ov.cost is not None)
+
+
+def _index_charge(container: Any, key: Any) -> int:
+    return rt.key_charge(key) if kind_of(container) == "map" else 0
+
+
+def _find_all(operands: list[Eval], overload: Any) -> Eval:
+    """findAll counted search by search against the budget left (functions.find_all_metered)."""
+
+    def find_all(fr: Frame) -> Any:
+        args = [o(fr) for o in operands]
+        fr.cost += 1
+        if not overload.accepts(args):
+            rt.no_overload("findAll", *args)
+        try:
+            value, units = fn.find_all_metered(*args, budget=max(0, fr.limit - fr.cost))
+        except CelCostError:
+            fr.cost = fr.limit + 1
+            raise fr.over_budget() from None
+        except CelEvalError:
+            raise
+        except Exception as e:
+            raise foreign_error("findAll", e) from None
+        fr.cost += units
+        if fr.cost > fr.mark:
+            fr.tick()
+        return value
+
+    return find_all
 
 
 def _charge_result(f: Eval) -> Eval:

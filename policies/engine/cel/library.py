@@ -18,6 +18,7 @@ from . import functions as fn
 from . import runtime as rt
 from . import types as t
 from .bounds import Bound
+from .cost import Sizes
 from .types import (
     BOOL,
     BYTES,
@@ -36,7 +37,7 @@ from .types import (
 )
 from .values import kind_of
 
-CostFn = Callable[[Sequence[int]], int]
+CostFn = Callable[["Sizes"], int]
 BoundFn = Callable[[Sequence[Bound]], Bound]
 
 
@@ -170,39 +171,97 @@ def dispatch(function: str, candidates: Sequence[Overload], args: Sequence[Any])
 
 
 # -- cost and bound helpers ------------------------------------------------------------------
+# A cost formula takes a `Sizes` (cost.BoundSizes at compile time, cost.ValueSizes at run time):
+# one formula, so the estimate and the run-time tracker cannot drift apart.
 trav = bd.traversal
 
 
-def reads(cost: CostFn) -> tuple[int, ...] | str:
-    """Which operand sizes a cost function reads: indices or "all". The fast path guards
-    exactly these sizes (see codegen)."""
-    return getattr(cost, "reads", "all")
+def reads(cost: CostFn) -> dict[int, str]:
+    """Which operand sizes a cost formula reads: {operand index: "size" | "compare" |
+    "longest"}. The fast path guards exactly these (see codegen.plan_guards)."""
+    return cost.reads  # type: ignore[attr-defined]
 
 
-def _charge(cost: CostFn, operands: tuple[int, ...] | str) -> CostFn:
+def _charge(cost: CostFn, operands: dict[int, str]) -> CostFn:
     cost.reads = operands  # type: ignore[attr-defined]
     return cost
 
 
 def _trav(i: int) -> CostFn:
-    return _charge(lambda s: trav(s[i]), (i,))
+    return _charge(lambda s: trav(s.size(i)), {i: "size"})
 
 
-def _trav_all(s: Sequence[int]) -> int:
-    return trav(sum(s))
+def _trav_all(n: int) -> CostFn:
+    return _charge(
+        lambda s: trav(sum(s.size(i) for i in range(n))), dict.fromkeys(range(n), "size")
+    )
 
 
 def _items(i: int) -> CostFn:
-    return _charge(lambda s: s[i], (i,))
+    return _charge(lambda s: s.size(i), {i: "size"})
 
 
-def _regex_cost(s: Sequence[int]) -> int:
-    # Kubernetes: string traversal x (pattern length / 4), at least 1.
-    return max(1, math.ceil((1 + s[0]) * 0.1) * math.ceil(s[1] * 0.25))
+def _search(s: Sizes) -> int:
+    # A substring search (contains, indexOf, replace, split): cel-go's contains, the product of
+    # both traversals. CPython's search is O(n x m) in its worst case below 2500 characters (or
+    # 30 000 with a needle under 100): 2500 x 2500 took 5 ms here, 62 500 units. An empty
+    # needle still scans: it counts as one unit of needle.
+    return trav(s.size(0)) * max(1, trav(s.size(1)))
 
 
-_charge(_trav_all, "all")
-_charge(_regex_cost, (0, 1))
+def _replace_cost(s: Sizes) -> int:
+    return _search(s) + trav(s.size(2))  # the result is charged too (RESULT_CHARGED)
+
+
+def _regex_cost(s: Sizes) -> int:
+    # Kubernetes: the text's traversal (+1) x (pattern length / 4); an empty pattern counts as
+    # one unit (Kubernetes' product is 0 there).
+    return trav(s.size(0) + 1) * _pattern_units(s.size(1))
+
+
+def _pattern_units(chars: int) -> int:
+    return max(1, math.ceil(chars * 0.25))
+
+
+def _find_all_cost(s: Sizes) -> int:
+    """findAll: every search it repeats and its result (functions.find_all_metered counts the
+    same at run time). Search k starts where match k-1 ended, a position strictly after the
+    previous one, and may read to the end of the text (RE2 keeps scanning while a
+    higher-priority alternative could still match): the searches read at most the
+    traversals of n + 1, n, ... characters, one search per match and one that fails. The
+    result: one unit per match (at most n + 1, or the limit) and the traversal of its text."""
+    n = s.size(0)
+    limit = s.value(2)
+    searches = n + 1 if limit is None or limit < 0 else min(limit, n + 1)
+    repeats = traversal_sum(n + 1) - traversal_sum(n + 1 - searches)
+    return repeats * _pattern_units(s.size(1)) + searches + trav(n)
+
+
+def traversal_sum(m: int) -> int:
+    """sum(ceil(j / 10) for j in 1..m), in closed form: m = 10q + r gives 5q(q + 1) + r(q + 1)."""
+    if m <= 0:
+        return 0
+    q, r = divmod(m, 10)
+    return 5 * q * (q + 1) + r * (q + 1)
+
+
+def _list_search(s: Sizes) -> int:
+    # indexOf / lastIndexOf on a list: each element compared with the item, as `in` does
+    return s.size(0) * (1 + s.compare(1))
+
+
+def _list_order(s: Sizes) -> int:
+    # isSorted, min, max: each element compared with the next; Kubernetes adds the traversal
+    # of string elements the same way
+    return s.size(0) * (1 + trav(s.longest(0)))
+
+
+_charge(_search, {0: "size", 1: "size"})
+_charge(_replace_cost, {0: "size", 1: "size", 2: "size"})
+_charge(_regex_cost, {0: "size", 1: "size"})
+_charge(_find_all_cost, {0: "size", 1: "size"})
+_charge(_list_search, {0: "size", 1: "compare"})
+_charge(_list_order, {0: "longest"})
 
 
 def _same(i: int) -> BoundFn:
@@ -258,7 +317,7 @@ _decl(
     fn.concat,
     id="add_string",
     emit="({0} + {1})",
-    cost=_trav_all,
+    cost=_trav_all(2),
     bound=_concat_strings,
 )
 _decl(
@@ -268,7 +327,7 @@ _decl(
     fn.concat,
     id="add_bytes",
     emit="({0} + {1})",
-    cost=_trav_all,
+    cost=_trav_all(2),
     bound=_concat_strings,
 )
 _decl(
@@ -278,22 +337,23 @@ _decl(
     fn.concat,
     id="add_list",
     emit="[*{0}, *{1}]",
-    cost=_trav_all,
+    cost=_trav_all(2),
     bound=_concat_lists,
 )
 _decl("-_", (INT,), INT, rt.neg_int, id="negate_int")
 _decl("-_", (DOUBLE,), DOUBLE, operator.neg, id="negate_double", emit="(-{0})")
 _decl("!_", (BOOL,), BOOL, operator.not_, id="logical_not", emit="(not {0})")
 
-# Comparisons cost 1 like any operator: they run at memcmp speed, and charging them by size
-# would put a size check on every label comparison in the fast path.
+# Comparisons, `in` and map indexing are charged by what they read (cost.comparison: strings by
+# their common length, lists and maps element by element, keys by their characters), outside
+# these declarations: the charge depends on both operands' static types, not on one overload.
 _decl("_==_", (A, A), BOOL, rt.equals, id="equals")
 _decl("_!=_", (A, A), BOOL, rt.not_equals, id="not_equals")
 _ORDER = {"_<_": operator.lt, "_<=_": operator.le, "_>_": operator.gt, "_>=_": operator.ge}
 for _fn, _op in _ORDER.items():
     for _typ in (INT, UINT, DOUBLE, STRING, BYTES, BOOL):
         _decl(_fn, (_typ, _typ), BOOL, _op, id=f"{_fn.strip('_')}_{_typ.name}")
-_decl("@in", (A, list_of(A)), BOOL, lambda x, c: rt.contains(c, x), id="in_list", cost=_items(1))
+_decl("@in", (A, list_of(A)), BOOL, lambda x, c: rt.contains(c, x), id="in_list")
 _decl("@in", (A, map_of(A, B)), BOOL, lambda x, c: rt.contains(c, x), id="in_map")
 _decl("_[_]", (list_of(A), INT), A, rt.list_get, id="index_list", bound=_elem_bound)
 _decl("_[_]", (map_of(A, B), A), B, rt.map_get, id="index_map", bound=_elem_bound)
@@ -344,7 +404,7 @@ _decl(
     lambda s, x: x in s,
     member=True,
     emit="({1} in {0})",
-    cost=_trav(0),
+    cost=_search,
 )
 _decl(
     "startsWith",
@@ -367,10 +427,10 @@ _decl(
 _decl("matches", (STRING, STRING), BOOL, fn.matches, member=True, cost=_regex_cost)
 _decl("matches", (STRING, STRING), BOOL, fn.matches, id="matches_global", cost=_regex_cost)
 _decl("charAt", (STRING, INT), STRING, fn.char_at, member=True, cost=_trav(0), bound=_chars(1))
-_decl("indexOf", (STRING, STRING), INT, fn.index_of, member=True, cost=_trav_all)
-_decl("indexOf", (STRING, STRING, INT), INT, fn.index_of, member=True, cost=_trav_all)
-_decl("lastIndexOf", (STRING, STRING), INT, fn.last_index_of, member=True, cost=_trav_all)
-_decl("lastIndexOf", (STRING, STRING, INT), INT, fn.last_index_of, member=True, cost=_trav_all)
+_decl("indexOf", (STRING, STRING), INT, fn.index_of, member=True, cost=_search)
+_decl("indexOf", (STRING, STRING, INT), INT, fn.index_of, member=True, cost=_search)
+_decl("lastIndexOf", (STRING, STRING), INT, fn.last_index_of, member=True, cost=_search)
+_decl("lastIndexOf", (STRING, STRING, INT), INT, fn.last_index_of, member=True, cost=_search)
 _decl("lowerAscii", (STRING,), STRING, fn.lower_ascii, member=True, cost=_trav(0), bound=_same(0))
 _decl("upperAscii", (STRING,), STRING, fn.upper_ascii, member=True, cost=_trav(0), bound=_same(0))
 _decl(
@@ -379,7 +439,7 @@ _decl(
     STRING,
     fn.replace,
     member=True,
-    cost=_trav_all,
+    cost=_replace_cost,
     bound=_replace_bound,
 )
 _decl(
@@ -388,7 +448,7 @@ _decl(
     STRING,
     fn.replace,
     member=True,
-    cost=_trav_all,
+    cost=_replace_cost,
     bound=_replace_bound,
 )
 _decl(
@@ -397,7 +457,7 @@ _decl(
     list_of(STRING),
     fn.split,
     member=True,
-    cost=_trav_all,
+    cost=_search,
     bound=_split_bound,
 )
 _decl(
@@ -406,7 +466,7 @@ _decl(
     list_of(STRING),
     fn.split,
     member=True,
-    cost=_trav_all,
+    cost=_search,
     bound=_split_bound,
 )
 _decl("substring", (STRING, INT), STRING, fn.substring, member=True, cost=_trav(0), bound=_same(0))
@@ -449,7 +509,7 @@ _decl(
     list_of(STRING),
     fn.find_all,
     member=True,
-    cost=_regex_cost,
+    cost=_find_all_cost,
     bound=_split_bound,
 )
 _decl(
@@ -458,15 +518,15 @@ _decl(
     list_of(STRING),
     fn.find_all,
     member=True,
-    cost=_regex_cost,
+    cost=_find_all_cost,
     bound=_split_bound,
 )
 
 # -- lists (Kubernetes) ------------------------------------------------------------------------
-_decl("isSorted", (list_of(A),), BOOL, fn.is_sorted, member=True, cost=_items(0))
+_decl("isSorted", (list_of(A),), BOOL, fn.is_sorted, member=True, cost=_list_order)
 _decl("sum", (list_of(A),), A, fn.list_sum, member=True, cost=_items(0))
-_decl("min", (list_of(A),), A, fn.list_min, member=True, cost=_items(0), bound=_elem_bound)
-_decl("max", (list_of(A),), A, fn.list_max, member=True, cost=_items(0), bound=_elem_bound)
+_decl("min", (list_of(A),), A, fn.list_min, member=True, cost=_list_order, bound=_elem_bound)
+_decl("max", (list_of(A),), A, fn.list_max, member=True, cost=_list_order, bound=_elem_bound)
 _decl(
     "indexOf",
     (list_of(A), A),
@@ -474,7 +534,7 @@ _decl(
     fn.list_index_of,
     member=True,
     id="list_index_of",
-    cost=_items(0),
+    cost=_list_search,
 )
 _decl(
     "lastIndexOf",
@@ -483,7 +543,7 @@ _decl(
     fn.list_last_index_of,
     member=True,
     id="list_last_index_of",
-    cost=_items(0),
+    cost=_list_search,
 )
 
 # -- math (cel-go ext/math); greatest/least are variadic and typed by the checker ----------------
@@ -524,11 +584,11 @@ _SELECTOR = map_of(STRING, STRING)
 _CLUSTER_COST = 10  # a fixed charge per helper call, plus one per selector entry
 
 
-def _cluster_cost(s: Sequence[int]) -> int:
-    return _CLUSTER_COST + s[-1]
+def _cluster_cost(s: Sizes) -> int:
+    return _CLUSTER_COST + s.size(-1)
 
 
-_charge(_cluster_cost, (-1,))
+_charge(_cluster_cost, {-1: "size"})
 
 
 _decl(
@@ -556,7 +616,7 @@ _decl(
     INT,
     fn.node_count,
     member=True,
-    cost=_charge(lambda s: _CLUSTER_COST, ()),
+    cost=_charge(lambda s: _CLUSTER_COST, {}),
 )
 
 

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 from policies.engine.inputs import ResourceMap
 from policies.engine.quantity import Quantity
 
+from .bounds import traversal
 from .errors import CelCostError, CelEvalError
 from .values import (
     INT_MAX,
@@ -249,27 +250,36 @@ def not_equals(a: Any, b: Any) -> bool:
 
 
 def equals_within(a: Any, b: Any, budget: int) -> tuple[bool, int]:
-    """`equals` that counts the work it does: one unit per list element or map entry walked
-    (shared subtrees count every time they are walked). Walking more than `budget` raises
-    CelCostError. Returns (equal, units walked)."""
+    """`equals` that counts the work it does (cost.compare_size is its estimate): one unit per
+    list element or map entry walked (shared subtrees count every time they are walked), the
+    traversal of each string map key looked up, and of the common length of each pair of
+    strings or bytes compared. Walking more than `budget` raises CelCostError. Returns
+    (equal, units walked)."""
     left = budget
 
-    def eq(x: Any, y: Any) -> bool:
+    def spend(units: int) -> None:
         nonlocal left
+        left -= units
+        if left < 0:
+            raise CelCostError(f"cost budget exceeded: comparing walked over {budget} elements")
+
+    def eq(x: Any, y: Any) -> bool:
         tx = type(x)
         if tx is type(y) and tx in _SCALAR_TYPES:
+            if tx is str or tx is bytes:
+                spend(traversal(min(len(x), len(y))))
             return x == y
         kx = kind_of(x)
         if kx in ("list", "map") and kx == kind_of(y):
             n = len(x)
             if n != len(y):
                 return False
-            left -= n
-            if left < 0:
-                raise CelCostError(f"cost budget exceeded: comparing walked over {budget} elements")
+            spend(n)
             if kx == "list":
                 return all(eq(p, q) for p, q in zip(x, y))
             for key, value in x.items():
+                if type(key) is str:
+                    spend(traversal(len(key)))
                 found, other = map_find(y, key)
                 if not found or not eq(value, other):
                     return False
@@ -281,9 +291,16 @@ def equals_within(a: Any, b: Any, budget: int) -> tuple[bool, int]:
 
 
 def contains_within(container: Any, item: Any, budget: int) -> tuple[bool, int]:
-    """`contains` counting the elements walked, as `equals_within`."""
-    if kind_of(container) != "list":
-        return contains(container, item), 1
+    """`contains` counting its work as `equals_within`: each element of a list compared with
+    the item, or the item's characters when it is looked up as a map key."""
+    kind = kind_of(container)
+    if kind == "map":
+        units = key_charge(item)
+        if units > budget:
+            raise CelCostError(f"cost budget exceeded: 'in' walked over {budget} elements")
+        return map_find(container, item)[0], units
+    if kind != "list":
+        return contains(container, item), 0
     walked = len(container)
     if walked > budget:
         raise CelCostError(f"cost budget exceeded: 'in' walked over {budget} elements")
@@ -293,6 +310,20 @@ def contains_within(container: Any, item: Any, budget: int) -> tuple[bool, int]:
         if found:
             return True, walked
     return False, walked
+
+
+def key_charge(key: Any) -> int:
+    """What looking up `key` in a map reads: a string key's characters (hashing it, comparing
+    it with the key found)."""
+    return traversal(len(key)) if type(key) is str else 0
+
+
+def leaf_charge(a: Any, b: Any) -> int:
+    """What comparing two strings (or two bytes) reads: their common length."""
+    ta = type(a)
+    if ta is type(b) and (ta is str or ta is bytes):
+        return traversal(min(len(a), len(b)))
+    return 0
 
 
 # -- maps, lists, selection ---------------------------------------------------------------

@@ -1,7 +1,10 @@
-"""`python manage.py adduser NAME --role ROLE [--password PW] [--token NAME]`.
+"""`python manage.py adduser NAME --role ROLE [--password PW | --password-file FILE] [--token NAME]`.
 
 Creates (or updates the role of) a user; prints a generated password when none is given, and
 with --token also creates an API token and prints it once (for automation and CI set-up).
+`--password-file` reads the password from a file (the Helm chart's first admin: a Secret mounted
+into the migrations Job, so that it appears in no command line or environment), and with
+`--if-no-users` the command does nothing once any user exists.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import secrets
 
 from django.contrib.auth.models import Group, User
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from policies import services
@@ -22,7 +25,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
         parser.add_argument("--role", choices=ROLES, required=True)
-        parser.add_argument("--password", help="default: a random one, printed")
+        secret = parser.add_mutually_exclusive_group()
+        secret.add_argument("--password", help="default: a random one, printed")
+        secret.add_argument(
+            "--password-file",
+            metavar="FILE",
+            help="read the password from FILE (its first line; a Secret mounted as a file)",
+        )
         parser.add_argument(
             "--token", metavar="NAME", help="also create an API token with this name and print it"
         )
@@ -34,7 +43,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         if options["if_no_users"] and User.objects.exists():
+            self.stdout.write("users exist: nothing to do")
             return
+        if options["password_file"]:
+            options["password"] = _password_from(options["password_file"])
         with transaction.atomic():
             user, created = User.objects.get_or_create(username=options["username"])
             password = options["password"]
@@ -48,8 +60,25 @@ class Command(BaseCommand):
         self.stdout.write(
             f"user {user.username}: {'created' if created else 'updated'}, role {options['role']}"
         )
-        if created and not options["password"]:
+        if created and not (options["password"] or options["password_file"]):
             self.stdout.write(f"password: {password}")
         if options["token"]:
             _, raw = services.api_token_create(actor=user, user=user, name=options["token"])
             self.stdout.write(f"token: {raw}")
+
+
+MIN_PASSWORD = 12  # a generated first-admin password is 24 characters (the chart's Secret)
+
+
+def _password_from(path: str) -> str:
+    """The first line of `path`; a missing, unreadable or short one stops the command."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            password = handle.readline(1024).rstrip("\r\n")
+    except OSError as exc:
+        raise CommandError(f"--password-file {path}: {exc.strerror}") from None
+    if len(password) < MIN_PASSWORD:
+        raise CommandError(
+            f"--password-file {path}: the password must have at least {MIN_PASSWORD} characters"
+        )
+    return password

@@ -3,8 +3,11 @@ NAME | deactivate NAME` for git-based workflows.
 
     policy import policies/*.yaml          create or replace drafts from files
     policy export NAME [--version N|--active] [-o FILE]   the document with its recorded test cases
-    policy test FILE... [--allow-empty]    run each document's `tests:`; exit 1 on a failure or
-                                           when there is no test case at all (CI)
+    policy test FILE... [--allow-empty] [--scheduler-config FILE] [--budget SECONDS]
+                                           run each document's `tests:` (kube-scheduler modelled
+                                           with the configuration `schedulerconfig` prints, or
+                                           FILE); exit 1 on a failure or when there is no test
+                                           case at all (CI)
     policy publish NAME -m MESSAGE         publish the draft (its test cases must pass)
     policy rollback NAME --version N       activate an earlier version again
     policy deactivate NAME                 take the policy out of service
@@ -16,6 +19,11 @@ is then 3 (the change itself is made), so a pipeline that creates pods next can 
 Only the files named here are read (regular files, at most MAX_DOCUMENT_BYTES), and by `test`
 the cluster files their cases name, relative to the document's folder and inside it.
 
+`test` compiles each document and runs each case under a budget (`--budget SECONDS`, by default
+SCHEDWEB_PREVIEW_SECONDS; deadline.py `budget`): a case whose evaluation runs past it fails
+saying so, a document that takes longer to compile is reported like an invalid one. Texts from
+documents, pods and clusters are printed with control and bidi characters escaped.
+
 Exit status 2 when a document is invalid (every error printed) or an input cannot be used.
 """
 
@@ -24,17 +32,22 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from policies import selectors, services
 from policies.cluster.files import read_regular_file
-from policies.engine.document import MAX_DOCUMENT_BYTES, PolicyInvalid
+from policies.engine.cel.deadline import EvaluationTimeout, budget
+from policies.engine.document import MAX_DOCUMENT_BYTES, FieldError, PolicyInvalid
+from policies.engine.testcases import POLICY_LEVEL_KEYS
 from policies.engine.tests_section import TestsSectionError
-from policies.errors import ServiceError, TestsFailed
-from policies.evaluation import policy_compile, test_case_run
+from policies.errors import InputError, ServiceError, TestsFailed
+from policies.evaluation import policy_compile, profile_from_file, test_case_run
+from policies.formatting import printable
 from policies.models import Policy, PolicyVersion
 from policies.publishing import ServedReport
+from policies.schedmodel.profile import profile_default
 
 
 class Command(BaseCommand):
@@ -62,6 +75,19 @@ class Command(BaseCommand):
             action="store_true",
             help="exit 0 when the documents have no test case (default: exit 1)",
         )
+        test.add_argument(
+            "--scheduler-config",
+            metavar="FILE",
+            help="a KubeSchedulerConfiguration to model (default: the one `schedulerconfig` "
+            "prints), for landsIn, unschedulable and rejectedBy a plugin",
+        )
+        test.add_argument(
+            "--budget",
+            type=float,
+            metavar="SECONDS",
+            help="wall-clock budget of compiling a document, and of each case (default: "
+            "SCHEDWEB_PREVIEW_SECONDS; 0: none); a case past it fails",
+        )
         pub = sub.add_parser("publish", help="publish a policy's draft")
         pub.add_argument("name")
         pub.add_argument("-m", "--message", required=True, help="what changed and why")
@@ -85,17 +111,25 @@ class Command(BaseCommand):
             data = read_regular_file(path, limit=MAX_DOCUMENT_BYTES)
             return data.decode("utf-8")
         except OSError as exc:
-            self.stderr.write(f"{path}: cannot read: {exc.strerror or exc}")
+            self.stderr.write(f"{printable(path)}: cannot read: {exc.strerror or exc}")
             sys.exit(2)
         except UnicodeDecodeError as exc:
-            self.stderr.write(f"{path}: cannot read: not UTF-8 ({exc.reason} at byte {exc.start})")
+            self.stderr.write(
+                f"{printable(path)}: cannot read: not UTF-8 ({exc.reason} at byte {exc.start})"
+            )
             sys.exit(2)
 
     def _invalid(self, path: str, exc: PolicyInvalid) -> None:
-        self.stderr.write(f"{path}: the policy is invalid:")
+        self.stderr.write(f"{printable(path)}: the policy is invalid:")
         for error in exc.errors:
             where = f"line {error.doc_line}: " if error.doc_line else ""
             self.stderr.write(f"  {where}{error}")
+        self._warn(path, exc.warnings)
+
+    def _warn(self, path: str, warnings: list[FieldError]) -> None:
+        """A document's YAML 1.1 readings (document.coercion_warnings), on stderr."""
+        for warning in warnings:
+            self.stderr.write(f"{printable(path)}: warning: line {warning.doc_line}: {warning}")
 
     def _actor(self, options):
         if not options["user"]:
@@ -116,7 +150,10 @@ class Command(BaseCommand):
                 self._invalid(path, exc)
                 failed = True
                 continue
-            self.stdout.write(f"{path}: {'created' if created else 'updated'} policy {policy.name}")
+            self.stdout.write(
+                f"{printable(path)}: {'created' if created else 'updated'} policy {policy.name}"
+            )
+            self._warn(path, policy_compile(text).warnings)
         if failed:
             sys.exit(2)
 
@@ -146,28 +183,66 @@ class Command(BaseCommand):
             self.stdout.write(text, ending="" if text.endswith("\n") else "\n")
 
     def _test(self, options) -> None:
+        seconds = options["budget"]
+        if seconds is None:
+            seconds = settings.SCHEDWEB_PREVIEW_SECONDS
         total = failures = 0
         invalid = False
+        try:
+            profile = (
+                profile_from_file(options["scheduler_config"])
+                if options["scheduler_config"]
+                else profile_default()  # a CI job has no installation to read one from
+            )
+        except InputError as exc:
+            self.stderr.write(printable(str(exc)))
+            sys.exit(2)
+        policy_level = False
         for path in options["files"]:
+            shown = printable(path)
             text = self._read(path)
             try:
-                compiled = policy_compile(text)
+                with budget(seconds):
+                    compiled = policy_compile(text)
             except PolicyInvalid as exc:
                 self._invalid(path, exc)
                 invalid = True
                 continue
+            except EvaluationTimeout as exc:
+                self.stderr.write(
+                    f"{shown}: the policy took longer than {exc.seconds:g} s (--budget) to "
+                    "compile and was stopped"
+                )
+                invalid = True
+                continue
+            self._warn(path, compiled.warnings)
             if not compiled.spec.tests:
-                self.stdout.write(f"{path}: no tests")
+                self.stdout.write(f"{shown}: no tests")
                 continue
             base = Path(path).resolve().parent
             for case in compiled.spec.tests:
                 total += 1
-                problems = test_case_run(compiled=compiled, base=base, **case)["failures"]
+                try:
+                    with budget(seconds):  # each case is a request of its own
+                        problems = test_case_run(
+                            compiled=compiled, base=base, profile=profile, **case
+                        )["failures"]
+                except EvaluationTimeout as exc:  # outside the evaluation: the queue key
+                    problems = [f"stopped: the case took longer than {exc.seconds:g} s (--budget)"]
                 status = "ok" if not problems else "FAIL"
-                self.stdout.write(f"{path}: {case['name']}: {status}")
+                expect = case["expect"] if isinstance(case["expect"], dict) else {}
+                level = [k for k in POLICY_LEVEL_KEYS if k in expect]
+                policy_level |= bool(level)
+                note = f"  (policy-level: {', '.join(level)})" if level else ""
+                self.stdout.write(f"{shown}: {printable(str(case['name']))}: {status}{note}")
                 for problem in problems:
-                    self.stdout.write(f"    {problem}")
+                    self.stdout.write(f"    {printable(problem)}")
                 failures += bool(problems)
+        if policy_level:
+            self.stdout.write(
+                "policy-level: the policy alone over every node, before kube-scheduler's "
+                "filters and plugins; landsIn and unschedulable state where the pod lands"
+            )
         self.stdout.write(f"{total - failures} of {total} test cases passed")
         if invalid:
             sys.exit(2)
@@ -196,16 +271,16 @@ class Command(BaseCommand):
                 revision=policy.draft_revision,
             )
         except TestsFailed as exc:
-            self.stderr.write(f"{policy.name}: {exc.message}")
+            self.stderr.write(f"{policy.name}: {printable(exc.message)}")
             for case in exc.details:
                 for problem in case["failures"]:
-                    self.stderr.write(f"  {case['name']}: {problem}")
+                    self.stderr.write(f"  {printable(str(case['name']))}: {printable(problem)}")
             sys.exit(1)
         except PolicyInvalid as exc:
             self._invalid(policy.name, exc)
             sys.exit(2)
         except ServiceError as exc:
-            raise CommandError(f"{policy.name}: {exc.message}") from None
+            raise CommandError(f"{policy.name}: {printable(exc.message)}") from None
         count = len(result.test_results)
         self._served(
             f"published {policy.name} v{result.version.number} ({count} test case"
@@ -220,7 +295,7 @@ class Command(BaseCommand):
                 actor=self._actor(options), policy=policy, number=options["version"]
             )
         except ServiceError as exc:
-            raise CommandError(f"{policy.name}: {exc.message}") from None
+            raise CommandError(f"{policy.name}: {printable(exc.message)}") from None
         self._served(f"rolled back {policy.name} to v{options['version']}", result.served)
 
     def _deactivate(self, options) -> None:
@@ -228,7 +303,7 @@ class Command(BaseCommand):
         try:
             served = services.policy_deactivate(actor=self._actor(options), policy=policy)
         except ServiceError as exc:
-            raise CommandError(f"{policy.name}: {exc.message}") from None
+            raise CommandError(f"{policy.name}: {printable(exc.message)}") from None
         self._served(f"deactivated {policy.name}", served)
 
     def _served(self, done: str, served: ServedReport) -> None:

@@ -4,10 +4,11 @@ this extender.
 Without options: a KubeSchedulerConfiguration (v1) to start kube-scheduler with
 (`kube-scheduler --config FILE`). With --manifests: the ServiceAccount, RBAC, ConfigMap and
 Deployment of a second, isolated scheduler (seed 001), configured the same way. With --rbac: the
-ClusterRole and ClusterRoleBinding schedweb's own account needs (pods/binding with --bind), as
-the Connect page's RBAC tab shows them. With --advise POLICY_FILE: the smallest extender weight
-at which the policy's preferred node becomes kube-scheduler's pick, for the example pods (or the
-pods given with --pod, or the cluster's pending pods with --pending).
+ClusterRoles and ClusterRoleBindings schedweb's own accounts need (the worker's; with --bind
+the extender's pods/binding), as the Connect page's RBAC tab shows them. With --advise
+POLICY_FILE: the smallest extender weight at which kube-scheduler picks one of the nodes the
+policy scores highest, for the example pods (or the pods given with --pod, or the cluster's
+pending pods with --pending).
 """
 
 from __future__ import annotations
@@ -24,22 +25,25 @@ from policies.cluster.sources import cluster_load
 from policies.engine.document import PolicyInvalid
 from policies.errors import ClusterUnavailable, InputError
 from policies.evaluation import example_pod_views, pods_pending, weight_advise_run
+from policies.formatting import printable
 from policies.schedulerconfig import (
+    IN_CLUSTER_EXTENDER_URL,
     BindScopeError,
     SchedulerSetup,
     dump_yaml,
-    extender_cluster_role,
     extender_url_problem,
     queue_webhook_configuration,
     scheduler_configuration,
+    schedweb_rbac,
     second_scheduler_yaml,
+    url_is_loopback,
     webhook_url,
 )
 from policies.selectors import scheduler_names_active
 
 
 class Command(BaseCommand):
-    help = "Print a KubeSchedulerConfiguration (or, with --manifests, a second scheduler's manifests; with --rbac, the extender's RBAC) using this extender."
+    help = "Print a KubeSchedulerConfiguration (or, with --manifests, a second scheduler's manifests; with --rbac, the RBAC of schedweb's accounts) using this extender."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -73,14 +77,14 @@ class Command(BaseCommand):
         output.add_argument(
             "--advise",
             metavar="POLICY_FILE",
-            help="print the smallest extender weight at which the policy's preferred node "
-            "becomes kube-scheduler's pick (for the example pods unless --pod or --pending)",
+            help="print the smallest extender weight at which kube-scheduler picks a node the "
+            "policy scores highest (for the example pods unless --pod or --pending)",
         )
         output.add_argument(
             "--rbac",
             action="store_true",
-            help="print the ClusterRole and binding schedweb's own account needs instead "
-            "(with --bind: create pods/binding too)",
+            help="print the ClusterRoles and bindings schedweb's own accounts need instead "
+            "(the worker's; with --bind, the extender's pods/binding)",
         )
         parser.add_argument(
             "--kubeconfig",
@@ -169,7 +173,7 @@ class Command(BaseCommand):
             self._advise(options)
             return
         if options["rbac"]:
-            rbac = extender_cluster_role(bind=options["bind"], queue=options["queue"])
+            rbac = schedweb_rbac(bind=options["bind"], queue=options["queue"])
             self.stdout.write(dump_yaml(rbac), ending="")
             return
         if problem := extender_url_problem(options["url"]):
@@ -201,6 +205,12 @@ class Command(BaseCommand):
             tls_cert_file=options["cert_file"],
             tls_key_file=options["key_file"],
         )
+        if separate and url_is_loopback(options["url"]):
+            self.stderr.write(
+                f"warning: --url {options['url']} is a loopback address: a scheduler pod calling "
+                "it calls itself, not schedweb; give the address the pod reaches the extender at"
+                f" (the chart's Service: {IN_CLUSTER_EXTENDER_URL})"
+            )
         try:
             if options["manifests"]:
                 self.stdout.write(second_scheduler_yaml(setup), ending="")
@@ -253,17 +263,24 @@ class Command(BaseCommand):
                 self.stderr.write(f"  {error}")
             sys.exit(2)
         except (InputError, ClusterUnavailable) as exc:
-            self.stderr.write(f"error: {exc}")
+            self.stderr.write(f"error: {printable(str(exc))}")
             sys.exit(2)
-        for pod, a in advice.pods:
-            ref = f"{pod['namespace']}/{pod['name']}"
+        for pod, a in advice.pods:  # names from pods and clusters, escaped for the terminal
+            ref = printable(f"{pod['namespace']}/{pod['name']}")
             if a.weight is None:
-                self.stdout.write(f"{ref}: no advice ({a.reason})")
+                self.stdout.write(f"{ref}: no advice ({printable(a.reason)})")
             else:
-                preferred = ", ".join(a.preferred[:3]) + (" ..." if len(a.preferred) > 3 else "")
-                self.stdout.write(f"{ref}: weight >= {a.weight} (the policy prefers {preferred})")
+                top = printable(", ".join(a.preferred[:3])) + (
+                    " ..." if len(a.preferred) > 3 else ""
+                )
+                self.stdout.write(
+                    f"{ref}: weight >= {a.weight} (kube-scheduler then picks one of the nodes "
+                    f"the policy scores highest: {top})"
+                )
         if advice.weight is None:
-            self.stdout.write("advice: none - the policy prefers no node for these pods")
+            self.stdout.write(
+                "advice: none - the policy scores no node of these pods above another"
+            )
         else:
             self.stdout.write(
                 f"advice: extender weight {advice.weight} "

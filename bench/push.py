@@ -123,21 +123,13 @@ def run(
     with tempfile.TemporaryDirectory(prefix="schedweb-bench-push-") as tmp:
         server = RedisServer(Path(tmp) / "redis").start()
         try:
-            return _measure(
-                server.url,
-                nodes=nodes,
-                pods=pods,
-                followers=followers,
-                events=events,
-                bursts=bursts,
-                publishes=publishes,
-            )
+            return _measure(server.url, nodes, pods, followers, events, bursts, publishes)
         finally:
             server.stop()
 
 
 def _measure(
-    url: str, *, nodes: int, pods: int, followers: int, events: int, bursts: int, publishes: int
+    url: str, nodes: int, pods: int, followers: int, events: int, bursts: int, publishes: int
 ) -> dict[str, float]:
     from django.conf import settings
 

@@ -66,6 +66,15 @@ def writer(store) -> SnapshotWriter:
     return SnapshotWriter(store)
 
 
+def _read(store: SnapshotStore, writer: SnapshotWriter, **options) -> tuple:
+    """_state() written in full and a reader (SnapshotReader options) that loaded it."""
+    state = _state()
+    writer.full(state, reset=True)
+    reader = SnapshotReader(store.cluster, client=store.client, **options)
+    reader.refresh()
+    return state, reader
+
+
 def test_a_reader_loads_the_full_snapshot_once_then_applies_only_the_new_deltas(store, writer):
     state = _state()
     writer.full(state, reset=True)
@@ -88,10 +97,7 @@ def test_a_reader_loads_the_full_snapshot_once_then_applies_only_the_new_deltas(
 
 
 def test_namespace_service_and_controller_changes_reach_the_reader_as_deltas(store, writer):
-    state = _state()
-    writer.full(state, reset=True)
-    reader = SnapshotReader(store.cluster, client=store.client)
-    reader.refresh()
+    state, reader = _read(store, writer)
     ns = state.apply_object("Namespace", {"metadata": {"name": "shop", "labels": {"team": "a"}}})
     svc = state.apply_object(
         "Service",
@@ -109,10 +115,7 @@ def test_namespace_service_and_controller_changes_reach_the_reader_as_deltas(sto
 
 
 def test_deletions_reach_the_reader_and_free_the_nodes_usage(store, writer):
-    state = _state()
-    writer.full(state, reset=True)
-    reader = SnapshotReader(store.cluster, client=store.client)
-    reader.refresh()
+    state, reader = _read(store, writer)
     state.delete_pod("uid-default-web-1")
     state.delete_node("n2")
     writer.deltas([(POD_DELETE, "uid-default-web-1"), (NODE_DELETE, "n2")])
@@ -143,10 +146,7 @@ def test_a_refresh_when_nothing_changed_is_one_round_trip_and_keeps_the_snapshot
 
 
 def test_a_snapshot_handed_out_never_changes_when_the_reader_moves_on(store, writer):
-    state = _state()
-    writer.full(state, reset=True)
-    reader = SnapshotReader(store.cluster, client=store.client)
-    reader.refresh()
+    state, reader = _read(store, writer)
     old = reader.current.state
     view = state.apply_node(make_node("n3"))
     writer.delta(NODE, orjson.dumps(view["object"]))
@@ -156,10 +156,7 @@ def test_a_snapshot_handed_out_never_changes_when_the_reader_moves_on(store, wri
 
 
 def test_it_reloads_the_full_snapshot_when_the_deltas_it_needs_were_trimmed(store, writer):
-    state = _state()
-    writer.full(state, reset=True)
-    reader = SnapshotReader(store.cluster, client=store.client)
-    reader.refresh()
+    state, reader = _read(store, writer)
     for i in range(5):
         view = state.apply_node(make_node(f"x{i}"))
         writer.delta(NODE, orjson.dumps(view["object"]))
@@ -384,10 +381,7 @@ def test_an_in_place_reader_applies_pushed_deltas_to_the_state_its_requests_read
 def test_no_pushed_delta_changes_an_in_place_state_while_a_reader_holds_the_serve_lock(
     store, writer
 ):
-    state = _state()
-    writer.full(state, reset=True)
-    reader = SnapshotReader(store.cluster, client=store.client, in_place=True)
-    reader.refresh()
+    state, reader = _read(store, writer, in_place=True)
     served = reader.current.state
     pod = state.apply_pod(make_pod("web-2", cpu="500m", node_name="n1"))
     writer.delta(POD, orjson.dumps(pod["object"]))
@@ -404,10 +398,7 @@ def test_no_pushed_delta_changes_an_in_place_state_while_a_reader_holds_the_serv
 
 
 def test_a_pushed_entry_after_a_gap_is_read_again_from_the_stream(store, writer):
-    state = _state()
-    writer.full(state, reset=True)
-    reader = SnapshotReader(store.cluster, client=store.client, in_place=True)
-    reader.refresh()
+    state, reader = _read(store, writer, in_place=True)
     pods = [state.apply_pod(make_pod(f"web-{i}", cpu="100m", node_name="n2")) for i in (2, 3)]
     writer.deltas([(POD, orjson.dumps(p["object"])) for p in pods])
     # only the last entry pushed (as after a reconnect): version 3 does not follow 1
@@ -418,10 +409,7 @@ def test_a_pushed_entry_after_a_gap_is_read_again_from_the_stream(store, writer)
 
 
 def test_a_pushed_reset_reloads_a_new_state_and_leaves_the_old_one_as_it_was(store, writer):
-    state = _state()
-    writer.full(state, reset=True)
-    reader = SnapshotReader(store.cluster, client=store.client, in_place=True)
-    reader.refresh()
+    _, reader = _read(store, writer, in_place=True)
     old = reader.current.state
     replaced = ClusterState.from_objects([make_node("n9", cpu="2")], [])
     writer.full(replaced, reset=True)  # the watcher relisted: a `reset` entry
@@ -432,10 +420,7 @@ def test_a_pushed_reset_reloads_a_new_state_and_leaves_the_old_one_as_it_was(sto
 
 
 def test_a_freezing_reader_publishes_a_new_frozen_snapshot_for_pushed_deltas(store, writer):
-    state = _state()
-    writer.full(state, reset=True)
-    reader = SnapshotReader(store.cluster, client=store.client)
-    reader.refresh()
+    state, reader = _read(store, writer)
     before = reader.current.state
     node = state.apply_node(make_node("n2", cpu="8", labels={"disk": "ssd"}))
     writer.delta(NODE, orjson.dumps(node["object"]))

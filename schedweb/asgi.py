@@ -21,7 +21,10 @@ process memory and take about a millisecond, and kube-scheduler sends one reques
 Larger ones go to a bounded pool of worker processes (policies/extender/offload.py; 503 when it is
 full): parsing 7 MB of Node objects holds the GIL for hundreds of ms, which on the loop made
 normal calls wait seconds (issue 14). bind (a call to the API server) runs in a thread; a bind
-body over the inline limit is refused (413: a binding is four short strings). The process's
+body over the inline limit is refused (413: a binding is four short strings). A filter or
+prioritize the snapshot is behind for (a node or the pod it does not hold yet) awaits the
+snapshot here, bounded, without holding the loop (policies/extender/catch_up.py; the direct path
+of schedweb/extender_http.py hands such a request to this path). The process's
 runtime (policies, snapshot reader, bind's Kubernetes client) is built at the listener's lifespan
 startup, in a thread since its initial load may read the database; should that fail, the first
 request builds it, in a thread too. Other methods on a verb get 405 (Allow: POST) and other
@@ -33,6 +36,7 @@ pays twice per pod.
 """
 
 import asyncio
+import contextlib
 import logging
 import os
 import warnings
@@ -53,6 +57,7 @@ warnings.filterwarnings(
 from policies.admission.review import PATH as ADMISSION_PATH  # noqa: E402
 from policies.extender import entry  # noqa: E402  (needs Django set up first)
 from policies.extender.offload import BUSY, Abandoned, Full, Offload, busy_answer  # noqa: E402
+from policies.extender.runtime import runtime_stop, serve_as  # noqa: E402
 from schedweb import client_certs  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -245,7 +250,9 @@ async def _verb_answer(verb: str, scope, receive) -> tuple[int, bytes, str]:
     data = b"".join(held)
     if size > inline:
         return await _offloaded(verb, data)
-    answer = await _from_memory(partial(entry.extender_answer, inline=True), verb, data)
+    answer = await _from_memory(partial(entry.extender_answer_or_wait, inline=True), verb, data)
+    if isinstance(answer, entry.Waiting):  # the snapshot lacks a node or the pod: it waits
+        return await entry.extender_answer_after_wait(answer)
     if answer[0] == entry.OFFLOAD:  # small, but much work (issue 27): a worker answers it
         return await _offloaded(verb, data)
     return answer
@@ -291,10 +298,10 @@ async def admission(scope, receive, send) -> None:
     await _answer(send, status, answer, extra)
 
 
-async def _lifespan(receive, send, startup=None, *, offload: bool = False) -> None:
+async def _lifespan(receive, send, startup=None, *, offload: bool = False, shutdown=None) -> None:
     """Runs `startup` (in a thread) before the listener takes connections and starts the pool
-    for large bodies (`offload`); stops the pool at shutdown. Django's handler refuses lifespan,
-    so it is answered here."""
+    for large bodies (`offload`); stops the pool and runs `shutdown` at shutdown. Django's
+    handler refuses lifespan, so it is answered here."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
@@ -309,6 +316,9 @@ async def _lifespan(receive, send, startup=None, *, offload: bool = False) -> No
         elif message["type"] == "lifespan.shutdown":
             if offload and _offload is not None:
                 _offload.close(wait=True)  # uvicorn's workers end with os._exit: join them now
+            if shutdown is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(shutdown)
             await send({"type": "lifespan.shutdown.complete"})
             return
 
@@ -316,10 +326,18 @@ async def _lifespan(receive, send, startup=None, *, offload: bool = False) -> No
 def _extender_start() -> None:
     """The process's extender runtime, built before the first request: the active policies,
     the snapshot reader and, with bind on, the Kubernetes client (the first bind of each process
-    cost 0.25-1 s when it was created there)."""
+    cost 0.25-1 s when it was created there). It reports what it serves: publishers wait for
+    this process (policies/publishing.py)."""
     global _ready
+    serve_as("listener")
     entry.runtime()
     _ready = True
+
+
+def _extender_stop() -> None:
+    """The listener's worker ends: its runtime stops reporting (publishers no longer wait
+    for it)."""
+    runtime_stop()
 
 
 _UNSUPPORTED = b'{"Error": "Content-Type must be application/json"}'
@@ -333,7 +351,7 @@ async def extender_application(scope, receive, send) -> None:
     from django.conf import settings
 
     if scope["type"] == "lifespan":
-        await _lifespan(receive, send, _extender_start, offload=True)
+        await _lifespan(receive, send, _extender_start, offload=True, shutdown=_extender_stop)
         return
     if scope["type"] != "http":  # websockets: nothing here
         return

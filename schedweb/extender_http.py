@@ -17,6 +17,10 @@ earlier request of the connection still in the ASGI path. The answer is the same
 (other paths and methods, a Host not allowed, a repeated Host or Content-Type, chunked or large
 bodies, pipelined behind an ASGI request) takes the ASGI path unchanged, so its checks and
 answers (400, 404, 405, 413, 415, the offload pool) stay in one place.
+A request the snapshot is behind for (it names a node the snapshot does not hold yet, or is
+about a pod it lacks: policies/extender/catch_up.py) is handed to the ASGI path once read, as if
+it had taken that path from its headers: there it waits for the snapshot on the event loop, and
+requests pipelined behind it queue behind its cycle, answered in order.
 The deadlines for stalled clients (schedweb/http_timeouts.py) hold on both paths; as on the ASGI
 path, a client that leaves its answers unread is read no further until they drain, and a
 graceful shutdown answers the request being read before closing its connection
@@ -147,23 +151,29 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
         body = b"".join(self._fast_chunks)
         self._fast_chunks = []
         try:
-            status, answer, policy = self._asgi.entry.extender_answer(verb, body, inline=True)
+            result = self._asgi.entry.extender_answer_or_wait(verb, body, inline=True)
         except Exception:  # the services never raise; if one does, a 500 as on the ASGI path
             log.exception("extender %s failed", verb)
-            status, answer, policy = 500, _INTERNAL_ERROR, ""
-        if status == self._asgi.entry.OFFLOAD:
-            self._to_asgi(body)
+            result = 500, _INTERNAL_ERROR, ""
+        if type(result) is not tuple:  # it waits for the snapshot: not here
+            self._to_asgi(body, offload=False)
             return
-        self._respond(status, answer, policy)
+        if result[0] == self._asgi.entry.OFFLOAD:
+            self._to_asgi(body, offload=True)
+            return
+        self._respond(*result)
 
-    def _to_asgi(self, body: bytes) -> None:
-        """A request read whole that is too much work to answer here (issue 27: 130 KB holds
-        4000 Node objects) goes on as uvicorn would have sent it at its headers: the ASGI
-        path, which hands it to the pool, with its body complete. Pipelined requests behind it
-        then wait for its answer as behind any ASGI request."""
+    def _to_asgi(self, body: bytes, *, offload: bool) -> None:
+        """A request read whole that is not answered here goes on as uvicorn would have sent
+        it at its headers, with its body complete: the ASGI path. `offload`: too much work to
+        answer on the loop (issue 27: 130 KB holds 4000 Node objects), the pool answers it;
+        else the snapshot is behind for it, and the ASGI path waits for the snapshot without
+        holding the loop and judges it again. Pipelined requests behind it then wait for its
+        answer as behind any ASGI request."""
         if self.transport.is_closing():
             return  # the client is gone: nothing to answer
-        self.scope[self._asgi.OFFLOAD_KEY] = True
+        if offload:
+            self.scope[self._asgi.OFFLOAD_KEY] = True
         super().on_headers_complete()  # the scope, the cycle and its task
         self._disarm()  # the body is all here
         self.cycle.body += body

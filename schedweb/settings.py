@@ -240,6 +240,27 @@ SCHEDWEB_EXTENDER_WEBHOOK_CLIENTS = env_list(
 SCHEDWEB_EXTENDER_BIND_EXCLUDED_NAMESPACES = env_list(
     "SCHEDWEB_EXTENDER_BIND_EXCLUDED_NAMESPACES", ["kube-system", "kube-public", "kube-node-lease"]
 )
+# A filter or prioritize naming a node the snapshot does not hold yet (or a pod, where the policy
+# reads what the cluster's pods use) waits at most this many milliseconds for the snapshot to
+# catch up before applying the policy's failurePolicy (policies/extender/catch_up.py); 0: never
+# waits. A watch event reaches every extender process in milliseconds (make bench); the wait is
+# bounded well inside kube-scheduler's httpTimeout (2 s as schedulerconfig prints it).
+SCHEDWEB_EXTENDER_CATCH_UP_MS = env_int("SCHEDWEB_EXTENDER_CATCH_UP_MS", 500)
+# Publish, rollback and deactivation return once every live extender process serves the change,
+# or after this many seconds, naming those that have not confirmed (policies/publishing.py). A
+# process is live when it reported (every half second) within SCHEDWEB_EXTENDER_LIVE_SECONDS.
+SCHEDWEB_PUBLISH_CONFIRM_SECONDS = env_float("SCHEDWEB_PUBLISH_CONFIRM_SECONDS", 2.0)
+SCHEDWEB_EXTENDER_LIVE_SECONDS = env_float("SCHEDWEB_EXTENDER_LIVE_SECONDS", 10.0)
+if SCHEDWEB_EXTENDER_CATCH_UP_MS < 0 or not SCHEDWEB_PUBLISH_CONFIRM_SECONDS >= 0:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "SCHEDWEB_EXTENDER_CATCH_UP_MS and SCHEDWEB_PUBLISH_CONFIRM_SECONDS must not be negative."
+    )
+if not SCHEDWEB_EXTENDER_LIVE_SECONDS > 0:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured("SCHEDWEB_EXTENDER_LIVE_SECONDS must be a positive number.")
 # What generated configuration (schedulerconfig, /connect/) tells kube-scheduler to present:
 # the CA that signed the extender's server certificate, and kube-scheduler's client certificate
 # and key for mutual TLS (paths as kube-scheduler sees them).

@@ -80,10 +80,16 @@ def _worker_start(parent: int) -> None:
     import django
 
     django.setup()
-    from .runtime import runtime, snapshot_on_demand
+    from multiprocessing.util import Finalize
+
+    from .runtime import reset_runtime, runtime, serve_as, snapshot_on_demand
 
     snapshot_on_demand()  # brought up to date per large body, not on every cluster change
+    serve_as("offload")  # it answers with the active policies too: publishers wait for it
     runtime()  # the initial load here, not in the first large request
+    # The pool's shutdown ends this process through multiprocessing's exit, which runs these
+    # finalizers (not atexit): the process then stops reporting what it serves.
+    Finalize(None, reset_runtime, exitpriority=10)
 
 
 def _exit_with(parent: int) -> None:

@@ -3,6 +3,11 @@
 No database, Kubernetes or task round trip happens here (bind excepted: creating the binding is
 the verb's job). Every answer is protocol-exact; nothing raises to the caller except
 ProtocolError for a malformed body (HTTP 400).
+
+filter and prioritize take an `Attempt` from callers that can wait for the snapshot without
+holding anything up (the listener's event loop, policies/extender/entry.py): a request naming a
+node (or about a pod) the snapshot does not hold yet is then answered `WAIT`, with what it lacks,
+instead of by failurePolicy; the caller waits and asks again (policies/extender/catch_up.py).
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress
 from typing import Any
@@ -29,6 +35,7 @@ from policies.schedmodel.plugins import (
 )
 
 from . import protocol
+from .catch_up import Attempt, Behind, CatchUp, behind_of, policy_reads_pods
 from .metrics import Metrics
 from .shared import SharedEvaluations
 
@@ -37,24 +44,35 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class ServedPolicy:
-    """An active policy version as an extender serves it."""
+    """An active policy version as an extender serves it. `reads_pods`: its answer depends on
+    the cluster's pods in the snapshot (catch_up.policy_reads_pods)."""
 
     name: str
     version: int
     compiled: CompiledPolicy
+    reads_pods: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reads_pods", policy_reads_pods(self.compiled.spec))
 
     @property
     def label(self) -> str:
         return f"{self.name}/v{self.version}"
 
 
+WAIT = 0  # Answer.status of a request that waits for the snapshot (never sent)
+OFFLOAD_STATUS = 1  # Answer.status of a body too much work for the listener's loop (never sent)
+
+
 @dataclass(slots=True)
 class Answer:
-    """What the HTTP layer sends: status, JSON body bytes and the policy header."""
+    """What the HTTP layer sends: status, JSON body bytes and the policy header; or WAIT with
+    what the snapshot lacks (`behind`)."""
 
     status: int
     body: bytes
     policy: str = "none"
+    behind: Behind | None = None
 
 
 # Pods larger than this (as JSON) are converted on every call rather than remembered: a cache
@@ -119,8 +137,13 @@ class Extender:
         sample: Callable[[], bool] | None = None,
         bind_excluded: Iterable[str] | None = None,
         inline_limits: protocol.Limits | None = None,
+        catch_up: CatchUp | None = None,
     ) -> None:
         self._policies = policies
+        # Waits for a lagging snapshot: only with an Attempt, from callers that can wait.
+        self.catch_up = catch_up or CatchUp(seconds=0)
+        # The last filter that waited: (pod uid, its record), for prioritize's decision record.
+        self._waited: tuple[str, dict[str, Any]] | None = None
         self._snapshot = snapshot
         self.metrics = metrics
         self._record = record or (lambda decision: None)
@@ -237,9 +260,12 @@ class Extender:
 
     # -- verbs -----------------------------------------------------------------------------------
 
-    def filter(self, body: bytes, *, inline: bool = False) -> Answer:
-        """`inline` (the listener's event loop): OFFLOAD for a body with more items than
-        `inline_limits`, before they are checked; a worker process answers it."""
+    def filter(
+        self, body: bytes, attempt: Attempt | None = None, *, inline: bool = False
+    ) -> Answer:
+        """`attempt`: the caller can wait for the snapshot (a WAIT answer is then possible).
+        `inline` (the listener's event loop): OFFLOAD for a body with more items than
+        `inline_limits`, before they are checked (before any WAIT); a worker process answers it."""
         started = time.perf_counter()
         try:
             args = protocol.parse_extender_args(body, self.inline_limits if inline else None)
@@ -267,21 +293,59 @@ class Extender:
         except protocol.ProtocolError as exc:
             return self._bad_request("filter", started, exc)
         try:
-            answer, decision = self._filter(args, served, pod)
+            answer, decision = self._filter(args, served, pod, attempt)
         except Exception:  # never a 500: the policy's failurePolicy decides
             log.exception("extender filter failed for policy %s", served.label)
             answer = self._filter_failure(args, served)
             return self._observe("filter", started, answer, served, "internal")
+        if answer.status == WAIT:
+            return answer  # answered once the snapshot caught up (or the wait ran out)
         if decision is not None:
             self._record(decision)
         return self._observe("filter", started, answer, served)
 
+    def _behind(
+        self,
+        attempt: Attempt | None,
+        snapshot: Any,
+        state: Any,
+        unknown: list[str],
+        names: list[str] | None,
+        pod: PodView,
+        served: ServedPolicy,
+    ) -> Behind | None:
+        """What the snapshot lacks that the request needs, when the caller can wait for it;
+        a WAIT answer follows when it may (catch_up.CatchUp.may_wait)."""
+        if attempt is None:
+            return None
+        behind = behind_of(
+            state=state,
+            unknown=unknown,
+            names=names,
+            pod=pod,
+            reads_pods=served.reads_pods,
+            version=snapshot.version if snapshot is not None else 0,
+        )
+        if behind is not None and self.catch_up.may_wait(attempt, snapshot, behind):
+            return behind
+        self.catch_up.finished(attempt, behind)
+        return None
+
     def _filter(
-        self, args: protocol.ExtenderArgs, served: ServedPolicy, pod: PodView
+        self,
+        args: protocol.ExtenderArgs,
+        served: ServedPolicy,
+        pod: PodView,
+        attempt: Attempt | None = None,
     ) -> tuple[Answer, Callable[[], dict] | None]:
         snapshot = self._snapshot()
         state = snapshot.state if snapshot is not None else None
         known, unknown = self._nodes(args, state)
+        behind = self._behind(attempt, snapshot, state, unknown, args.node_names, pod, served)
+        if behind is not None:
+            return Answer(WAIT, b"", served.label, behind), None
+        waited = attempt.record() if attempt is not None else None
+        self._waited = (pod["uid"], waited) if waited is not None else None
         policy = served.compiled
         # Cache-capable requests only: with full Node objects, a node the snapshot lacks is
         # judged from the object sent, which the names alone do not identify.
@@ -342,9 +406,10 @@ class Extender:
             served.label,
         )
         decision = None
-        if evaluation.applies and len(passed) <= 1 and self._sample():
-            # No prioritize call follows when at most one node is left (protocol section 3.0).
-            decision = partial(_decision, pod, served, "filter", evaluation, time.time())
+        if evaluation.applies and (len(passed) <= 1 or waited) and self._sample():
+            # No prioritize call follows when at most one node is left (protocol section 3.0);
+            # a request that waited for the snapshot is recorded as it was answered.
+            decision = partial(_decision, pod, served, "filter", evaluation, time.time(), waited)
         if evaluation.applies and not passed and pod["uid"]:
             # Rejected everywhere: kube-scheduler may not retry it for minutes (policies/requeue.py).
             self._rejected(
@@ -375,8 +440,10 @@ class Extender:
             )
         return Answer(200, body, served.label)
 
-    def prioritize(self, body: bytes, *, inline: bool = False) -> Answer:
-        """`inline`: as filter's."""
+    def prioritize(
+        self, body: bytes, attempt: Attempt | None = None, *, inline: bool = False
+    ) -> Answer:
+        """`attempt` and `inline`: as filter's."""
         started = time.perf_counter()
         try:
             last = self._last_parsed
@@ -411,7 +478,12 @@ class Extender:
             )
             evaluation = self.shared.get(key, args.node_names, served.compiled, state)
             if evaluation is None or not evaluation.scored:
-                known, _unknown = self._nodes(args, state)
+                known, unknown = self._nodes(args, state)
+                behind = self._behind(
+                    attempt, snapshot, state, unknown, args.node_names, pod, served
+                )
+                if behind is not None:
+                    return Answer(WAIT, b"", served.label, behind)
                 evaluation = served.compiled.evaluate(pod, known, state, memo=True)
                 self.shared.put(key, args.node_names, served.compiled, state, evaluation)
             if evaluation.node_names == args.node_names:
@@ -437,7 +509,12 @@ class Extender:
         if evaluation.applies and self._sample():
             # Deferred: the record (about a millisecond for 500 nodes) is built off the request
             # path, by whoever drains the buffer; the evaluation's columns are not mutated later.
-            self._record(partial(_decision, pod, served, "prioritize", evaluation, time.time()))
+            waited = attempt.record() if attempt is not None else None
+            if waited is None and self._waited is not None and self._waited[0] == pod["uid"]:
+                waited = self._waited[1]  # its filter waited for the snapshot
+            self._record(
+                partial(_decision, pod, served, "prioritize", evaluation, time.time(), waited)
+            )
         return self._observe("prioritize", started, Answer(200, body_out, served.label), served)
 
     def preempt(self, body: bytes, *, inline: bool = False) -> Answer:
@@ -491,7 +568,9 @@ class Extender:
             error,
         )
 
-    def bind(self, body: bytes, *, inline: bool = False) -> Answer:
+    def bind(
+        self, body: bytes, *, inline: bool = False, lock: AbstractContextManager | None = None
+    ) -> Answer:
         """Binds a pod schedweb is responsible for, when binding is enabled (a binder is set).
 
         Only a pod the snapshot holds under PodUID, with that namespace and name, outside the
@@ -503,7 +582,8 @@ class Extender:
         pod where scheduling would not. Every refusal is the same answer, headers included, so
         the caller learns nothing about which pods, nodes or policies exist (the reason is
         logged). Idempotent: a pod already on that node is reported bound (kube-scheduler
-        retries binds whose answer it lost).
+        retries binds whose answer it lost). `lock` (the runtime's serve lock) is held while
+        the snapshot is read and the checks run, not during the call to the API server.
         """
         started = time.perf_counter()
         try:
@@ -513,15 +593,19 @@ class Extender:
         if self._binder is None:
             answer = Answer(200, protocol.binding_result("schedweb does not bind pods here"))
             return self._observe("bind", started, answer, None, "bind_disabled")
-        snapshot = self._snapshot()
-        state = snapshot.state if snapshot is not None else None
-        pod = state.pod(args.pod_uid) if state is not None else None
-        served = self._policies().get(pod["schedulerName"]) if pod is not None else None
-        try:
-            reason = self._bind_refusal(args, pod, served, state)
-        except Exception as exc:  # a policy that fails here refuses, as a check would
-            log.exception("extender bind check failed for %s/%s", args.pod_namespace, args.pod_name)
-            reason = f"the checks failed: {type(exc).__name__}"
+        with lock or nullcontext():
+            snapshot = self._snapshot()
+            state = snapshot.state if snapshot is not None else None
+            pod = state.pod(args.pod_uid) if state is not None else None
+            served = self._policies().get(pod["schedulerName"]) if pod is not None else None
+            try:
+                reason = self._bind_refusal(args, pod, served, state)
+            except Exception as exc:  # a policy that fails here refuses, as a check would
+                log.exception(
+                    "extender bind check failed for %s/%s", args.pod_namespace, args.pod_name
+                )
+                reason = f"the checks failed: {type(exc).__name__}"
+            bound_to = pod["nodeName"] if pod is not None else ""
         if reason:
             log.warning(
                 "extender bind of %s/%s (uid %s) to %s refused: %s",
@@ -536,7 +620,7 @@ class Extender:
             answer = Answer(200, protocol.binding_result(BIND_REFUSED))
             return self._observe("bind", started, answer, None, "bind_refused")
         error = ""
-        if not pod["nodeName"]:
+        if not bound_to:
             try:
                 failure = self._binder(args)
             except Exception:
@@ -599,7 +683,7 @@ class Extender:
 
 
 # Not answered: the body is too much work for the listener's event loop (entry.OFFLOAD).
-OFFLOAD = Answer(0, b"", "")
+OFFLOAD = Answer(OFFLOAD_STATUS, b"", "")
 
 # What a caller of bind learns: refused (any check) or failed (the API server said no).
 BIND_REFUSED = "schedweb refused this binding"
@@ -632,7 +716,12 @@ def _pod_manifest(pod: PodView) -> str:
 
 
 def _decision(
-    pod: PodView, served: ServedPolicy, verb: str, evaluation, at: float | None = None
+    pod: PodView,
+    served: ServedPolicy,
+    verb: str,
+    evaluation,
+    at: float | None = None,
+    catch_up: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A compact record of one decision, built from the columns (no per-node objects)."""
     nodes = []
@@ -664,4 +753,6 @@ def _decision(
         "nodes": nodes,
         # the evaluation's own winners: totals above are rounded, and would show false ties
         "winners": evaluation.winners(),
+        # the request waited for the snapshot to catch up: how long, for what, how it ended
+        **({"catchUp": catch_up} if catch_up else {}),
     }

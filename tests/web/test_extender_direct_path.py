@@ -776,7 +776,7 @@ def test_a_service_that_raises_is_a_json_500_and_the_connection_stays_usable(pro
     def broken(verb, body):
         raise RuntimeError("a bug in the services")
 
-    monkeypatch.setattr(asgi.entry, "extender_answer", broken)
+    monkeypatch.setattr(asgi.entry, "extender_answer_or_wait", broken)
     protocol.protocol.data_received(post("/extender/filter", FILTER))
     (written,) = protocol.writes()
     assert written.startswith(b"HTTP/1.1 500 Internal Server Error\r\n")

@@ -138,3 +138,25 @@ def test_refused_binds_are_not_counted_under_a_policy(binding):
         'schedweb_extender_decisions_total{policy="seed-003-name-length",version="1",verb="bind"}'
         not in text
     )
+
+
+def test_bind_checks_under_the_serve_lock_and_calls_the_api_server_outside_it(publish, monkeypatch):
+    """The snapshot changes in place under the runtime's serve lock (issue 24): bind's checks
+    read it holding the lock, and its call to the API server does not hold every other
+    request up."""
+    _serve(publish, monkeypatch)
+    state = runtime()
+    extender = state.extender
+    snapshot = extender._snapshot
+    seen: list[tuple[str, bool]] = []
+
+    def snapshot_seen():
+        seen.append(("snapshot", state.serve_lock.locked()))
+        return snapshot()
+
+    monkeypatch.setattr(extender, "_snapshot", snapshot_seen)
+    monkeypatch.setattr(
+        extender, "_binder", lambda args: seen.append(("binder", state.serve_lock.locked()))
+    )
+    assert _bind("ok", "a-small-1").json() == {"Error": ""}
+    assert seen == [("snapshot", True), ("binder", False)]

@@ -278,6 +278,19 @@ def test_a_node_the_snapshot_lacks_is_judged_once_its_watch_event_arrives(live):
     assert decision["catchUp"]["waitedMs"] > 0
 
 
+def test_on_the_event_loop_a_request_of_many_items_goes_to_the_pool_before_it_could_wait(
+    live, settings
+):
+    """Too much work for the loop (issue 27) is found at the parse, before what the snapshot
+    lacks: the listener hands it to the pool (whose processes never wait) rather than holding
+    it, unparsed work and all, for the snapshot to catch up."""
+    settings.SCHEDWEB_EXTENDER_INLINE_NAMES = 2
+    live.publish(ROOM)
+    body = args_body(go_pod("new", cpu="2", uid="uid-busy"), ["n1", "n2", "n3"])  # n3: unknown
+    assert entry.extender_answer_or_wait("filter", body, inline=True) == (entry.OFFLOAD, b"", "")
+    assert isinstance(entry.extender_answer_or_wait("filter", body), entry.Waiting)
+
+
 def test_a_node_created_before_its_status_waits_for_the_status(live):
     live.publish(ROOM)
     bare = make_node("n3", cpu="8")

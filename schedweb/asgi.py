@@ -223,7 +223,8 @@ async def extender(scope, receive, send) -> None:
 
 async def _verb_answer(verb: str, scope, receive) -> tuple[int, bytes, str]:
     """A verb's answer. filter, prioritize and preempt: inline from memory when the body is
-    small and little work, else from the pool, the body streamed to a worker as it arrives
+    small and little work (filter and prioritize awaiting the snapshot, bounded, when it lacks
+    a node or the pod), else from the pool, the body streamed to a worker as it arrives
     (a large declared length takes a place in the pool before anything is read, a chunked one
     once it grows past the inline limit: 503 when there is none). bind: at most the inline limit,
     in a thread (a call to the API server)."""

@@ -9,7 +9,16 @@ import sys
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
 os.environ.setdefault("SCHEDWEB_SECRET_KEY", "bench-only-key")  # DEBUG is off unless asked
 
-SUITES = ["engine", "snapshot", "extender", "differential", "playground", "admission", "sizing"]
+SUITES = [
+    "engine",
+    "snapshot",
+    "push",
+    "extender",
+    "differential",
+    "playground",
+    "admission",
+    "sizing",
+]
 
 
 def main(argv: list[str]) -> int:

@@ -14,7 +14,6 @@ Needs redis-server and openssl (scripts/extender-certs.sh).
 from __future__ import annotations
 
 import http.client
-import os
 import ssl
 import tempfile
 from pathlib import Path
@@ -105,69 +104,22 @@ def _in_process(nodes: list[dict], pods: list[dict], others: list[dict]) -> dict
 
 
 def _over_https(objects: list[dict], workdir: Path) -> dict[str, float]:
-    import subprocess
-    import sys
+    from policies.gangs import MODE_KEY
+    from policies.queue_classes import CLASSES_KEY
 
-    from tests.e2e.stack import RedisServer
-    from tests.harness.processes import ManagedProcess, free_ports
+    from .listener import bench_listener
 
-    cluster_file = workdir / "cluster.json"
-    cluster_file.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
-    tls = workdir / "tls"
-    subprocess.run([str(ROOT / "scripts/extender-certs.sh"), str(tls)], check=True)
-    redis = RedisServer(workdir / "redis").start()
-    (port,) = free_ports(count=1)
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(workdir),
-        "PYTHONPATH": str(ROOT),
-        "DJANGO_SETTINGS_MODULE": "schedweb.settings",
-        "SCHEDWEB_SECRET_KEY": "bench-only-key",
-        "SCHEDWEB_DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
-        "SCHEDWEB_REDIS_URL": redis.url,
-        "SCHEDWEB_CLUSTER_SOURCE": "file",
-        "SCHEDWEB_CLUSTER_FILE": str(cluster_file),
-        "SCHEDWEB_EXTENDER_PORT": str(port),
-        "SCHEDWEB_EXTENDER_WORKERS": "1",
-        "SCHEDWEB_EXTENDER_TLS_CERT": str(tls / "server.crt"),
-        "SCHEDWEB_EXTENDER_TLS_KEY": str(tls / "server.key"),
-        "SCHEDWEB_EXTENDER_CLIENT_CA": str(tls / "ca.crt"),
-        "SCHEDWEB_LOG_LEVEL": "WARNING",
+    # the published policy and the PriorityClass ranges, as the worker writes them
+    written = {
+        CLASSES_KEY: orjson.dumps([[0, 29]]),
+        MODE_KEY: orjson.dumps({"mode": "workload", "reason": "bench", "checkedAt": 0}),
     }
-    listener = None
-    try:
-        # the published policy and the PriorityClass ranges, as the worker writes them
-        import hashlib
-
-        import redis as redis_lib
-
-        client = redis_lib.Redis.from_url(redis.url)
-        from policies.gangs import MODE_KEY
-        from policies.publishing import ACTIVE_KEY, COUNTER_KEY
-        from policies.queue_classes import CLASSES_KEY
-
-        entry = {
-            "name": "seed-002",
-            "version": 1,
-            "document": POLICY,
-            "contentHash": hashlib.sha256(POLICY.encode()).hexdigest(),
-            "schedulerNames": ["schedweb"],
-            "activatedAt": "2026-11-25T00:00:00+00:00",
-        }
-        client.hset(ACTIVE_KEY, "seed-002", orjson.dumps(entry))
-        client.set(COUNTER_KEY, 1)
-        client.set(CLASSES_KEY, orjson.dumps([[0, 29]]))
-        client.set(MODE_KEY, orjson.dumps({"mode": "workload", "reason": "bench", "checkedAt": 0}))
-        listener = ManagedProcess(
-            name="extender",
-            argv=[Path(sys.executable), "-m", "schedweb.extender_server"],
-            log_path=workdir / "extender.log",
-            env=env,
-            cwd=ROOT,
-        )
-        listener.start()
+    with bench_listener(
+        workdir, objects=objects, policies={"seed-002": POLICY}, redis_values=written
+    ) as (port, tls, listener):
         context = ssl.create_default_context(cafile=str(tls / "ca.crt"))
-        context.load_cert_chain(tls / "client.crt", tls / "client.key")
+        # kube-apiserver's webhook client certificate: the only one /admission/queue accepts
+        context.load_cert_chain(tls / "webhook.crt", tls / "webhook.key")
 
         def healthy() -> bool:
             connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=2, context=context)
@@ -203,10 +155,6 @@ def _over_https(objects: list[dict], workdir: Path) -> dict[str, float]:
             "webhook_https_median_ms": timing.median * 1e3,
             "webhook_https_p99_ms": timing.p99 * 1e3,
         }
-    finally:
-        if listener is not None:
-            listener.stop()
-        redis.stop()
 
 
 def run() -> dict[str, float]:

@@ -17,8 +17,9 @@
    while one configuration runs, the other extender listener is stopped (SIGSTOP) so that its
    idle processes take no CPU from the run;
 4. (the memory of the extender's processes by cluster size is the sizing suite's, bench/sizing.py);
-5. the hostile-load case (bench/hostile.py): a normal filter and /healthz while 6 clients send
-   7 MB bodies to the mutual-TLS listener.
+5. the hostile-load cases (bench/hostile.py): a normal filter and /healthz while 1, 3 and 6
+   clients send 130 KB node-mode bodies, 6 clients 60 MB bodies and 6 clients 7 MB bodies to
+   the mutual-TLS listener, a new connection per call, and the listener's resident memory.
 
 The listener as shipped: `python -m schedweb.extender_server` with mutual TLS (certificates from
 scripts/extender-certs.sh, as `make run`), and a second one in plain HTTP on loopback over the
@@ -752,6 +753,7 @@ def run() -> dict[str, float]:
                     _pod("hostile", "schedweb"),
                     metadata={"name": "hostile", "namespace": "default", "uid": "hostile-uid"},
                 ),
+                listener_pid=stack.extender.pid,
             )
             _issue_13_summary(results)
         finally:

@@ -17,7 +17,7 @@ import os
 SCORE = 5
 
 
-def _filter(self, body: bytes):
+def _filter(self, body: bytes, attempt=None, *, inline: bool = False):
     from policies.extender import protocol
     from policies.extender.service import Answer
 
@@ -31,7 +31,7 @@ def _filter(self, body: bytes):
     return Answer(200, passed, "passthrough")
 
 
-def _prioritize(self, body: bytes):
+def _prioritize(self, body: bytes, attempt=None, *, inline: bool = False):
     from policies.extender import protocol
     from policies.extender.service import Answer
 
@@ -50,6 +50,7 @@ def _replace_verbs() -> None:
     Extender.filter = _filter
     Extender.prioritize = _prioritize
     ExtenderRuntime.snapshot_refresh = lambda self: None  # nothing reads the snapshot
+    ExtenderRuntime._events_key = lambda self: None  # nor follows its changes
 
 
 def main() -> None:

@@ -143,8 +143,8 @@ def request_guard() -> Iterator[None]:
             yield
     except EvaluationTimeout:
         raise EvaluationTooSlow(
-            f"the policy took longer than {seconds:g} s to compile and evaluate and was stopped "
-            "(SCHEDWEB_PREVIEW_SECONDS); simplify its expressions or try a smaller cluster"
+            f"the policy took longer than {seconds:g} s to compile and evaluate and was stopped;"
+            " simplify its expressions or try a smaller cluster"
         ) from None
 
 

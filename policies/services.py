@@ -2,8 +2,11 @@
 
 Each validates, changes the database in one transaction with its audit row, and schedules the
 Redis distribution of active versions with `transaction.on_commit` (so a rolled-back publish never
-reaches an extender). Views, API classes and commands parse input, call one of these, and render.
-Refusals raise the ServiceError family of policies/errors.py.
+reaches an extender). Publish, rollback and deactivation then wait, at most
+SCHEDWEB_PUBLISH_CONFIRM_SECONDS, until every live extender process serves the change, and say
+which have not (`ServedReport`, policies/publishing.py): a pipeline that publishes and then
+creates pods gets the new rule for every pod. Views, API classes and commands parse input, call
+one of these, and render. Refusals raise the ServiceError family of policies/errors.py.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
@@ -45,7 +48,7 @@ from policies.models import (
     SharedPreview,
 )
 from policies.numbers import number_or_none
-from policies.publishing import active_policies_after_commit
+from policies.publishing import Distribution, ServedReport, publishing_lock
 from policies.schedmodel.profile import ProfileInvalid, profile_parse
 
 log = logging.getLogger(__name__)
@@ -64,19 +67,17 @@ def _audit(
     )
 
 
-def _distribute_after_commit() -> None:
-    transaction.on_commit(active_policies_after_commit)
+def _distribute_after_commit() -> Distribution:
+    """The active set goes to Redis once the transaction commits; `served()` waits for it."""
+    distribution = Distribution()
+    transaction.on_commit(distribution)
+    return distribution
 
 
 def _lock_publishing() -> None:
-    """Serialises publish/rollback/deactivate across policies (the schedulerName check).
-
-    PostgreSQL: a transaction-scoped advisory lock. SQLite: transactions are IMMEDIATE
-    (settings), so the first write lock already serialises them.
-    """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [0x5C4ED])
+    """Serialises publish/rollback/deactivate across policies (the schedulerName check) and
+    with the distributions of the active set (policies/publishing.py)."""
+    publishing_lock()
 
 
 # --- policies and drafts ------------------------------------------------------------------
@@ -213,6 +214,13 @@ def policy_delete(*, actor, policy: Policy) -> None:
 class PublishResult:
     version: PolicyVersion
     test_results: list[dict[str, Any]]
+    served: ServedReport
+
+
+@dataclass
+class RollbackResult:
+    activation: PolicyActivation
+    served: ServedReport
 
 
 def _check_scheduler_names(*, policy: Policy, names: list[str]) -> None:
@@ -300,8 +308,8 @@ def policy_publish(
             message=message,
             tests=len(results),
         )
-        _distribute_after_commit()
-    return PublishResult(version=version, test_results=results)
+        distribution = _distribute_after_commit()
+    return PublishResult(version=version, test_results=results, served=distribution.served())
 
 
 def policy_revision_from_etag(
@@ -320,7 +328,7 @@ def policy_revision_from_etag(
     return _revision_from_etag(if_match, policy)
 
 
-def policy_rollback(*, actor, policy: Policy, number: int) -> PolicyActivation:
+def policy_rollback(*, actor, policy: Policy, number: int) -> RollbackResult:
     """Activates an earlier version again (versions are never edited)."""
     version = PolicyVersion.objects.filter(policy=policy, number=number).first()
     if version is None:
@@ -353,11 +361,11 @@ def policy_rollback(*, actor, policy: Policy, number: int) -> PolicyActivation:
             version=number,
             previous=current.version.number if current else None,
         )
-        _distribute_after_commit()
-    return activation
+        distribution = _distribute_after_commit()
+    return RollbackResult(activation=activation, served=distribution.served())
 
 
-def policy_deactivate(*, actor, policy: Policy) -> None:
+def policy_deactivate(*, actor, policy: Policy) -> ServedReport:
     """Takes a policy out of service: its pods pass through the extender untouched."""
     with transaction.atomic():
         _lock_publishing()
@@ -376,7 +384,8 @@ def policy_deactivate(*, actor, policy: Policy) -> None:
             policy_name=policy.name,
             version=current.version.number,
         )
-        _distribute_after_commit()
+        distribution = _distribute_after_commit()
+    return distribution.served()
 
 
 # --- test cases ------------------------------------------------------------------------------
@@ -602,12 +611,37 @@ def _decision_row(item: dict[str, Any]):
                 **_decision_nodes(item["nodes"]),
                 # records queued by an older extender have no winners; the page recomputes them
                 **({"winners": list(item["winners"])[:64]} if "winners" in item else {}),
+                # the request waited for the snapshot to catch up (issue 24)
+                **_catch_up_record(item.get("catchUp")),
             },
             pod_manifest=_bounded_manifest(item.get("podManifest")),
         )
     except (KeyError, TypeError, ValueError, OverflowError, OSError) as exc:
         log.warning("skipped a malformed decision record: %s", exc)
         return None
+
+
+_CATCH_UP_OUTCOMES = frozenset({"caught-up", "timed-out"})
+
+
+def _catch_up_record(value: Any) -> dict[str, Any]:
+    """A decision's `catchUp` as stored ({} when absent or not what the extender writes): how
+    long the request waited for the snapshot, for which nodes (at most 20) or its pod, and how
+    the wait ended."""
+    if not isinstance(value, dict) or value.get("outcome") not in _CATCH_UP_OUTCOMES:
+        return {}
+    waited = value.get("waitedMs")
+    nodes = value.get("nodes")
+    if type(waited) not in (int, float) or not isinstance(nodes, list):
+        return {}
+    return {
+        "catchUp": {
+            "waitedMs": round(min(max(float(waited), 0.0), 3_600_000.0), 1),
+            "outcome": value["outcome"],
+            "nodes": [str(n)[:253] for n in nodes[:20]],
+            "pod": value.get("pod") is True,
+        }
+    }
 
 
 def decisions_store(*, batch: list[dict[str, Any]]) -> int:

@@ -6,8 +6,11 @@
   and optionally mutual TLS): kube-scheduler's calls (POST /extender/<verb>), kube-apiserver's
   mutating admission webhook (POST /admission/queue: queue keys as pod priorities), /healthz,
   /readyz (Django's view: what these processes serve) and /metrics (Prometheus: the counters of
-  these processes, which are the ones that count), nothing else. Requests whose Host is not in SCHEDWEB_EXTENDER_ALLOWED_HOSTS get a 400, a POST whose
-  content type is not application/json a 415, both before the body is read.
+  these processes, which are the ones that count), nothing else. Requests whose Host is not in
+  SCHEDWEB_EXTENDER_ALLOWED_HOSTS (or with more than one Host) get a 400, requests whose
+  client certificate does not hold the path's role (schedweb/client_certs.py: the verbs need
+  kube-scheduler's, /admission/queue kube-apiserver's) a 403, a POST whose content type is not
+  application/json a 415, all before the body is read.
 
 The extender's calls are answered here directly, without Django's request handling: they need no
 session, CSRF, auth, URL resolution or templates, and kube-scheduler waits for every one of them.
@@ -18,7 +21,10 @@ process memory and take about a millisecond, and kube-scheduler sends one reques
 Larger ones go to a bounded pool of worker processes (policies/extender/offload.py; 503 when it is
 full): parsing 7 MB of Node objects holds the GIL for hundreds of ms, which on the loop made
 normal calls wait seconds (issue 14). bind (a call to the API server) runs in a thread; a bind
-body over the inline limit is refused (413: a binding is four short strings). The process's
+body over the inline limit is refused (413: a binding is four short strings). A filter or
+prioritize the snapshot is behind for (a node or the pod it does not hold yet) awaits the
+snapshot here, bounded, without holding the loop (policies/extender/catch_up.py; the direct path
+of schedweb/extender_http.py hands such a request to this path). The process's
 runtime (policies, snapshot reader, bind's Kubernetes client) is built at the listener's lifespan
 startup, in a thread since its initial load may read the database; should that fail, the first
 request builds it, in a thread too. Other methods on a verb get 405 (Allow: POST) and other
@@ -30,9 +36,12 @@ pays twice per pod.
 """
 
 import asyncio
+import contextlib
 import logging
 import os
 import warnings
+from collections.abc import AsyncIterator
+from functools import partial
 
 from django.core.asgi import get_asgi_application
 from django.http.request import split_domain_port, validate_host
@@ -47,10 +56,15 @@ warnings.filterwarnings(
 
 from policies.admission.review import PATH as ADMISSION_PATH  # noqa: E402
 from policies.extender import entry  # noqa: E402  (needs Django set up first)
-from policies.extender.offload import Offload, busy_answer  # noqa: E402
+from policies.extender.offload import BUSY, Abandoned, Full, Offload, busy_answer  # noqa: E402
+from policies.extender.runtime import runtime_stop, serve_as  # noqa: E402
+from schedweb import client_certs  # noqa: E402
 
 log = logging.getLogger(__name__)
 _INLINE = frozenset({"filter", "prioritize", "preempt"})
+# Set in the scope by the direct path (schedweb/extender_http.py) for a body it found to be too
+# much work to answer inline: the pool answers it without a second inline attempt.
+OFFLOAD_KEY = "schedweb.offload"
 _ready = False
 _offload: Offload | None = None
 
@@ -79,26 +93,53 @@ def _offloader() -> Offload:
     return _offload
 
 
-class _ClientGone(Exception):
+class _ClientGone(Abandoned):
     """The client disconnected before its body was complete (or stalled in it and was cut off
     by schedweb/http_timeouts.py): nothing to answer, nothing to count."""
 
 
-async def _read_body(receive, limit: int) -> bytes | None:
-    """The request body, or None once it grows past `limit` (the rest is not read)."""
-    chunks: list[bytes] = []
-    size = 0
-    more = True
-    while more:
-        message = await receive()
+class _TooLarge(Abandoned):
+    """The body grew past its limit (the rest is not read): 413."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit)
+        self.limit = limit
+
+
+class _Body:
+    """The request body as it arrives, counted against `limit` (_TooLarge past it)."""
+
+    def __init__(self, receive, limit: int) -> None:
+        self._receive = receive
+        self.limit = limit
+        self.size = 0
+        self.more = True
+
+    async def piece(self) -> bytes:
+        message = await self._receive()
         if message["type"] == "http.disconnect":
             raise _ClientGone
         chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        more = message.get("more_body", False)
+        self.size += len(chunk)
+        if self.size > self.limit:
+            raise _TooLarge(self.limit)
+        self.more = message.get("more_body", False)
+        return chunk
+
+    async def rest(self, held: list[bytes]) -> AsyncIterator[bytes]:
+        """What was read already (`held`), then the pieces still to come."""
+        while held:
+            yield held.pop(0)
+        while self.more:
+            yield await self.piece()
+
+
+async def _read_body(receive, limit: int) -> bytes:
+    """The whole request body (_TooLarge once it grows past `limit`, the rest unread)."""
+    body = _Body(receive, limit)
+    chunks = []
+    while body.more:
+        chunks.append(await body.piece())
     return b"".join(chunks)
 
 
@@ -114,11 +155,10 @@ def host_allowed(value: bytes, allowed_hosts: list[str]) -> bool:
 
 
 def _host_allowed(scope, allowed_hosts: list[str]) -> bool:
-    """The request's Host header (port ignored) matches SCHEDWEB_EXTENDER_ALLOWED_HOSTS."""
-    for name, value in scope["headers"]:
-        if name == b"host":
-            return host_allowed(value, allowed_hosts)
-    return False
+    """The request's one Host header (port ignored) matches SCHEDWEB_EXTENDER_ALLOWED_HOSTS;
+    a repeated Host is refused whatever the values (RFC 9112 section 3.2: 400)."""
+    hosts = [value for name, value in scope["headers"] if name == b"host"]
+    return len(hosts) == 1 and host_allowed(hosts[0], allowed_hosts)
 
 
 def _content_length(scope) -> int:
@@ -158,8 +198,6 @@ async def _answer(
 async def extender(scope, receive, send) -> None:
     """One request under /extender/: a verb's answer, 405 for other methods, 415 for a body that
     is not JSON, 404 for other paths."""
-    from django.conf import settings
-
     verb = scope["path"][len(entry.PREFIX) :]
     extra = []
     if verb not in entry.VERBS:
@@ -170,29 +208,65 @@ async def extender(scope, receive, send) -> None:
     elif not _is_json(scope):
         status, answer, policy = 415, _UNSUPPORTED, ""
     else:
-        inline = settings.SCHEDWEB_EXTENDER_INLINE_BODY_BYTES
-        limit = settings.SCHEDWEB_EXTENDER_MAX_BODY_BYTES
-        if verb not in _INLINE:  # bind: never offloaded, so never larger than inline
-            limit = min(limit, inline)
-        declared = _content_length(scope)
-        if declared > inline and verb in _INLINE and _offloader().full():
-            status, answer, policy = busy_answer(_offloader().capacity)
-        else:
-            try:
-                body = await _read_body(receive, limit)
-            except _ClientGone:
-                return
-            if body is None:
-                status, answer, policy = entry.too_large_answer(limit)
-            elif len(body) > inline:  # filter, prioritize or preempt: a worker process answers
-                status, answer, policy = await _offloader().answer(verb, body)
-            elif verb in _INLINE:
-                status, answer, policy = await _from_memory(entry.extender_answer, verb, body)
-            else:  # bind: a call to the API server, never on the event loop
-                status, answer, policy = await asyncio.to_thread(entry.extender_answer, verb, body)
+        try:
+            status, answer, policy = await _verb_answer(verb, scope, receive)
+        except _ClientGone:
+            return
+        except _TooLarge as exc:
+            status, answer, policy = entry.too_large_answer(exc.limit)
+        if status in (BUSY, 413):  # the body may be unread: the connection ends with the answer
+            extra.append((b"connection", b"close"))
     if policy:
         extra.append((b"x-schedweb-policy", policy.encode()))
     await _answer(send, status, answer, extra)
+
+
+async def _verb_answer(verb: str, scope, receive) -> tuple[int, bytes, str]:
+    """A verb's answer. filter, prioritize and preempt: inline from memory when the body is
+    small and little work (filter and prioritize awaiting the snapshot, bounded, when it lacks
+    a node or the pod), else from the pool, the body streamed to a worker as it arrives
+    (a large declared length takes a place in the pool before anything is read, a chunked one
+    once it grows past the inline limit: 503 when there is none). bind: at most the inline limit,
+    in a thread (a call to the API server)."""
+    from django.conf import settings
+
+    inline = settings.SCHEDWEB_EXTENDER_INLINE_BODY_BYTES
+    limit = settings.SCHEDWEB_EXTENDER_MAX_BODY_BYTES
+    if verb not in _INLINE:  # bind: never offloaded, so never larger than inline
+        body = await _read_body(receive, min(limit, inline))
+        return await asyncio.to_thread(entry.extender_answer, verb, body)
+    declared = _content_length(scope)
+    if declared > limit:
+        raise _TooLarge(limit)
+    body = _Body(receive, limit)
+    if declared > inline or scope.get(OFFLOAD_KEY):
+        return await _offloaded(verb, body.rest([]))
+    held: list[bytes] = []
+    size = 0
+    while body.more and size <= inline:
+        held.append(await body.piece())
+        size += len(held[-1])
+    if body.more:  # chunked (or longer than declared) past the inline limit
+        return await _offloaded(verb, body.rest(held))
+    data = b"".join(held)
+    if size > inline:
+        return await _offloaded(verb, data)
+    answer = await _from_memory(partial(entry.extender_answer_or_wait, inline=True), verb, data)
+    if isinstance(answer, entry.Waiting):  # the snapshot lacks a node or the pod: it waits
+        return await entry.extender_answer_after_wait(answer)
+    if answer[0] == entry.OFFLOAD:  # small, but much work (issue 27): a worker answers it
+        return await _offloaded(verb, data)
+    return answer
+
+
+async def _offloaded(verb: str, body: bytes | AsyncIterator[bytes]) -> tuple[int, bytes, str]:
+    """The pool's answer, or 503 when it has no place (nothing more of the body is read)."""
+    pool = _offloader()
+    try:
+        async with pool.place():
+            return await pool.answer(verb, body)
+    except Full:
+        return busy_answer()
 
 
 async def admission(scope, receive, send) -> None:
@@ -210,22 +284,25 @@ async def admission(scope, receive, send) -> None:
         await _answer(send, 415, _UNSUPPORTED)
         return
     limit = settings.SCHEDWEB_EXTENDER_INLINE_BODY_BYTES
+    extra = []
     try:
         body = await _read_body(receive, limit)
     except _ClientGone:
         return
-    if body is None:
+    except _TooLarge:
         status, answer, policy = entry.too_large_answer(limit)
+        extra.append((b"connection", b"close"))
     else:
         status, answer, policy = await _from_memory(entry.admission_answer, body)
-    extra = [(b"x-schedweb-policy", policy.encode())] if policy else []
+    if policy:
+        extra.append((b"x-schedweb-policy", policy.encode()))
     await _answer(send, status, answer, extra)
 
 
-async def _lifespan(receive, send, startup=None, *, offload: bool = False) -> None:
+async def _lifespan(receive, send, startup=None, *, offload: bool = False, shutdown=None) -> None:
     """Runs `startup` (in a thread) before the listener takes connections and starts the pool
-    for large bodies (`offload`); stops the pool at shutdown. Django's handler refuses lifespan,
-    so it is answered here."""
+    for large bodies (`offload`); stops the pool and runs `shutdown` at shutdown. Django's
+    handler refuses lifespan, so it is answered here."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
@@ -240,6 +317,9 @@ async def _lifespan(receive, send, startup=None, *, offload: bool = False) -> No
         elif message["type"] == "lifespan.shutdown":
             if offload and _offload is not None:
                 _offload.close(wait=True)  # uvicorn's workers end with os._exit: join them now
+            if shutdown is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(shutdown)
             await send({"type": "lifespan.shutdown.complete"})
             return
 
@@ -247,10 +327,18 @@ async def _lifespan(receive, send, startup=None, *, offload: bool = False) -> No
 def _extender_start() -> None:
     """The process's extender runtime, built before the first request: the active policies,
     the snapshot reader and, with bind on, the Kubernetes client (the first bind of each process
-    cost 0.25-1 s when it was created there)."""
+    cost 0.25-1 s when it was created there). It reports what it serves: publishers wait for
+    this process (policies/publishing.py)."""
     global _ready
+    serve_as("listener")
     entry.runtime()
     _ready = True
+
+
+def _extender_stop() -> None:
+    """The listener's worker ends: its runtime stops reporting (publishers no longer wait
+    for it)."""
+    runtime_stop()
 
 
 _UNSUPPORTED = b'{"Error": "Content-Type must be application/json"}'
@@ -264,12 +352,27 @@ async def extender_application(scope, receive, send) -> None:
     from django.conf import settings
 
     if scope["type"] == "lifespan":
-        await _lifespan(receive, send, _extender_start, offload=True)
+        await _lifespan(receive, send, _extender_start, offload=True, shutdown=_extender_stop)
         return
     if scope["type"] != "http":  # websockets: nothing here
         return
+    path = scope["path"]
+    role = (
+        client_certs.SCHEDULER
+        if path.startswith(entry.PREFIX)
+        else client_certs.WEBHOOK
+        if path == ADMISSION_PATH
+        else ""
+    )
     if not _host_allowed(scope, settings.SCHEDWEB_EXTENDER_ALLOWED_HOSTS):
         await _answer(send, 400, _BAD_HOST)
+    elif role and not client_certs.may(client := client_certs.scope_client(scope), role):
+        # Before the body is read: a certificate without the role sends nothing further.
+        status, answer, _policy = await _from_memory(
+            partial(entry.refused_answer, kind=role, client=client.name, label=client.label),
+            path,
+        )
+        await _answer(send, status, answer, [(b"connection", b"close")])
     elif scope["path"].startswith(entry.PREFIX):
         await extender(scope, receive, send)
     elif scope["path"] == ADMISSION_PATH:

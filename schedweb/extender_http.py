@@ -17,6 +17,10 @@ earlier request of the connection still in the ASGI path. The answer is the same
 (other paths and methods, a Host not allowed, a repeated Host or Content-Type, chunked or large
 bodies, pipelined behind an ASGI request) takes the ASGI path unchanged, so its checks and
 answers (400, 404, 405, 413, 415, the offload pool) stay in one place.
+A request the snapshot is behind for (it names a node the snapshot does not hold yet, or is
+about a pod it lacks: policies/extender/catch_up.py) is handed to the ASGI path once read, as if
+it had taken that path from its headers: there it waits for the snapshot on the event loop, and
+requests pipelined behind it queue behind its cycle, answered in order.
 The deadlines for stalled clients (schedweb/http_timeouts.py) hold on both paths; as on the ASGI
 path, a client that leaves its answers unread is read no further until they drain, and a
 graceful shutdown answers the request being read before closing its connection
@@ -28,7 +32,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .http_timeouts import _BODY, TimedHttpToolsProtocol
+from . import client_certs
+from .http_timeouts import TimedHttpToolsProtocol
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +62,15 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
         self._fast_chunks: list[bytes] = []
         self._fast_keep_alive = True
         self._reads_wait_for_writes = False
+        self._client: client_certs.Client | None = None
+        self._verbs_allowed = True
+
+    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        # The certificate the handshake verified, named once per connection (issue 27): only
+        # kube-scheduler's may take the direct path; others get the ASGI path's 403.
+        self._client = client_certs.client_of(transport)
+        self._verbs_allowed = client_certs.may(self._client, client_certs.SCHEDULER)
 
     def on_message_begin(self) -> None:
         self._fast_verb = ""
@@ -65,6 +79,7 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
         # when no request is pending, and cancels it in data_received).
         self._unset_keepalive_if_required()
         super().on_message_begin()
+        self.scope[client_certs.SCOPE_KEY] = self._client
 
     def on_headers_complete(self) -> None:
         verb = self._direct_verb()
@@ -74,14 +89,15 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
         self._fast_verb = verb
         self._fast_chunks = []
         self._fast_keep_alive = self.parser.should_keep_alive()
-        self._last_body = self.loop.time()
-        self._arm(_BODY, self.body_seconds)
+        self.arm_body()
 
     def _direct_verb(self) -> str:
         """The verb when this request may take the direct path, else ""."""
         verb = _FAST_PATHS.get(self.url)
         if (
             verb is None
+            or self._refused
+            or not self._verbs_allowed
             or not self._asgi.runtime_ready()
             or (self.cycle is not None and not self.cycle.response_complete)
             or self.parser.get_method() != b"POST"
@@ -135,11 +151,34 @@ class ExtenderHttpProtocol(TimedHttpToolsProtocol):
         body = b"".join(self._fast_chunks)
         self._fast_chunks = []
         try:
-            status, answer, policy = self._asgi.entry.extender_answer(verb, body)
+            result = self._asgi.entry.extender_answer_or_wait(verb, body, inline=True)
         except Exception:  # the services never raise; if one does, a 500 as on the ASGI path
             log.exception("extender %s failed", verb)
-            status, answer, policy = 500, _INTERNAL_ERROR, ""
-        self._respond(status, answer, policy)
+            result = 500, _INTERNAL_ERROR, ""
+        if type(result) is not tuple:  # it waits for the snapshot: not here
+            self._to_asgi(body, offload=False)
+            return
+        if result[0] == self._asgi.entry.OFFLOAD:
+            self._to_asgi(body, offload=True)
+            return
+        self._respond(*result)
+
+    def _to_asgi(self, body: bytes, *, offload: bool) -> None:
+        """A request read whole that is not answered here goes on as uvicorn would have sent
+        it at its headers, with its body complete: the ASGI path. `offload`: too much work to
+        answer on the loop (issue 27: 130 KB holds 4000 Node objects), the pool answers it;
+        else the snapshot is behind for it, and the ASGI path waits for the snapshot without
+        holding the loop and judges it again. Pipelined requests behind it then wait for its
+        answer as behind any ASGI request."""
+        if self.transport.is_closing():
+            return  # the client is gone: nothing to answer
+        if offload:
+            self.scope[self._asgi.OFFLOAD_KEY] = True
+        super().on_headers_complete()  # the scope, the cycle and its task
+        self._disarm()  # the body is all here
+        self.cycle.body += body
+        self.cycle.more_body = False
+        self.cycle.message_event.set()
 
     def _respond(self, status: int, answer: bytes, policy: str) -> None:
         """The whole response in one write, then keep-alive as after an ASGI response."""

@@ -138,11 +138,20 @@ SCHEDWEB_EXTENDER_MAX_BODY_BYTES = env_int("SCHEDWEB_EXTENDER_MAX_BODY_BYTES", 6
 # Bodies up to SCHEDWEB_EXTENDER_INLINE_BODY_BYTES are answered on the listener's event loop (a
 # 500-name filter is about 10 KB and takes about a millisecond). Larger filter, prioritize and
 # preempt bodies are answered by a pool of SCHEDWEB_EXTENDER_OFFLOAD_WORKERS processes, at most
-# _OFFLOAD_QUEUE more waiting (503 past that); a larger bind body is refused (413). Parsing holds
+# _OFFLOAD_QUEUE more waiting (503 past that), streamed to a worker as they arrive; a larger bind
+# body is refused (413). Parsing holds
 # the GIL: 200000 bare Node objects (6.6 MB) took 120-450 ms in one orjson.loads here, and as long
 # again to check, so a thread would still stall the loop (schedweb/asgi.py). 128 KiB keeps
 # nodeCacheCapable requests of about 6000 names inline and bounds an inline parse to ~15 ms.
 SCHEDWEB_EXTENDER_INLINE_BODY_BYTES = env_int("SCHEDWEB_EXTENDER_INLINE_BODY_BYTES", 128 * 1024)
+# Inline is also bounded by work, not bytes alone (issue 27): 130 KB holds 4000 minimal Node
+# objects, 40-80 ms of checks, conversion and evaluation. A filter, prioritize or preempt body
+# with more than SCHEDWEB_EXTENDER_INLINE_NODES full objects (Nodes.items, nodeCacheCapable
+# false, or victim Pods) or more than SCHEDWEB_EXTENDER_INLINE_NAMES node names goes to the pool
+# too. kube-scheduler's Node objects are 5-10 KB each, so its node-mode bodies past 20 nodes are
+# over the byte limit anyway; 5000 names (Kubernetes' largest cluster) stay inline.
+SCHEDWEB_EXTENDER_INLINE_NODES = env_int("SCHEDWEB_EXTENDER_INLINE_NODES", 100)
+SCHEDWEB_EXTENDER_INLINE_NAMES = env_int("SCHEDWEB_EXTENDER_INLINE_NAMES", 8192)
 SCHEDWEB_EXTENDER_OFFLOAD_WORKERS = env_int("SCHEDWEB_EXTENDER_OFFLOAD_WORKERS", 1)
 SCHEDWEB_EXTENDER_OFFLOAD_QUEUE = env_int("SCHEDWEB_EXTENDER_OFFLOAD_QUEUE", 2)
 if SCHEDWEB_EXTENDER_OFFLOAD_WORKERS < 1 or SCHEDWEB_EXTENDER_OFFLOAD_QUEUE < 0:
@@ -212,6 +221,46 @@ SCHEDWEB_EXTENDER_ALLOWED_HOSTS = env_list(
 # change that kube-scheduler, on the same cores, does not get (issue 13). Large bodies are
 # answered by the offload pool, not by a second worker.
 SCHEDWEB_EXTENDER_WORKERS = env_int("SCHEDWEB_EXTENDER_WORKERS", 1)
+# Under mutual TLS, each client certificate has one job (issue 27): the extender verbs only for
+# kube-scheduler's, POST /admission/queue only for kube-apiserver's (its webhook client
+# certificate); /healthz, /readyz and /metrics for any certificate the handshake accepted (the
+# in-pod probe's). A certificate is named by its subject's CN and its subjectAltName's DNS and
+# URI entries; it is one of a list when any of its names is. "*" accepts every certificate of the
+# client CA (the behaviour before issue 27). Without mutual TLS nothing names the caller and
+# every path is open to whoever reaches the (loopback) port. Refusals are 403, logged and
+# counted (schedweb_extender_refused_total). `make run`'s scripts/extender-certs.sh issues
+# CN=kube-scheduler, CN=kube-apiserver and CN=schedweb-probe.
+SCHEDWEB_EXTENDER_SCHEDULER_CLIENTS = env_list(
+    "SCHEDWEB_EXTENDER_SCHEDULER_CLIENTS", ["kube-scheduler"]
+)
+SCHEDWEB_EXTENDER_WEBHOOK_CLIENTS = env_list(
+    "SCHEDWEB_EXTENDER_WEBHOOK_CLIENTS", ["kube-apiserver"]
+)
+# Bind never places a pod of these namespaces, whoever asks (the refusal reads like any other).
+SCHEDWEB_EXTENDER_BIND_EXCLUDED_NAMESPACES = env_list(
+    "SCHEDWEB_EXTENDER_BIND_EXCLUDED_NAMESPACES", ["kube-system", "kube-public", "kube-node-lease"]
+)
+# A filter or prioritize naming a node the snapshot does not hold yet (or a pod, where the policy
+# reads what the cluster's pods use) waits at most this many milliseconds for the snapshot to
+# catch up before applying the policy's failurePolicy (policies/extender/catch_up.py); 0: never
+# waits. A watch event reaches every extender process in milliseconds (make bench); the wait is
+# bounded well inside kube-scheduler's httpTimeout (2 s as schedulerconfig prints it).
+SCHEDWEB_EXTENDER_CATCH_UP_MS = env_int("SCHEDWEB_EXTENDER_CATCH_UP_MS", 500)
+# Publish, rollback and deactivation return once every live extender process serves the change,
+# or after this many seconds, naming those that have not confirmed (policies/publishing.py). A
+# process is live when it reported (every half second) within SCHEDWEB_EXTENDER_LIVE_SECONDS.
+SCHEDWEB_PUBLISH_CONFIRM_SECONDS = env_float("SCHEDWEB_PUBLISH_CONFIRM_SECONDS", 2.0)
+SCHEDWEB_EXTENDER_LIVE_SECONDS = env_float("SCHEDWEB_EXTENDER_LIVE_SECONDS", 10.0)
+if SCHEDWEB_EXTENDER_CATCH_UP_MS < 0 or not SCHEDWEB_PUBLISH_CONFIRM_SECONDS >= 0:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "SCHEDWEB_EXTENDER_CATCH_UP_MS and SCHEDWEB_PUBLISH_CONFIRM_SECONDS must not be negative."
+    )
+if not SCHEDWEB_EXTENDER_LIVE_SECONDS > 0:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured("SCHEDWEB_EXTENDER_LIVE_SECONDS must be a positive number.")
 # What generated configuration (schedulerconfig, /connect/) tells kube-scheduler to present:
 # the CA that signed the extender's server certificate, and kube-scheduler's client certificate
 # and key for mutual TLS (paths as kube-scheduler sees them).
@@ -246,15 +295,28 @@ SCHEDWEB_METRICS_DIR = env_path("SCHEDWEB_METRICS_DIR", None)
 # Stalled connections, on both listeners (schedweb/http_timeouts.py): a client must send a
 # request's whole header block within SCHEDWEB_HEADER_TIMEOUT_SECONDS of connecting (or of the
 # first byte of a further request on a kept-alive connection; for the extender's TLS this also
-# bounds the handshake), and some of its body at least every SCHEDWEB_BODY_TIMEOUT_SECONDS, or the
-# connection is closed. Idle kept-alive connections close after uvicorn's timeout_keep_alive.
+# bounds the handshake), some of its body at least every SCHEDWEB_BODY_TIMEOUT_SECONDS and the
+# whole body within SCHEDWEB_BODY_DEADLINE_SECONDS of its headers (a byte every 5 s is never idle
+# for long, issue 27), or the connection is closed. Idle kept-alive connections close after
+# uvicorn's timeout_keep_alive. Each listener process keeps at most SCHEDWEB_MAX_CONNECTIONS open
+# connections; one past that is answered 503 and closed at once.
 SCHEDWEB_HEADER_TIMEOUT_SECONDS = env_float("SCHEDWEB_HEADER_TIMEOUT_SECONDS", 10.0)
 SCHEDWEB_BODY_TIMEOUT_SECONDS = env_float("SCHEDWEB_BODY_TIMEOUT_SECONDS", 30.0)
-for _name in ("SCHEDWEB_HEADER_TIMEOUT_SECONDS", "SCHEDWEB_BODY_TIMEOUT_SECONDS"):
+SCHEDWEB_BODY_DEADLINE_SECONDS = env_float("SCHEDWEB_BODY_DEADLINE_SECONDS", 60.0)
+for _name in (
+    "SCHEDWEB_HEADER_TIMEOUT_SECONDS",
+    "SCHEDWEB_BODY_TIMEOUT_SECONDS",
+    "SCHEDWEB_BODY_DEADLINE_SECONDS",
+):
     if not globals()[_name] > 0:
         from django.core.exceptions import ImproperlyConfigured
 
         raise ImproperlyConfigured(f"{_name} must be a positive number of seconds.")
+SCHEDWEB_MAX_CONNECTIONS = env_int("SCHEDWEB_MAX_CONNECTIONS", 256)
+if SCHEDWEB_MAX_CONNECTIONS < 1:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured("SCHEDWEB_MAX_CONNECTIONS must be at least 1.")
 # The URL prefix kube-scheduler calls (for generated configuration and /connect/).
 SCHEDWEB_EXTENDER_URL = env_str(
     "SCHEDWEB_EXTENDER_URL",

@@ -27,7 +27,9 @@ if [[ -z ${SCHEDWEB_SECRET_KEY:-} ]]; then
   export SCHEDWEB_SECRET_KEY
 fi
 # The extender's listener: TLS with a server certificate, and only clients with a certificate
-# of the local CA (kube-scheduler's, .run/tls/client.crt) complete the handshake.
+# of the local CA complete the handshake; each certificate has one job (issue 27; the settings'
+# defaults name these subjects): .run/tls/client.crt (CN=kube-scheduler) the extender verbs,
+# webhook.crt (CN=kube-apiserver) the queue webhook, probe.crt (CN=schedweb-probe) health only.
 if [[ -z ${SCHEDWEB_EXTENDER_TLS_CERT:-} ]]; then
   scripts/extender-certs.sh .run/tls
   tls=$PWD/.run/tls

@@ -4,12 +4,16 @@ protocol), for tests that need sockets: stalled clients, several worker processe
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import socket
 import ssl
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from tests.harness.processes import ManagedProcess, free_ports
 
@@ -35,6 +39,16 @@ def listener_env(workdir: Path, *, redis_url: str, **extra: str) -> dict[str, st
     )
     env.update(extra)
     return env
+
+
+def mtls_settings(tls: Path) -> dict[str, str]:
+    """The extender's settings for mutual TLS with the certificates scripts/extender-certs.sh
+    made in `tls`."""
+    return {
+        "SCHEDWEB_EXTENDER_TLS_CERT": str(tls / "server.crt"),
+        "SCHEDWEB_EXTENDER_TLS_KEY": str(tls / "server.key"),
+        "SCHEDWEB_EXTENDER_CLIENT_CA": str(tls / "ca.crt"),
+    }
 
 
 def _answers_healthz(
@@ -131,3 +145,42 @@ def read_until_closed(sock: socket.socket) -> bytes:
         if not chunk:
             return received
         received += chunk
+
+
+@contextlib.contextmanager
+def listeners(
+    workdir: Path, *, web: bool = True, tls: str = "", **extra: str
+) -> Iterator[dict[str, Any]]:
+    """A private Redis, the extender's listener (one worker unless `extra` says otherwise) and,
+    with `web`, the pages' listener, all with the `extra` settings: {"extender": port, "web":
+    port, "tls": directory}. `tls`: "" plain HTTP, "tls" a server certificate of
+    scripts/extender-certs.sh, "mtls" its client CA too (ready once the probe's certificate
+    reads /healthz)."""
+    from tests.e2e.stack import RedisServer
+
+    ports: dict[str, Any] = {"tls": workdir / "tls"}
+    certs: dict[str, Any] = {}
+    if tls:
+        subprocess.run(
+            [ROOT / "scripts" / "extender-certs.sh", ports["tls"]], check=True, capture_output=True
+        )
+        certs = {"ca_file": str(ports["tls"] / "ca.crt"), **mtls_settings(ports["tls"])}
+        if tls != "mtls":
+            del certs["SCHEDWEB_EXTENDER_CLIENT_CA"]
+    if tls == "mtls":
+        certs["client"] = (str(ports["tls"] / "probe.crt"), str(ports["tls"] / "probe.key"))
+    redis = RedisServer(workdir / "redis").start()
+    started = []
+    try:
+        process, ports["extender"] = start_extender(
+            workdir, redis_url=redis.url, **{"SCHEDWEB_EXTENDER_WORKERS": "1", **certs, **extra}
+        )
+        started.append(process)
+        if web:
+            process, ports["web"] = start_web(workdir, redis_url=redis.url, **extra)
+            started.append(process)
+        yield ports
+    finally:
+        for process in started:
+            process.stop(grace=5)
+        redis.stop()

@@ -49,3 +49,16 @@ def assert_valid_exposition(text: str) -> None:
         values = [v for _, v in points]
         assert values == sorted(values), series
         assert points[-1][0] == "+Inf" and points[-1][1] == counts[series], series
+
+
+def samples(text: str) -> list[tuple[str, dict[str, str], float]]:
+    """Every sample line as (name, labels, value)."""
+    found = []
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if match is None:
+            continue
+        name, labels, value = match.groups()
+        pairs = re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"', labels or "")
+        found.append((name, dict(pairs), float(value)))
+    return found

@@ -9,6 +9,7 @@ test-case outcomes when a publish is refused because tests failed.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -31,6 +32,9 @@ from policies.errors import (
     TestsFailed,
 )
 from policies.numbers import number_or_none
+from policies.roles import has_role
+
+log = logging.getLogger(__name__)
 
 # The one place a service error becomes an HTTP status; the pages use it too.
 STATUS_OF = {
@@ -120,6 +124,8 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
             ),
             status=status.HTTP_400_BAD_REQUEST,
         )
+    if isinstance(exc, ClusterUnavailable):
+        return _cluster_unavailable(exc, context)
     if isinstance(exc, ServiceError):
         errors = exc.details if isinstance(exc.details, list) else None
         if isinstance(exc, TestsFailed):
@@ -173,6 +179,30 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     else:
         response.data = error_body("error", str(getattr(exc, "detail", exc)))
     return response
+
+
+# What an API caller is told when the cluster's state cannot be had: what to do. Why not (a
+# kubeconfig path, an unset environment variable, the watcher's error, Redis's address) is how
+# the installation is configured: it goes to the log and to admins (`adminDetail`), issue 27.
+CLUSTER_UNAVAILABLE = (
+    "the cluster's state is not available right now; retry in a few seconds, or preview"
+    " against the demo cluster. If this lasts, an administrator can see why in schedweb's log"
+    " and on the dashboard."
+)
+CLUSTER_RETRY_AFTER_SECONDS = 5
+
+
+def _cluster_unavailable(exc: ClusterUnavailable, context: dict) -> Response:
+    log.warning("API answered 503 cluster_unavailable: %s", exc.message)
+    body = error_body(exc.code, CLUSTER_UNAVAILABLE)
+    request = context.get("request")
+    if request is not None and has_role(getattr(request, "user", None), "admin"):
+        body["adminDetail"] = str(exc.message)
+    return Response(
+        body,
+        status=http_status(exc),
+        headers={"Retry-After": str(CLUSTER_RETRY_AFTER_SECONDS)},
+    )
 
 
 class BodySizeLimitMiddleware:

@@ -426,9 +426,45 @@ class TestCaseSerializer(serializers.Serializer):
     createdAt = serializers.DateTimeField()
 
 
+class PendingProcessSerializer(serializers.Serializer):
+    process = serializers.CharField(help_text="host:pid of the extender process.")
+    role = serializers.CharField(
+        help_text="listener (a worker of the extender's listener) or offload."
+    )
+    counter = serializers.IntegerField(help_text="The published set it serves.")
+    policies = serializers.DictField(
+        child=serializers.CharField(), help_text="schedulerName -> policy/vN it serves."
+    )
+    seenSecondsAgo = serializers.FloatField()
+
+
+class ServedSerializer(serializers.Serializer):
+    """Which extender processes serve the change (issue 24)."""
+
+    servedByAll = serializers.BooleanField(
+        help_text="Every live extender process confirmed it serves the change before the answer."
+    )
+    counter = serializers.IntegerField(allow_null=True, help_text="The published set's counter.")
+    processes = serializers.IntegerField(help_text="Live extender processes.")
+    confirmed = serializers.ListField(child=serializers.CharField())
+    notConfirmed = PendingProcessSerializer(many=True)
+    waitedSeconds = serializers.FloatField()
+    summary = serializers.CharField()
+    error = serializers.CharField(allow_blank=True)
+
+
 class PublishResultSerializer(serializers.Serializer):
     version = VersionSummarySerializer()
     tests = TestResultSerializer(many=True)
+    served = ServedSerializer()
+
+
+class RollbackResultSerializer(VersionSummarySerializer):
+    served = ServedSerializer()
+
+
+class DeactivateResultSerializer(PolicySerializer):
+    served = ServedSerializer()
 
 
 class DiffSerializer(serializers.Serializer):
@@ -479,3 +515,9 @@ class DecisionSerializer(serializers.Serializer):
     scores = serializers.ListField(child=serializers.CharField())
     weights = serializers.ListField(child=serializers.IntegerField())
     nodes = serializers.ListField(child=serializers.DictField())
+    catchUp = serializers.DictField(
+        allow_null=True,
+        help_text="Set when the request waited for the snapshot to catch up (a node or the pod it "
+        "did not hold yet): waitedMs, outcome (caught-up, timed-out: failurePolicy applied), the "
+        "nodes and whether the pod was waited for.",
+    )

@@ -239,7 +239,7 @@ class PolicyPublish(ApiView):
 
     @extend_schema(
         operation_id="policies_publish",
-        description="Validates the draft, runs the policy's test cases on the current snapshot and, if all pass, stores and activates a new version. Send the ETag of the draft you reviewed in If-Match: a draft that changed since gets 412 and nothing is published.",
+        description="Validates the draft, runs the policy's test cases on the current snapshot and, if all pass, stores and activates a new version. Send the ETag of the draft you reviewed in If-Match: a draft that changed since gets 412 and nothing is published. Returns once every live extender process serves the new version (at most SCHEDWEB_PUBLISH_CONFIRM_SECONDS); `served` says which have not confirmed.",
         parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=True)],
         request=s.PublishSerializer,
         responses={
@@ -260,6 +260,7 @@ class PolicyPublish(ApiView):
             {
                 "version": version_dict(result.version, active_number=result.version.number),
                 "tests": result.test_results,
+                "served": result.served.to_dict(),
             },
             status=status.HTTP_201_CREATED,
         )
@@ -270,16 +271,21 @@ class PolicyRollback(ApiView):
 
     @extend_schema(
         operation_id="policies_rollback",
+        description="Activates an earlier version again. Returns once every live extender process serves it (at most SCHEDWEB_PUBLISH_CONFIRM_SECONDS); `served` says which have not confirmed.",
         request=s.RollbackSerializer,
-        responses={200: s.VersionSummarySerializer, **errors(400, 404, 409, 413)},
+        responses={200: s.RollbackResultSerializer, **errors(400, 404, 409, 413)},
     )
     def post(self, request: Request, name: str) -> Response:
         policy = _policy(name)
         data = self.data(s.RollbackSerializer, request)
-        activation = services.policy_rollback(
-            actor=request.user, policy=policy, number=data["version"]
+        result = services.policy_rollback(actor=request.user, policy=policy, number=data["version"])
+        version = result.activation.version
+        return Response(
+            {
+                **version_dict(version, active_number=version.number),
+                "served": result.served.to_dict(),
+            }
         )
-        return Response(version_dict(activation.version, active_number=activation.version.number))
 
 
 class PolicyDeactivate(ApiView):
@@ -287,13 +293,14 @@ class PolicyDeactivate(ApiView):
 
     @extend_schema(
         operation_id="policies_deactivate",
+        description="Takes the policy out of service. Returns once every live extender process serves without it (at most SCHEDWEB_PUBLISH_CONFIRM_SECONDS); `served` says which have not confirmed.",
         request=None,
-        responses={200: s.PolicySerializer, **errors(404, 409)},
+        responses={200: s.DeactivateResultSerializer, **errors(404, 409)},
     )
     def post(self, request: Request, name: str) -> Response:
         policy = _policy(name)
-        services.policy_deactivate(actor=request.user, policy=policy)
-        return Response(_detail(policy))
+        served = services.policy_deactivate(actor=request.user, policy=policy)
+        return Response({**_detail(policy), "served": served.to_dict()})
 
 
 # --- versions ---------------------------------------------------------------------------------
@@ -782,6 +789,8 @@ def decision_dict(decision: Decision) -> dict[str, Any]:
         "scores": recorded.get("scores", []),
         "weights": recorded.get("weights", []),
         "nodes": recorded.get("nodes", []),
+        # the request waited for the snapshot to catch up: how long, for what, how it ended
+        "catchUp": recorded.get("catchUp"),
     }
 
 

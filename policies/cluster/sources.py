@@ -22,6 +22,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -170,22 +171,41 @@ class LiveSource:
 
 
 class LiveSnapshots:
-    """The extender's view of the live snapshot: `refresh()` from its background thread,
-    `current()` in requests (no I/O). Redis errors never propagate (an extender must keep
-    answering): they are recorded on the reader, which keeps the last snapshot and marks it
-    stale after the limit, and in `last_error`."""
+    """The extender's view of the live snapshot: `refresh()` and `follow()` (what a blocking
+    XREAD of the events stream pushed) from its background thread, `current()` in requests (no
+    I/O; an in-place reader's state is read under `serve_lock`). Redis errors never propagate
+    (an extender must keep answering): they are recorded on the reader, which keeps the last
+    snapshot and marks it stale after the limit, and in `last_error`."""
 
     def __init__(self, reader: SnapshotReader) -> None:
         self.reader = reader
+        self.serve_lock = reader.serve_lock
         self.last_error = ""
 
     def refresh(self) -> bool:
         """True if the snapshot changed; False if not, or if Redis could not be read."""
+        return self._guarded(self.reader.refresh)
+
+    def follow(self, entries: list) -> bool:
+        """Applies pushed entries of the events stream; True if the snapshot changed."""
+        return self._guarded(self.reader.follow, entries)
+
+    def follow_from(self) -> str | None:
+        """The events stream id to read after (None: no state yet; refresh() loads it)."""
+        return self.reader.follow_from()
+
+    def _guarded(self, call, *args) -> bool:
         try:
-            changed = self.reader.refresh()
+            changed = call(*args)
         except redis.RedisError as exc:
             self.reader.note_error(exc)
             self.last_error = f"redis: {exc}"
+            return False
+        except Exception as exc:  # a bad snapshot: keep the last one, say why
+            log.exception(
+                "live snapshot of %s could not be brought up to date", self.reader.cluster
+            )
+            self.last_error = f"snapshot: {exc}"
             return False
         self.last_error = ""
         return changed
@@ -227,13 +247,21 @@ def cluster_source(name: str) -> ClusterSource:
     return source
 
 
-def live_snapshots(cluster: str | None = None) -> LiveSnapshots:
-    """A fresh reader of the live snapshot for a process that refreshes it itself."""
+def live_snapshots(
+    cluster: str | None = None,
+    *,
+    in_place: bool = False,
+    on_change: Callable[[int], None] | None = None,
+) -> LiveSnapshots:
+    """A fresh reader of the live snapshot for a process that refreshes it itself (the
+    extender: `in_place`, see SnapshotReader)."""
     if cluster is None:
         from django.conf import settings
 
         cluster = settings.SCHEDWEB_CLUSTER_NAME
-    return LiveSnapshots(SnapshotReader(cluster_name_check(cluster)))
+    return LiveSnapshots(
+        SnapshotReader(cluster_name_check(cluster), in_place=in_place, on_change=on_change)
+    )
 
 
 # --- loading, for every caller of the engine but the extender ------------------------------------

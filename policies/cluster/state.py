@@ -90,6 +90,7 @@ class _Reader:
         "_by_node",
         "_by_ns",
         "_derived",
+        "_incomplete",
         "_label_keys",
         "_live",
         "_memo",
@@ -99,13 +100,20 @@ class _Reader:
         "_objects",
         "_pod_list",
         "_pods",
+        "pods_seen",
         "version",
     )
 
     def _init_empty(self) -> None:
         self.version = 0
         self._nodes: dict[str, NodeView] = {}
+        # Nodes without allocatable pods: their status has not been written yet (a kubelet
+        # creates a Node, then reports its status), so kube-scheduler cannot place a pod there.
+        self._incomplete: set[str] = set()
         self._pods: dict[str, PodView] = {}  # every pod, terminated ones too
+        # The highest pod resourceVersion held (decimal ones: etcd's revisions), 0 if none: a
+        # request about a pod of at most this version is about one the pods watch delivered.
+        self.pods_seen = 0
         self._live: _Bucket = {}  # non-terminated pods: what the helpers count
         # defaultdicts for fast bulk writes; every read goes through .get(), which never adds.
         self._by_ns: dict[str, _Bucket] = defaultdict(dict)
@@ -148,6 +156,12 @@ class _Reader:
     def node_count(self) -> int:
         """Number of nodes."""
         return len(self._nodes)
+
+    def incomplete_nodes(self) -> set[str]:
+        """Names of the nodes held without a status (no allocatable pods yet): kube-scheduler
+        places nothing on such a node (NodeResourcesFit counts pods against allocatable), so
+        a question about one means this state is behind it. Shared: do not modify it."""
+        return self._incomplete
 
     # -- pods -------------------------------------------------------------------------------
 
@@ -389,11 +403,19 @@ class _Reader:
     def _load(self, nodes: Iterable[NodeView], pods: Iterable[PodView]) -> None:
         """Fills an empty reader from views (their usage is taken as given)."""
         self._nodes = {n["name"]: n for n in nodes}
+        self._incomplete = {name for name, n in self._nodes.items() if not _has_status(n)}
         for pod in pods:
             key = pod_key(pod)
             self._pods[key] = pod
+            self._saw(pod)
             if not pod_is_terminated(pod):
                 self._index_fresh(key, pod)
+
+    def _saw(self, pod: PodView) -> None:
+        """Raises `pods_seen` to the pod's resourceVersion, when that is a decimal number."""
+        version = resource_version(pod)
+        if version > self.pods_seen:
+            self.pods_seen = version
 
     def _index_fresh(self, key: str, pod: PodView) -> None:
         """Adds a live pod to the indexes, no copy-on-write check (buckets owned by the caller)."""
@@ -522,6 +544,10 @@ class ClusterState(_Reader):
         if view["name"] not in self._nodes:
             self._node_names = None
         self._nodes[view["name"]] = view
+        if _has_status(view):
+            self._incomplete.discard(view["name"])
+        else:
+            self._incomplete.add(view["name"])
         self._changed()
         return view
 
@@ -529,6 +555,7 @@ class ClusterState(_Reader):
         """Removes a node; its pods stay accounted for when it comes back. False if unknown."""
         if self._nodes.pop(name, None) is None:
             return False
+        self._incomplete.discard(name)
         self._node_names = None
         self._changed()
         return True
@@ -542,6 +569,7 @@ class ClusterState(_Reader):
         if old is not None and not pod_is_terminated(old):
             self._forget(key, old)
         self._pods[key] = view
+        self._saw(view)
         if not pod_is_terminated(view):
             self._index(key, view)
             if view["nodeName"]:
@@ -570,6 +598,8 @@ class ClusterState(_Reader):
         snap = ClusterSnapshot()
         snap.version = self.version
         snap._nodes = dict(self._nodes)
+        snap._incomplete = set(self._incomplete)  # a handful at most
+        snap.pods_seen = self.pods_seen
         snap._pods = dict(self._pods)
         snap._live = self._live
         snap._by_ns = dict(self._by_ns)
@@ -605,6 +635,7 @@ class ClusterState(_Reader):
             if old is not None and not pod_is_terminated(old):
                 self._forget(key, old)
             self._pods[key] = view
+            self._saw(view)
             if not pod_is_terminated(view):
                 self._index_fresh(key, view)
                 if view["nodeName"]:
@@ -614,6 +645,10 @@ class ClusterState(_Reader):
             self._nodes[name] = node_with_usage(
                 view, requested=self._usage(name), pod_count=self._count(name)
             )
+            if _has_status(view):
+                self._incomplete.discard(name)
+            else:
+                self._incomplete.add(name)
 
     def _changed(self) -> None:
         self.version += 1
@@ -711,6 +746,24 @@ _NS_NAME_LABEL = "kubernetes.io/metadata.name"
 
 # Resources a node's `requested` always lists (0 when idle); others are dropped at 0.
 _KEEP = frozenset({"cpu", "memory"})
+
+
+def resource_version(pod: PodView | dict[str, Any]) -> int:
+    """A pod's metadata.resourceVersion as a number (a view's raw object, or a raw Pod); 0 when
+    absent or not decimal. kube-apiserver's are etcd revisions: one counter for every write, so
+    a pod's version below another's means its write came first (the API calls them opaque:
+    schedweb only ever skips a wait with it, never judges by it)."""
+    obj = pod.get("object", pod) if isinstance(pod, dict) else {}
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    value = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    if type(value) is str and 0 < len(value) <= 20 and value.isascii() and value.isdigit():
+        return int(value)
+    return 0
+
+
+def _has_status(node: NodeView) -> bool:
+    """The node reports allocatable pods (a kubelet wrote its status)."""
+    return bool(node["allocatable"].get("pods"))
 
 
 def _name_of(obj: Any) -> str:

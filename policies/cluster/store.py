@@ -5,9 +5,9 @@ Keys, per cluster (`schedweb:{cluster}:`):
     snap:full     hash    version, epoch, state (ClusterState.to_bytes), written_at
     snap:version  int     bumped by every change; readers poll only this (plus meta)
     snap:epoch    str     changes when the history restarts (Redis lost it, or a first write)
-    snap:events   stream  one delta per version, id "<version>-0", fields op + data,
-                          MAXLEN ~ 100 000 (op: node, node.delete, pod, pod.delete, object,
-                          object.delete, reset)
+    snap:events   stream  one delta per version, id "<version>-0", fields op + data + t (the
+                          writer's Unix time), MAXLEN ~ 100 000 (op: node, node.delete, pod,
+                          pod.delete, object, object.delete, reset)
     snap:meta     hash    source, server, status (starting|ok|error), error, heartbeat_at,
                           last_event_at, last_sync_at, last_full_at, nodes, pods, version
     watch:lock    str     the watcher's token, with a TTL it renews (one watcher per cluster)
@@ -19,6 +19,14 @@ The stream, the counter and the epoch change together (a Lua script for deltas, 
 full write). A reader reloads the full snapshot when the epoch changed (Redis restarted and the
 watcher wrote a new history), the version went backwards, a delta it needs was trimmed, or it
 meets a `reset` entry (the writer replaced the whole state). Timestamps are Unix seconds.
+
+Readers either poll (`refresh()`: the web's previews, once per request) or are pushed (`follow()`
+with what a blocking XREAD on snap:events returned, from "<version>-0": the extender's
+processes, policies/extender/runtime.py), which applies a watch event within milliseconds
+whatever the cluster's size. An `in_place` reader (the extender) applies deltas to the state its
+requests read, under `serve_lock`, instead of freezing a copy per change: freezing copies dicts
+the size of the cluster (2-6 ms at 5000 nodes and 50 000 pods, docs/perf/issue-13-critical-path.txt
+section 5), which a push per watch event would pay hundreds of times a second.
 
 Readers never present an empty cluster as real: no snapshot -> `ClusterUnavailable` with the
 watcher's status message; a snapshot whose watcher reports an error, whose heartbeat is older
@@ -39,7 +47,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -56,6 +64,7 @@ log = logging.getLogger(__name__)
 EVENTS_MAXLEN = 100_000  # deltas kept; a reader further behind reloads the full snapshot
 CATCH_UP_MAX = 20_000  # beyond this many deltas a full reload is cheaper than applying them
 _XRANGE_BATCH = 2_000
+_APPLY_CHUNK = 64  # deltas applied per hold of an in-place reader's serve lock (~1 ms at most)
 _DELTA_BATCH = 500  # deltas per script call: keeps each Redis command short
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
@@ -70,15 +79,16 @@ OBJECT_DELETE = "object.delete"  # data: its object_key ("Kind/namespace/name")
 RESET = "reset"  # the whole state was replaced: reload snap:full
 OPS = frozenset({NODE, NODE_DELETE, POD, POD_DELETE, OBJECT, OBJECT_DELETE, RESET})
 
-# KEYS: version, events, epoch. ARGV: epoch, maxlen, then op/data pairs.
+# KEYS: version, events, epoch. ARGV: epoch, maxlen, the writer's time, then op/data pairs.
 # Returns the new version, or -1 when Redis does not hold this writer's epoch (it restarted,
 # was flushed, or another writer reset the history): the writer must write a full snapshot.
 _DELTAS_LUA = """
 if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -1 end
 local v = tonumber(redis.call('GET', KEYS[1]) or '0')
-for i = 3, #ARGV, 2 do
+for i = 4, #ARGV, 2 do
   v = v + 1
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], v .. '-0', 'op', ARGV[i], 'data', ARGV[i + 1])
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], v .. '-0', 'op', ARGV[i], 'data', ARGV[i + 1],
+    't', ARGV[3])
 end
 redis.call('SET', KEYS[1], v)
 return v
@@ -271,7 +281,7 @@ class SnapshotWriter:
         pipe.set(keys.epoch, epoch)
         pipe.xadd(
             keys.events,
-            {"op": RESET, "data": b""},
+            {"op": RESET, "data": b"", "t": repr(time.time())},
             id=f"{version}-0",
             maxlen=self.maxlen,
             approximate=True,
@@ -327,7 +337,8 @@ class SnapshotWriter:
     def _append(self, keys: StoreKeys, args: list[Any]) -> None:
         result = int(
             self._deltas(
-                keys=[keys.version, keys.events, keys.epoch], args=[self.epoch, self.maxlen, *args]
+                keys=[keys.version, keys.events, keys.epoch],
+                args=[self.epoch, self.maxlen, repr(time.time()), *args],
             )
         )
         if result < 0:
@@ -347,8 +358,16 @@ class SnapshotReader:
     `current` is the last LoadedCluster (a frozen ClusterSnapshot plus status): no I/O, safe
     from any thread. `refresh()` does one round trip when nothing changed; otherwise it
     applies the new deltas to its own ClusterState and swaps in a new frozen snapshot
-    (holders of the old one are unaffected). `load()` = refresh, then current, for callers
-    without a BackgroundRefresher.
+    (holders of the old one are unaffected). `follow(entries)` applies what a blocking XREAD
+    of the events stream returned (`follow_from()` is the id to read after), falling back to
+    `refresh()` when they do not continue the version held. `load()` = refresh, then current,
+    for callers without a BackgroundRefresher.
+
+    With `in_place`, `current.state` is the reader's own ClusterState, changed in place under
+    `serve_lock` (never frozen): callers read it while holding that lock, and a change is
+    applied between two of their reads, never during one. A full load builds a new state and
+    swaps it in, so holders of the old one keep a consistent (older) picture. `on_change`
+    (version) is called after each applied change, outside the lock.
     """
 
     def __init__(
@@ -359,15 +378,22 @@ class SnapshotReader:
         stale_seconds: float | None = None,
         label_keys: Iterable[str] = (),
         catch_up_max: int = CATCH_UP_MAX,
+        in_place: bool = False,
+        on_change: Callable[[int], None] | None = None,
     ) -> None:
         self.store = SnapshotStore(cluster, client=client)
         self.cluster = self.store.cluster
         self.stale_seconds = stale_seconds if stale_seconds is not None else _stale_setting()
         self.catch_up_max = catch_up_max
+        self.in_place = in_place
+        self.on_change = on_change
+        # Held by readers of an in-place state for a whole read, and by this reader for each
+        # chunk of deltas it applies (at most _APPLY_CHUNK, JSON already parsed).
+        self.serve_lock = threading.Lock()
         self._label_keys = tuple(label_keys)
         self._lock = threading.Lock()
         self._state: ClusterState | None = None
-        self._snapshot: ClusterSnapshot | None = None
+        self._snapshot: ClusterSnapshot | ClusterState | None = None
         self._epoch = ""
         self._version = 0
         self._meta: dict[str, str] = {}
@@ -377,9 +403,14 @@ class SnapshotReader:
         self._loaded: LoadedCluster | None = None
         self._failing_since: float | None = None  # monotonic time of the first Redis error
         self._last_error = ""
+        self._dirty = False  # applied but not yet frozen (the freezing mode's follow)
+        self.written_at: float | None = None  # the writer's time of the version held
+        self.applied_at: float | None = None  # when this reader last changed its snapshot
+        self.lag_seconds: float | None = None  # written -> applied, for that last change
         self.full_loads = 0  # counters for tests and metrics
         self.deltas_applied = 0
         self.refreshes = 0
+        self.follows = 0
 
     # -- reading (no I/O) ------------------------------------------------------------------
 
@@ -413,6 +444,13 @@ class SnapshotReader:
     def meta(self) -> dict[str, str]:
         """The watcher's status hash as last read."""
         return self._meta
+
+    def follow_from(self) -> str | None:
+        """The events stream id a blocking XREAD continues from (entries after the version
+        held), or None while there is no state to apply deltas to (refresh() loads it)."""
+        if self._state is None or self._missing or self._unreadable:
+            return None
+        return f"{self._version}-0"
 
     def load(self) -> LoadedCluster:
         """Refreshes, then returns the snapshot. Without any snapshot: ClusterUnavailable
@@ -471,29 +509,61 @@ class SnapshotReader:
     def refresh(self) -> bool:
         """Brings the snapshot up to date; True if it changed. Raises redis.RedisError."""
         with self._lock:
-            keys = self.store.keys
-            pipe = self.store.client.pipeline(transaction=False)
-            pipe.get(keys.version)
-            pipe.get(keys.epoch)
-            pipe.hgetall(keys.meta)
-            raw_version, raw_epoch, raw_meta = pipe.execute()
-            self._failing_since = None
-            self.refreshes += 1
-            self._meta = _decode_hash(raw_meta)
-            changed = False
-            if raw_version is None or raw_epoch is None:
-                self._missing = True  # never written, or Redis lost it: keep what we hold
-            else:
-                self._missing = False
-                version, epoch = int(raw_version), raw_epoch.decode()
-                if self._state is None or epoch != self._epoch or version < self._version:
-                    changed = self._load_full()
-                elif version > self._version:
-                    changed = self._catch_up(version)
-            if changed and self._state is not None:
-                self._snapshot = self._state.freeze()
+            return self._refresh()
+
+    def follow(self, entries: list[tuple[bytes, dict[bytes, bytes]]]) -> bool:
+        """Applies entries of the events stream as a blocking XREAD from `follow_from()`
+        returned them; True if the snapshot changed. Entries that do not continue the version
+        held (a gap, a reset, no state yet) fall back to `refresh()`, which reloads what is
+        needed. Raises redis.RedisError (only that fallback talks to Redis)."""
+        with self._lock:
+            self.follows += 1
+            if self._state is None or self._missing or self._unreadable:
+                return self._refresh()
+            before = self._version
+            stop = self._apply_entries(entries)
+            applied = self._version != before
+            if stop is not None:
+                changed = self._refresh()
+                return changed or self._finish(applied)
+            # an in-place state was published with each chunk; the status did not change
+            return self._finish(applied, publish=not self.in_place)
+
+    def _refresh(self) -> bool:
+        keys = self.store.keys
+        pipe = self.store.client.pipeline(transaction=False)
+        pipe.get(keys.version)
+        pipe.get(keys.epoch)
+        pipe.hgetall(keys.meta)
+        raw_version, raw_epoch, raw_meta = pipe.execute()
+        self._failing_since = None
+        self.refreshes += 1
+        self._meta = _decode_hash(raw_meta)
+        changed = False
+        if raw_version is None or raw_epoch is None:
+            self._missing = True  # never written, or Redis lost it: keep what we hold
+        else:
+            self._missing = False
+            version, epoch = int(raw_version), raw_epoch.decode()
+            if self._state is None or epoch != self._epoch or version < self._version:
+                changed = self._load_full()
+            elif version > self._version:
+                changed = self._catch_up(version)
+        return self._finish(changed)
+
+    def _finish(self, changed: bool, *, publish: bool = True) -> bool:
+        """Publishes `current`: a new frozen snapshot if anything was applied since the last
+        one (the freezing mode), the status otherwise (an in-place state is published as it
+        changes)."""
+        changed = changed or self._dirty
+        if changed and self._state is not None and not self.in_place:
+            self._snapshot = self._state.freeze()
+        self._dirty = False
+        if publish:
             self._publish()
-            return changed
+        if changed and self.on_change is not None:
+            self.on_change(self._version)
+        return changed
 
     def _load_full(self) -> bool:
         """Loads snap:full, then the deltas written since. False if there is none."""
@@ -506,9 +576,9 @@ class SnapshotReader:
         ):
             return False
         pipe = self.store.client.pipeline(transaction=True)
-        pipe.hmget(keys.full, "version", "epoch", "state")
+        pipe.hmget(keys.full, "version", "epoch", "state", "written_at")
         pipe.get(keys.version)
-        (raw_version, raw_epoch, data), head = pipe.execute()
+        (raw_version, raw_epoch, data, raw_written), head = pipe.execute()
         if data is None or raw_version is None:
             self._missing = True
             return False
@@ -524,8 +594,15 @@ class SnapshotReader:
             self._unreadable_at = (raw_version, raw_epoch)
             return False
         self._unreadable, self._unreadable_at = "", None
-        self._state, self._epoch = state, raw_epoch.decode()
-        self._version = state.version = int(raw_version)
+        state.version = int(raw_version)
+        # The state is swapped in whole: readers of the old one keep it, unchanged.
+        with self.serve_lock:
+            self._state, self._epoch = state, raw_epoch.decode()
+            self._version = state.version
+            self._applied(_float(raw_written.decode()) if raw_written else None)
+            if self.in_place:
+                self._snapshot = state
+                self._publish()
         self.full_loads += 1
         if head is not None and int(head) > self._version:
             self._catch_up(int(head), allow_reload=False)
@@ -536,25 +613,62 @@ class SnapshotReader:
         there (trimmed, reset) or too many."""
         if target - self._version > self.catch_up_max and allow_reload:
             return self._load_full()
-        state = self._state
-        assert state is not None
         client, key = self.store.client, self.store.keys.events
-        expected = self._version + 1
-        while expected <= target:
-            entries = client.xrange(key, min=f"{expected}-0", max="+", count=_XRANGE_BATCH)
+        while self._version < target:
+            entries = client.xrange(key, min=f"{self._version + 1}-0", max="+", count=_XRANGE_BATCH)
             if not entries:
                 break
-            for entry_id, fields in entries:
-                number = int(entry_id.split(b"-", 1)[0])
-                op = fields.get(b"op", b"").decode()
-                if number != expected or op == RESET:
-                    # A gap (trimmed, or a new history) or a replaced state: start over.
-                    return self._load_full() if allow_reload else self._give_up(number)
-                _apply(state, op, fields.get(b"data", b""))
-                self.deltas_applied += 1
-                expected += 1
-        self._version = state.version = expected - 1
+            stop = self._apply_entries(entries)
+            if stop is not None:
+                # A gap (trimmed, or a new history) or a replaced state: start over.
+                return self._load_full() if allow_reload else self._give_up(stop)
         return True
+
+    def _apply_entries(self, entries: list[tuple[bytes, dict[bytes, bytes]]]) -> int | None:
+        """Applies the entries that continue the version held, in order (older ones skipped:
+        a refresh may have applied them already). Returns the number of the first entry that
+        does not continue it (a gap or a reset), None when all did."""
+        state = self._state
+        assert state is not None
+        expected = self._version + 1
+        decoded: list[tuple[str, Any, bytes | None]] = []
+        stop = None
+        for entry_id, fields in entries:
+            number = int(entry_id.split(b"-", 1)[0])
+            if number < expected:
+                continue
+            op = fields.get(b"op", b"").decode()
+            if number != expected or op == RESET:
+                stop = number
+                break
+            decoded.append((op, _decode(op, fields.get(b"data", b"")), fields.get(b"t")))
+            expected += 1
+        for start in range(0, len(decoded), _APPLY_CHUNK):
+            chunk = decoded[start : start + _APPLY_CHUNK]
+            if self.in_place:
+                with self.serve_lock:
+                    self._apply_chunk(state, chunk)
+                    self._snapshot = state
+                    self._publish()
+            else:
+                self._apply_chunk(state, chunk)
+                self._dirty = True
+        return stop
+
+    def _apply_chunk(self, state: ClusterState, chunk: list[tuple[str, Any, bytes | None]]) -> None:
+        for op, value, _written in chunk:
+            _apply(state, op, value)
+        self.deltas_applied += len(chunk)
+        self._version = state.version = self._version + len(chunk)
+        written = chunk[-1][2]
+        self._applied(_float(written.decode()) if written else None)
+
+    def _applied(self, written_at: float | None) -> None:
+        """Notes when the version now held was written and applied (for /readyz, /metrics)."""
+        now = time.time()
+        self.applied_at = now
+        self.written_at = written_at
+        self.lag_seconds = max(0.0, now - written_at) if written_at is not None else None
 
     def _give_up(self, number: int) -> bool:
         log.warning(
@@ -675,24 +789,36 @@ def reader_for(cluster: str) -> SnapshotReader:
 # -- helpers --------------------------------------------------------------------------------------
 
 
-def _apply(state: ClusterState, op: str, data: bytes) -> None:
-    """One delta applied to a reader's state; a bad one is logged and skipped."""
+def _decode(op: str, data: bytes) -> Any:
+    """A delta's data as `_apply` takes it: JSON parsed (outside the serve lock), names and keys
+    as text; a value that cannot be decoded is passed on as an exception to skip it."""
     try:
+        if op in (NODE, POD, OBJECT):
+            return orjson.loads(data)
+        return data.decode()
+    except (orjson.JSONDecodeError, UnicodeDecodeError) as exc:
+        return exc
+
+
+def _apply(state: ClusterState, op: str, value: Any) -> None:
+    """One decoded delta applied to a reader's state; a bad one is logged and skipped."""
+    try:
+        if isinstance(value, Exception):
+            raise value
         if op == NODE:
-            state.apply_node(orjson.loads(data))
+            state.apply_node(value)
         elif op == POD:
-            state.apply_pod(orjson.loads(data))
+            state.apply_pod(value)
         elif op == NODE_DELETE:
-            state.delete_node(data.decode())
+            state.delete_node(value)
         elif op == POD_DELETE:
-            state.delete_pod(data.decode())
+            state.delete_pod(value)
         elif op == OBJECT:
-            view = orjson.loads(data)
-            if type(view) is not dict or view.get("kind") not in OBJECT_KINDS:
+            if type(value) is not dict or value.get("kind") not in OBJECT_KINDS:
                 raise ValueError("not an object view")
-            state.apply_object_view(view)
+            state.apply_object_view(value)
         elif op == OBJECT_DELETE:
-            state.delete_object(data.decode())
+            state.delete_object(value)
         else:
             log.warning("unknown snapshot delta op %r skipped", op)
     except (ConversionError, orjson.JSONDecodeError, UnicodeDecodeError, ValueError) as exc:

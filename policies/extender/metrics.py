@@ -15,6 +15,11 @@ restarted listener starts from zero, which Prometheus reads as a counter reset.
 
 The per-minute buckets behind the dashboard's "requests per second, p99, errors in the last
 minutes" are still added to Redis by the same thread (they are cluster-wide and short-lived).
+
+Gauges (issue 24): each worker's file also carries what it serves, the policies' counter and
+the snapshot's version with their ages and the snapshot's lag (runtime.ExtenderRuntime.gauges),
+and /metrics shows them for every worker whose file is fresh, labelled by pid, so one scrape
+shows whether any process is behind.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.05, 
 MINUTE_KEY = "schedweb:metrics:extender:minute:{minute}"
 MINUTE_TTL = 3 * 3600
 FILE_PREFIX = "extender-"  # one file per process in SCHEDWEB_METRICS_DIR: extender-<pid>.json
+GAUGES = "gauges"  # the file's key for the process's gauges (the others are its totals)
 
 
 class Metrics:
@@ -80,6 +86,19 @@ class Metrics:
             else:
                 pending[f"passthrough|{verb}"] += 1
 
+    def count(self, kind: str, *labels: str, value: float = 1.0) -> None:
+        """Adds to a counter that is not a request's: refusals by client certificate
+        (`refused`, path kind and client role) and requeue evictions (`requeue_evicted`)."""
+        with self._lock:
+            self._pending["|".join((kind, *labels))] += value
+
+    def catch_up(self, outcome: str, seconds: float) -> None:
+        """A request that waited for the snapshot (catch_up.py): caught-up, timed-out, or
+        refused (too many waiting)."""
+        with self._lock:
+            self._pending[f"catch_up|{outcome}"] += 1
+            self._pending[f"catch_up_seconds|{outcome}"] += seconds
+
     def collect(self) -> None:
         """Moves the pending deltas into the totals and into the next Redis flush."""
         with self._lock:
@@ -94,19 +113,44 @@ class Metrics:
         with self._lock:
             return dict(self._totals)
 
-    def write(self) -> None:
-        """Writes this process's totals to its file in the metrics directory (atomically: a
-        reader sees the old or the new file, never half), when they changed."""
+    def write(self, *, gauges: dict[str, float] | None = None) -> None:
+        """Writes this process's totals (and `gauges`) to its file in the metrics directory
+        (atomically: a reader sees the old or the new file, never half), when they changed."""
         if self.directory is None:
             return
-        totals = self.totals()
-        if totals == self._written:
+        content = self.totals()
+        if gauges:
+            content[GAUGES] = gauges  # type: ignore[assignment]
+        if content == self._written:
             return
         path = self._path()
         partial = path.with_name(f".{path.name}.tmp")
-        partial.write_bytes(json.dumps(totals).encode())
+        partial.write_bytes(json.dumps(content).encode())
         os.replace(partial, path)
-        self._written = totals
+        self._written = content
+
+    def listener_gauges(
+        self, own: dict[str, float], *, fresh_seconds: float
+    ) -> dict[int, dict[str, float]]:
+        """Each worker's gauges by pid: this process's `own`, the others' from files written
+        within `fresh_seconds` (a worker that exited is not shown as serving anything)."""
+        found: dict[int, dict[str, float]] = {}
+        if self.directory is not None:
+            now = time.time()
+            for path in sorted(self.directory.glob(f"{FILE_PREFIX}*.json")):
+                pid = path.stem[len(FILE_PREFIX) :]
+                with contextlib.suppress(OSError, ValueError):
+                    if not pid.isdigit() or now - path.stat().st_mtime > fresh_seconds:
+                        continue
+                    data = json.loads(path.read_bytes()).get(GAUGES)
+                    if isinstance(data, dict):
+                        found[int(pid)] = {
+                            str(k): float(v)
+                            for k, v in data.items()
+                            if isinstance(v, (int, float)) and math.isfinite(v)
+                        }
+        found[self.pid] = dict(own)
+        return found
 
     def listener_totals(self) -> dict[str, float]:
         """The sum over the listener's processes: the other workers' files plus this process's
@@ -194,14 +238,32 @@ def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def render_prometheus(totals: dict[str, float], *, gauges: dict[str, float]) -> str:
-    """Prometheus text exposition (format 0.0.4) of the listener's totals plus gauges."""
+# Per-process gauges (runtime.ExtenderRuntime.gauges): name -> help text.
+PROCESS_GAUGES = {
+    "policies_counter": "The published policies' counter this process serves.",
+    "policies_age_seconds": "Seconds since this process started serving that set.",
+    "snapshot_version": "The cluster snapshot version this process holds.",
+    "snapshot_version_age_seconds": "Seconds since the watcher wrote that version.",
+    "snapshot_lag_seconds": "From the watcher writing the last change to this process applying it.",
+}
+
+
+def render_prometheus(
+    totals: dict[str, float],
+    *,
+    gauges: dict[str, float],
+    processes: dict[int, dict[str, float]] | None = None,
+) -> str:
+    """Prometheus text exposition (format 0.0.4) of the listener's totals plus gauges, and
+    each process's gauges labelled by pid."""
     lines: list[str] = []
     series: dict[str, list[str]] = defaultdict(list)
 
     def sample(kind: str, name: str, labels: dict[str, str], value: float) -> None:
         text = ",".join(f'{key}="{_label(str(label))}"' for key, label in labels.items())
-        series[kind].append(f"{name}{{{text}}} {_number(value)}")
+        series[kind].append(
+            f"{name}{{{text}}} {_number(value)}" if text else f"{name} {_number(value)}"
+        )
 
     for key, value in sorted(totals.items()):
         kind, *labels = key.split("|")
@@ -221,6 +283,15 @@ def render_prometheus(totals: dict[str, float], *, gauges: dict[str, float]) -> 
             )
         elif kind == "passthrough" and len(labels) == 1:
             sample(kind, "schedweb_extender_passthrough_total", {"verb": labels[0]}, value)
+        elif kind == "refused" and len(labels) == 2:
+            path, client = labels
+            sample(kind, "schedweb_extender_refused_total", {"path": path, "client": client}, value)
+        elif kind == "requeue_evicted" and not labels:
+            sample(kind, "schedweb_requeue_evictions_total", {}, value)
+        elif kind == "catch_up" and len(labels) == 1:
+            sample(kind, "schedweb_extender_catch_up_total", {"outcome": labels[0]}, value)
+        elif kind == "catch_up_seconds" and len(labels) == 1:
+            sample(kind, "schedweb_extender_catch_up_seconds_total", {"outcome": labels[0]}, value)
     verbs = sorted({k.split("|")[1] for k in totals if k.startswith("latency_count|")})
     name = "schedweb_extender_request_duration_seconds"
     for verb in verbs:
@@ -251,16 +322,45 @@ def render_prometheus(totals: dict[str, float], *, gauges: dict[str, float]) -> 
             "counter",
             "Requests for pods no active policy targets.",
         ),
+        "refused": (
+            "schedweb_extender_refused_total",
+            "counter",
+            "Requests refused (403) because the client certificate may not use the path.",
+        ),
+        "requeue_evicted": (
+            "schedweb_requeue_evictions_total",
+            "counter",
+            "Older rejected pods evicted from the full requeue store to keep newer ones.",
+        ),
         "latency": (
             "schedweb_extender_request_duration_seconds",
             "histogram",
             "Server-side latency per verb.",
+        ),
+        "catch_up": (
+            "schedweb_extender_catch_up_total",
+            "counter",
+            "Requests that waited for the snapshot to catch up, by outcome.",
+        ),
+        "catch_up_seconds": (
+            "schedweb_extender_catch_up_seconds_total",
+            "counter",
+            "Seconds those requests waited, by outcome.",
         ),
     }
     for key, (metric, kind, text) in headers.items():
         lines += [f"# HELP {metric} {text}", f"# TYPE {metric} {kind}", *series.get(key, [])]
     for gauge, value in sorted(gauges.items()):
         lines += [f"# TYPE {gauge} gauge", f"{gauge} {_number(value)}"]
+    for name, text in PROCESS_GAUGES.items():
+        rows = [
+            f'schedweb_extender_{name}{{pid="{pid}"}} {_number(values[name])}'
+            for pid, values in sorted((processes or {}).items())
+            if name in values
+        ]
+        if rows:
+            metric = f"schedweb_extender_{name}"
+            lines += [f"# HELP {metric} {text}", f"# TYPE {metric} gauge", *rows]
     return "\n".join(lines) + "\n"
 
 

@@ -1,11 +1,24 @@
 """Large extender bodies are answered in a pool of worker processes, off the listener's event loop.
 
-A body over SCHEDWEB_EXTENDER_INLINE_BODY_BYTES (filter, prioritize, preempt) is handed, as bytes,
-to a process of this pool, which answers it with its own runtime (policies/extender/runtime.py:
-the same active versions and snapshot from Redis, its metrics and decisions flushed the same way)
-through the same entry.extender_answer. The listener's process only reads the body and sends the
-answer, so a 7 MB body of 200000 bare Node objects (seconds of parsing and checking, with the GIL
-held by orjson for 120-450 ms at a time) no longer holds up a normal 500-name filter or /healthz.
+A filter, prioritize or preempt body that is large (over SCHEDWEB_EXTENDER_INLINE_BODY_BYTES) or
+that is much work (more items than SCHEDWEB_EXTENDER_INLINE_NODES or _INLINE_NAMES, issue 27) is
+answered by a process of this pool, with its own runtime (policies/extender/runtime.py: the same
+active versions and snapshot from Redis, its metrics and decisions flushed the same way) through
+the same entry.extender_answer. The listener's process only moves bytes and sends the answer, so
+a 7 MB body of 200000 bare Node objects (seconds of parsing and checking, with the GIL held by
+orjson for 120-450 ms at a time) no longer holds up a normal 500-name filter or /healthz.
+
+The body is streamed: the listener takes a worker when the request's headers say the body is
+large (or, chunked, once it grows past the inline limit) and forwards each piece to it as it
+arrives, over a Unix socket of that worker's, so the listener never holds a large body whole
+(six 60 MB bodies took it from 179 MB to 790 MB, and 562 MB stayed). Reading from the client
+waits while the worker's socket is full (asyncio's flow control), so a fast client cannot make
+the listener buffer either. The worker assembles the body and answers.
+
+    listener -> worker: b"<verb>\\n", then frames of a 4-byte length and that many bytes, then a
+                        0 length (the end) or 0xFFFFFFFF (abandoned: the client left, or the body
+                        grew past the limit; the worker drops what it has and waits for the next)
+    worker -> listener: a 10-byte header (status, policy length, body length), policy, body
 
 A worker brings its snapshot up to date when a body arrives rather than following every cluster
 change (policies/extender/runtime.py, snapshot_on_demand): one Redis round trip when nothing
@@ -14,22 +27,26 @@ changed, the deltas since its last body otherwise (or a full load past the catch
 A thread would not do: orjson.loads does not release the GIL. The workers run at a lower CPU
 priority (nice 10) so that on a busy machine the listener's own process is scheduled first.
 
-The pool is bounded: OFFLOAD_WORKERS processes and at most OFFLOAD_QUEUE bodies waiting; past that
-a large body gets a 503 at once (kube-scheduler retries the pod with backoff), before it is read
-when Content-Length says it is large. Processes are started with `spawn` (a forked copy of a
-uvicorn worker would carry its loop and the runtime's threads in a broken state).
+The pool is bounded: OFFLOAD_WORKERS processes and at most OFFLOAD_QUEUE bodies waiting for one
+(their bodies left unread meanwhile); past that a body gets a 503 at once (kube-scheduler retries
+the pod with backoff), at its headers when Content-Length says it is large. Processes are started
+with `spawn` (a forked copy of a uvicorn worker would carry its loop and the runtime's threads in
+a broken state); one that dies is replaced, and the request it held gets a 503.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import multiprocessing
 import os
+import socket
+import struct
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import AsyncIterator
+from typing import Any
 
 from . import protocol
 
@@ -38,13 +55,24 @@ log = logging.getLogger(__name__)
 BUSY = 503
 WORKER_NICE = 10
 PARENT_CHECK_SECONDS = 1.0
+_LENGTH = struct.Struct("!I")
+_END = 0
+_ABANDONED = 0xFFFFFFFF
+_ANSWER = struct.Struct("!HII")  # status, policy length, body length
+_VERB_MAX = 16
+
+
+class Abandoned(Exception):
+    """The body will not be complete (the client left, or it grew past the limit); raised by
+    the body's iterator, passed on to the caller once the worker has been told."""
+
+
+# --- the worker processes ------------------------------------------------------------------
 
 
 def _worker_start(parent: int) -> None:
     """Runs once in each worker process: lower priority, an exit with its parent, Django set
     up, runtime loaded."""
-    import contextlib
-
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICE)
     threading.Thread(target=_exit_with, args=(parent,), name="offload-parent", daemon=True).start()
@@ -52,16 +80,22 @@ def _worker_start(parent: int) -> None:
     import django
 
     django.setup()
-    from .runtime import runtime, snapshot_on_demand
+    from multiprocessing.util import Finalize
+
+    from .runtime import reset_runtime, runtime, serve_as, snapshot_on_demand
 
     snapshot_on_demand()  # brought up to date per large body, not on every cluster change
+    serve_as("offload")  # it answers with the active policies too: publishers wait for it
     runtime()  # the initial load here, not in the first large request
+    # The pool's shutdown ends this process through multiprocessing's exit, which runs these
+    # finalizers (not atexit): the process then stops reporting what it serves.
+    Finalize(None, reset_runtime, exitpriority=10)
 
 
 def _exit_with(parent: int) -> None:
     """Ends this worker once `parent` (the listener's process) is gone. uvicorn's worker
-    processes end with os._exit, past the executor's own clean-up, and a listener can be killed:
-    without this, workers were left behind holding a runtime each (seen after a SIGTERM)."""
+    processes end with os._exit, past any clean-up, and a listener can be killed: without this,
+    workers were left behind holding a runtime each (seen after a SIGTERM)."""
     while os.getppid() == parent:
         time.sleep(PARENT_CHECK_SECONDS)
     os._exit(0)
@@ -77,64 +111,194 @@ def _answer(verb: str, body: bytes) -> tuple[int, bytes, str]:
     return extender_answer(verb, body)
 
 
-def _ping() -> int:
-    return os.getpid()
+def _worker_main(channel: socket.socket, parent: int) -> None:
+    """A worker process: answers the requests the listener streams over `channel`, one at a
+    time, until the listener closes it (or exits)."""
+    _worker_start(parent)
+    stream = channel.makefile("rb")
+    while True:
+        verb = stream.readline(_VERB_MAX).strip().decode("ascii", "replace")
+        if not verb:
+            return  # the listener closed the channel
+        chunks: list[bytes] | None = []
+        while True:
+            header = stream.read(_LENGTH.size)
+            if len(header) != _LENGTH.size:
+                return  # the listener went away mid-body
+            (length,) = _LENGTH.unpack(header)
+            if length == _END:
+                break
+            if length == _ABANDONED:
+                chunks = None
+                break
+            chunk = stream.read(length)
+            if len(chunk) != length:
+                return  # the listener went away mid-body
+            chunks.append(chunk)
+        if chunks is None:
+            continue
+        body = b"".join(chunks)
+        del chunks
+        try:
+            status, answer, policy = _answer(verb, body)
+        except Exception:  # the services never raise; if one does, the caller retries
+            log.exception("extender offload: %s failed in the worker", verb)
+            status, answer, policy = BUSY, protocol.error_body("the large-body worker failed"), ""
+        del body
+        label = policy.encode()
+        channel.sendall(_ANSWER.pack(status, len(label), len(answer)) + label + answer)
+
+
+# --- the listener's side -------------------------------------------------------------------
+
+
+class _Worker:
+    """A worker process and the listener's end of its channel."""
+
+    def __init__(self, context: Any, parent: int) -> None:
+        ours, theirs = socket.socketpair()
+        self.process = context.Process(
+            target=_worker_main, args=(theirs, parent), name="schedweb-offload", daemon=True
+        )
+        self.process.start()
+        theirs.close()  # the child has its own copy
+        self.socket = ours
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def streams(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """The channel's streams in the running loop. A listener has one loop; tests that run
+        each request in a loop of its own get streams over a copy of the socket per loop (a
+        transport owns its socket and closes it when it goes)."""
+        loop = asyncio.get_running_loop()
+        if self._streams is None or self._loop is not loop:
+            copy = socket.socket(fileno=os.dup(self.socket.fileno()))
+            self._streams = await asyncio.open_connection(sock=copy)
+            self._loop = loop
+        return self._streams
+
+    def close(self, *, wait: bool) -> None:
+        if self._streams is not None:
+            with contextlib.suppress(RuntimeError):  # its loop is closed: the socket below ends it
+                self._streams[1].close()
+        self.socket.close()
+        if wait:
+            self.process.join(10)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(5)
 
 
 class Offload:
-    """The pool and its bound; one per listener process, created on first use."""
+    """The pool and its bound; one per listener process, created on first use, started at the
+    listener's lifespan start (in its event loop)."""
 
     def __init__(self, *, workers: int, queue: int) -> None:
         self.workers = workers
         self.capacity = workers + queue
-        self.in_flight = 0
-        self._pool: ProcessPoolExecutor | None = None
-
-    def _executor(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                max_workers=self.workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_worker_start,
-                initargs=(os.getpid(),),
-            )
-        return self._pool
+        self.in_flight = 0  # bodies reserved a place: being answered, or waiting for a worker
+        self._context = multiprocessing.get_context("spawn")
+        self._idle: asyncio.Queue[_Worker] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._all: list[_Worker] = []
 
     def start(self) -> None:
-        """Starts the workers now (the listener's lifespan start) rather than on the first
-        large body: their start takes a second or two."""
-        pool = self._executor()
-        for _ in range(self.workers):
-            pool.submit(_ping)
+        """Starts the workers now (the listener's lifespan start, in its loop) rather than on
+        the first large body: their start takes a second or two."""
+        loop = asyncio.get_running_loop()
+        if self._loop is loop:
+            return
+        self._loop = loop
+        self._idle = asyncio.Queue()  # of this loop (tests run requests in loops of their own)
+        for worker in self._all:
+            self._idle.put_nowait(worker)
+        while len(self._all) < self.workers:
+            self._spawn()
+
+    def _spawn(self) -> None:
+        worker = _Worker(self._context, os.getpid())
+        self._all.append(worker)
+        assert self._idle is not None
+        self._idle.put_nowait(worker)
 
     def full(self) -> bool:
         return self.in_flight >= self.capacity
 
-    async def answer(self, verb: str, body: bytes) -> tuple[int, bytes, str]:
-        """The answer from a worker process; 503 when the pool is full or its process died."""
+    @contextlib.asynccontextmanager
+    async def place(self):
+        """A place in the pool for one body (raises Full when there is none): held for as long
+        as the body is sent and answered, or waits for a worker."""
         if self.full():
-            return busy_answer(self.capacity)
+            raise Full
         self.in_flight += 1
         try:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._executor(), _answer, verb, body)
-        except BrokenProcessPool:
-            # A worker died (killed, out of memory): this request fails, the next gets a new pool.
-            log.error("extender offload: a worker process died; starting a new pool")
-            self.close()
-            return BUSY, protocol.error_body("the large-body worker failed; retry"), ""
+            yield self
         finally:
             self.in_flight -= 1
 
+    async def answer(self, verb: str, body: bytes | AsyncIterator[bytes]) -> tuple[int, bytes, str]:
+        """The answer from a worker to `body` (bytes, or pieces as they arrive), within a
+        place(). Abandoned from the pieces passes through once the worker knows; a worker that
+        dies or fails to answer gets a 503 (and a replacement)."""
+        self.start()
+        assert self._idle is not None
+        worker = await self._idle.get()
+        reusable = False
+        try:
+            reader, writer = await worker.streams()
+            writer.write(verb.encode("ascii") + b"\n")
+            try:
+                if isinstance(body, bytes | bytearray | memoryview):
+                    if body:
+                        writer.write(_LENGTH.pack(len(body)))
+                        writer.write(body)
+                else:
+                    async for piece in body:
+                        if piece:
+                            writer.write(_LENGTH.pack(len(piece)))
+                            writer.write(piece)
+                            await writer.drain()  # the client waits while the worker is full
+            except Abandoned:
+                writer.write(_LENGTH.pack(_ABANDONED))
+                await writer.drain()
+                reusable = True
+                raise
+            writer.write(_LENGTH.pack(_END))
+            await writer.drain()
+            status, policy_length, length = _ANSWER.unpack(await reader.readexactly(_ANSWER.size))
+            policy = (await reader.readexactly(policy_length)).decode()
+            answer = await reader.readexactly(length)
+            reusable = True
+            return status, answer, policy
+        except (OSError, asyncio.IncompleteReadError, struct.error):
+            # A worker died (killed, out of memory): this request fails, a new one takes its
+            # place. A cancelled request also lands in `finally` with reusable False: the
+            # worker may still answer it, so it is not given another request.
+            log.error("extender offload: a worker process died or broke its channel; replacing it")
+            return BUSY, protocol.error_body("the large-body worker failed; retry", code="busy"), ""
+        finally:
+            if reusable:
+                self._idle.put_nowait(worker)
+            else:
+                self._all.remove(worker)
+                worker.close(wait=False)
+                self._spawn()
+
     def close(self, *, wait: bool = False) -> None:
-        """Stops the workers: those waiting are cancelled; with `wait`, the running ones are
-        finished and the processes joined (the listener's shutdown)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=wait, cancel_futures=True)
-            self._pool = None
+        """Stops the workers (the listener's shutdown): each sees its channel close and exits;
+        with `wait`, they are joined."""
+        for worker in self._all:
+            worker.close(wait=wait)
+        self._all = []
+        self._idle = None
+        self._loop = None
 
 
-def busy_answer(capacity: int) -> tuple[int, bytes, str]:
-    """503: `capacity` large bodies are already being answered or waiting."""
-    message = f"busy: {capacity} large requests are already in progress; retry"
+class Full(Exception):
+    """The pool has no place for another body."""
+
+
+def busy_answer() -> tuple[int, bytes, str]:
+    """503: the pool already holds as many large bodies as it may."""
+    message = "busy: too many large requests are in progress; retry"
     return BUSY, protocol.error_body(message, code="busy"), ""

@@ -114,18 +114,74 @@ class ExtenderArgs:
     pod: dict[str, Any]
     node_names: list[str]
     nodes: list[dict[str, Any]] | None  # the full objects when nodeCacheCapable is false
+    pod_key: bytes | None = None  # the pod as JSON, once a cache needs it (service.pod_key)
 
     @property
     def cache_capable(self) -> bool:
         return self.nodes is None
 
 
-def parse_extender_args(body: bytes) -> ExtenderArgs:
-    """ExtenderArgs: {"Pod": {...}, "Nodes": NodeList|null, "NodeNames": [..]|null}."""
+# The most candidates a request may name (kube-scheduler's own cap on a cluster's nodes is far
+# higher than Kubernetes' documented 5000; 100 000 bounds a worker's loop over a 64 MB body).
+MAX_CANDIDATES = 100_000
+
+
+class TooMuchWork(Exception):
+    """The request has more items than the caller's inline limits: answer it elsewhere (a
+    worker process), not on the listener's event loop. Raised before any item is checked."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How many items a request answered inline may carry (issue 27: work grows with items, not
+    bytes; 130 KB holds 4000 minimal Node objects): full objects (Nodes.items, victim Pods) and
+    node names."""
+
+    objects: int
+    names: int
+
+
+# Before parsing a body under Limits: parsing is itself the cost that grows with the objects
+# (orjson.loads of 130 KB holding 4000 Node objects: about 3 ms here). JSON has at least one "{"
+# per object, so a body with more than PRESCAN_OBJECTS of these bytes (a pod as kube-scheduler
+# sends it has a few hundred objects at most) is left to a worker without being parsed here.
+# kube-scheduler's nodeCacheCapable requests (the hot path) name their nodes in a "NodeNames"
+# array, which our parse takes over any "Nodes": their objects cost only the parse, bounded by
+# the byte limit, and their names are counted after it. Finding that key stops right after the
+# pod; counting the braces of a 5000-name body would cost 20-40 us of each filter call.
+PRESCAN_OBJECTS = 2000
+_NAMES_ARRAY = b'"NodeNames":['
+
+
+def _prescan(body: bytes) -> None:
+    if _NAMES_ARRAY not in body and body.count(b"{") > PRESCAN_OBJECTS:
+        raise TooMuchWork("the body")
+
+
+def _count(items: Any, field: str, *, limit: int | None) -> None:
+    """Items of a list at most MAX_CANDIDATES (ProtocolError) and at most `limit` (TooMuchWork);
+    anything but a list is left to the field's own check."""
+    if isinstance(items, list | dict):
+        if len(items) > MAX_CANDIDATES:
+            raise ProtocolError(f"{field} has {len(items)} entries; at most {MAX_CANDIDATES}")
+        if limit is not None and len(items) > limit:
+            raise TooMuchWork(field)
+
+
+def parse_extender_args(body: bytes, limits: Limits | None = None) -> ExtenderArgs:
+    """ExtenderArgs: {"Pod": {...}, "Nodes": NodeList|null, "NodeNames": [..]|null}; with
+    `limits`, TooMuchWork for a request with more items (or more bytes that could be items:
+    _prescan), found before anything is checked."""
+    if limits is not None:
+        _prescan(body)
     data = _object(body)
-    pod = _pod(data)
     names = data.get("nodenames")
     node_list = data.get("nodes")
+    if names is not None:
+        _count(names, "NodeNames", limit=limits and limits.names)
+    elif isinstance(node_list, dict):
+        _count(node_list.get("items"), "Nodes.items", limit=limits and limits.objects)
+    pod = _pod(data)
     if names is not None:
         if not isinstance(names, list):
             raise ProtocolError(f"NodeNames must be an array, got {_kind(names)}")
@@ -157,18 +213,34 @@ class PreemptionArgs:
 
     pod: dict[str, Any]
     victims: dict[str, dict[str, Any]]  # node -> {"Pods": [{"UID": ...}], "NumPDBViolations": n}
+    pod_key: bytes | None = None  # as ExtenderArgs.pod_key
 
 
-def parse_preemption_args(body: bytes) -> PreemptionArgs:
+def parse_preemption_args(body: bytes, limits: Limits | None = None) -> PreemptionArgs:
+    """ExtenderPreemptionArgs; with `limits`, TooMuchWork for more candidate nodes than
+    `limits.names` or (NodeNameToVictims) more victim Pod objects than `limits.objects`."""
+    if limits is not None:
+        _prescan(body)
     data = _object(body)
-    pod = _pod(data)
     meta = data.get("nodenametometavictims")
     full = data.get("nodenametovictims")
-    victims: dict[str, dict[str, Any]] = {}
     source = meta if meta is not None else full
+    field = "NodeNameToMetaVictims" if meta is not None else "NodeNameToVictims"
+    _count(source, field, limit=limits and limits.names)
+    if meta is None and isinstance(full, dict) and limits is not None:
+        pods = sum(
+            len(value)
+            for entry in full.values()
+            if isinstance(entry, dict)
+            for key, value in entry.items()
+            if isinstance(value, list) and key.lower() == "pods"
+        )
+        if pods > limits.objects:
+            raise TooMuchWork(field)
+    pod = _pod(data)
+    victims: dict[str, dict[str, Any]] = {}
     if source is None:
         return PreemptionArgs(pod=pod, victims={})
-    field = "NodeNameToMetaVictims" if meta is not None else "NodeNameToVictims"
     source = _mapping(source, field)
     for node, entry in source.items():
         _string(node, f"{field} key", limit=MAX_NAME)

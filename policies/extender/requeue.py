@@ -8,7 +8,10 @@ group was incomplete would therefore wait minutes after the group completes. Any
 pending pod itself does requeue it, so schedweb re-evaluates the pods it rejected against the
 current snapshot and annotates those that would now pass on some node.
 
-    extender (filter rejected every node) -> Redis hash schedweb:requeue:<cluster>
+    extender (filter rejected every node) -> Redis hash schedweb:requeue:<cluster> (uid ->
+                       entry) and sorted set schedweb:requeue:<cluster>:order (uid by time),
+                       written together by one Lua script: at most MAX_ENTRIES, the oldest
+                       evicted first (a flood of rejections cannot keep out the next real one)
     beat, every 2 s -> requeue_unblocked(): evaluate, annotate `schedweb.io/requeue` (again
                        every 5 s), forget once the pod is bound, gone or 10 minutes old
 """
@@ -16,7 +19,9 @@ current snapshot and annotates those that would now pass on some node.
 from __future__ import annotations
 
 import logging
+import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -35,37 +40,121 @@ def requeue_key(cluster: str) -> str:
     return f"schedweb:requeue:{cluster}"
 
 
-MAX_ENTRIES = 10_000  # pods remembered per cluster: about 2 MB of Redis at the bounds below
+def _order_key(cluster: str) -> str:
+    """The sorted set of the hash's uids by rejection time: what eviction takes the oldest of."""
+    return f"{requeue_key(cluster)}:order"
+
+
+MAX_ENTRIES = 10_000  # pods remembered per cluster: at most about 10 MB of Redis
+# An entry as stored: ASCII fields at their limits below, with "nudged", take 796 bytes as JSON;
+# names of escaped control or multi-byte characters can take more, and are not stored.
+MAX_ENTRY_BYTES = 1024
 _LIMITS = {"uid": 128, "namespace": 63, "name": 253, "policy": 253}
+BATCH = 1000  # entries per script call: each call holds Redis for about a millisecond
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """What rejections_record did: entries written, and older ones evicted to make room."""
+
+    written: int
+    evicted: int
 
 
 def _valid(entry: dict[str, Any]) -> bool:
     """An entry the sweep can use: bounded strings (the protocol checks them too; this is the
-    storage's own guard) and a number for `at`."""
+    storage's own guard) and a finite number for `at`."""
     for field, limit in _LIMITS.items():
         value = entry.get(field)
         if type(value) is not str or not value or len(value) > limit:
             return False
-    return type(entry.get("at")) in (int, float)
+    at = entry.get("at")
+    return type(at) in (int, float) and math.isfinite(at)
 
 
-def rejections_record(client, *, cluster: str, rejections: list[dict[str, Any]]) -> int:
+# KEYS: the hash, the order set. ARGV: the cap, then uid, entry, time for each entry. Writes
+# them all, then evicts the oldest (by time) until the hash holds at most the cap; returns how
+# many were evicted. Atomic: two extender processes cannot both pass a check and both write
+# (10 300 rejections filled the old check-then-HSET past its cap). Uids in the hash but not in
+# the order set (written before it existed) join it as the oldest.
+_RECORD = """
+local cap = tonumber(ARGV[1])
+if redis.call('ZCARD', KEYS[2]) < redis.call('HLEN', KEYS[1]) then
+  for _, uid in ipairs(redis.call('HKEYS', KEYS[1])) do
+    redis.call('ZADD', KEYS[2], 'NX', 0, uid)
+  end
+end
+for i = 2, #ARGV, 3 do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  redis.call('ZADD', KEYS[2], ARGV[i + 2], ARGV[i])
+end
+local evicted = 0
+local excess = redis.call('HLEN', KEYS[1]) - cap
+while excess > 0 do
+  local oldest = redis.call('ZPOPMIN', KEYS[2], excess)
+  if #oldest == 0 then break end
+  for j = 1, #oldest, 2 do
+    evicted = evicted + redis.call('HDEL', KEYS[1], oldest[j])
+  end
+  excess = redis.call('HLEN', KEYS[1]) - cap
+end
+return evicted
+"""
+# KEYS: the hash. ARGV: uid, entry. Replaces an entry only if it is still there (the sweep's
+# "nudged" mark must not bring back an entry evicted or forgotten meanwhile).
+_UPDATE = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+end
+"""
+
+
+def _entry_bytes(entry: dict[str, Any]) -> bytes:
+    """The stored form: only the known fields."""
+    return orjson.dumps(
+        {field: entry[field] for field in (*_LIMITS, "at", "nudged") if field in entry}
+    )
+
+
+def rejections_record(client, *, cluster: str, rejections: list[dict[str, Any]]) -> Recorded:
     """Called by extender processes (background thread): remember pods rejected everywhere.
 
-    Invalid entries are skipped, and nothing new is added once the hash holds MAX_ENTRIES
-    (the sweep forgets entries after MAX_AGE_SECONDS, with every source). Returns the number
-    written."""
-    valid = {r["uid"]: orjson.dumps(r) for r in rejections if _valid(r)}
+    Invalid entries are skipped. The hash keeps the newest MAX_ENTRIES rejections: past that
+    the oldest are evicted (the sweep forgets entries after MAX_AGE_SECONDS anyway)."""
+    valid: dict[str, tuple[bytes, float]] = {}
+    for r in rejections:
+        if _valid(r):
+            data = _entry_bytes(r)
+            if len(data) <= MAX_ENTRY_BYTES:
+                valid[r["uid"]] = (data, float(r["at"]))
     if not valid:
-        return 0
-    key = requeue_key(cluster)
-    if client.hlen(key) >= MAX_ENTRIES:
+        return Recorded(0, 0)
+    keys = [requeue_key(cluster), _order_key(cluster)]
+    record = client.register_script(_RECORD)
+    items = list(valid.items())
+    evicted = 0
+    for start in range(0, len(items), BATCH):
+        args: list[Any] = [MAX_ENTRIES]
+        for uid, (data, at) in items[start : start + BATCH]:
+            args += [uid, data, repr(at)]
+        evicted += int(record(keys=keys, args=args))
+    if evicted:
         log.warning(
-            "requeue hash %s is full (%d pods); not adding %d", key, MAX_ENTRIES, len(valid)
+            "requeue hash %s is full (%d pods): evicted the %d oldest",
+            keys[0],
+            MAX_ENTRIES,
+            evicted,
         )
-        return 0
-    client.hset(key, mapping=valid)
-    return len(valid)
+    return Recorded(len(valid), evicted)
+
+
+def _forget(client, cluster: str, uids: list) -> None:
+    """Removes entries from the hash and the order set together."""
+    if uids:
+        pipe = client.pipeline(transaction=True)
+        pipe.hdel(requeue_key(cluster), *uids)
+        pipe.zrem(_order_key(cluster), *uids)
+        pipe.execute()
 
 
 def rejections_prune(client, *, cluster: str, now: float | None = None) -> int:
@@ -82,8 +171,7 @@ def rejections_prune(client, *, cluster: str, now: float | None = None) -> int:
             old = True
         if old:
             stale.append(uid)
-    if stale:
-        client.hdel(key, *stale)
+    _forget(client, cluster, stale)
     return len(stale)
 
 
@@ -163,6 +251,7 @@ def requeue_unblocked(
     now = time.time() if now is None else now
     state = snapshot.state
     nodes = state.nodes()
+    update = client.register_script(_UPDATE)
     for uid_bytes, data in raw.items():
         uid = uid_bytes.decode()
         entry = orjson.loads(data)
@@ -171,7 +260,7 @@ def requeue_unblocked(
         gone = pod is None or bool(pod["nodeName"])
         compiled = _compiled_or_none(policy_entry)
         if gone or compiled is None or now - entry["at"] > MAX_AGE_SECONDS:
-            client.hdel(key, uid)  # bound, gone, policy withdrawn or not servable, or too old
+            _forget(client, cluster, [uid])  # bound, gone, policy withdrawn or unservable, old
             counts["forgotten"] += 1
             continue
         counts["checked"] += 1
@@ -187,6 +276,6 @@ def requeue_unblocked(
             log.warning("could not requeue %s/%s: %s", pod["namespace"], pod["name"], exc)
             continue
         # Kept until the pod is bound: a nudge that lands mid-cycle may be lost.
-        client.hset(key, uid, orjson.dumps({**entry, "nudged": now}))
+        update(keys=[key], args=[uid, _entry_bytes({**entry, "nudged": now})])
         counts["requeued"] += 1
     return counts

@@ -3,6 +3,11 @@
 No database, Kubernetes or task round trip happens here (bind excepted: creating the binding is
 the verb's job). Every answer is protocol-exact; nothing raises to the caller except
 ProtocolError for a malformed body (HTTP 400).
+
+filter and prioritize take an `Attempt` from callers that can wait for the snapshot without
+holding anything up (the listener's event loop, policies/extender/entry.py): a request naming a
+node (or about a pod) the snapshot does not hold yet is then answered `WAIT`, with what it lacks,
+instead of by failurePolicy; the caller waits and asks again (policies/extender/catch_up.py).
 """
 
 from __future__ import annotations
@@ -10,17 +15,27 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress
 from typing import Any
 
+import orjson
+
 from policies.cluster.convert import ConversionError, node_view, pod_view
 from policies.engine.inputs import NodeView, PodView, ResourceMap
 from policies.engine.policy import CompiledPolicy
+from policies.schedmodel.plugins import (
+    filter_node_name,
+    filter_node_unschedulable,
+    filter_taints,
+    node_affinity_matches,
+)
 
 from . import protocol
+from .catch_up import Attempt, Behind, CatchUp, behind_of, policy_reads_pods
 from .metrics import Metrics
 from .shared import SharedEvaluations
 
@@ -29,42 +44,73 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class ServedPolicy:
-    """An active policy version as an extender serves it."""
+    """An active policy version as an extender serves it. `reads_pods`: its answer depends on
+    the cluster's pods in the snapshot (catch_up.policy_reads_pods)."""
 
     name: str
     version: int
     compiled: CompiledPolicy
+    reads_pods: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reads_pods", policy_reads_pods(self.compiled.spec))
 
     @property
     def label(self) -> str:
         return f"{self.name}/v{self.version}"
 
 
+WAIT = 0  # Answer.status of a request that waits for the snapshot (never sent)
+OFFLOAD_STATUS = 1  # Answer.status of a body too much work for the listener's loop (never sent)
+
+
 @dataclass(slots=True)
 class Answer:
-    """What the HTTP layer sends: status, JSON body bytes and the policy header."""
+    """What the HTTP layer sends: status, JSON body bytes and the policy header; or WAIT with
+    what the snapshot lacks (`behind`)."""
 
     status: int
     body: bytes
     policy: str = "none"
+    behind: Behind | None = None
+
+
+# Pods larger than this (as JSON) are converted on every call rather than remembered: a cache
+# entry holds its key's bytes, and kube-scheduler's pods are a few KB (etcd stores at most 1.5 MB).
+MAX_CACHED_POD_BYTES = 256 * 1024
+
+
+def pod_key(args: protocol.ExtenderArgs | protocol.PreemptionArgs) -> bytes | None:
+    """What a cached answer about the request's pod may be looked up by: the pod object itself,
+    as orjson writes the parsed object (1, 1.0 and true stay apart, as they do in CEL), or None
+    when it is too large to remember. Not its uid and resourceVersion: any caller can send a
+    pending pod's with other content (issue 27: a forged pod's labels then decided the real
+    pod's later calls). Computed once per parsed request (prioritize often reuses filter's)."""
+    key = args.pod_key
+    if key is None:
+        try:
+            key = orjson.dumps(args.pod)
+        except orjson.JSONEncodeError:  # not from orjson.loads; never cached
+            key = b""
+        args.pod_key = key
+    return key if 0 < len(key) <= MAX_CACHED_POD_BYTES else None
 
 
 class _PodCache:
-    """The last few converted pods: filter and prioritize for one pod come back to back."""
+    """The last few converted pods, by content (`pod_key`): filter and prioritize for one pod
+    come back to back with the same pod."""
 
     def __init__(self, size: int = 8) -> None:
         self._size = size
-        self._items: dict[tuple[str, str, str], PodView] = {}
+        self._items: dict[bytes, PodView] = {}
 
-    def view(self, obj: dict[str, Any]) -> PodView:
-        meta = obj.get("metadata") or {}
-        key = (meta.get("uid") or "", meta.get("resourceVersion") or "", meta.get("name") or "")
-        if key[0] and key[1]:
+    def view(self, obj: dict[str, Any], key: bytes | None) -> PodView:
+        if key is not None:
             hit = self._items.get(key)
             if hit is not None:
                 return hit
         view = pod_view(obj)
-        if key[0] and key[1]:
+        if key is not None:
             if len(self._items) >= self._size:
                 self._items.pop(next(iter(self._items)))
             self._items[key] = view
@@ -89,14 +135,34 @@ class Extender:
         binder: Callable[[protocol.BindingArgs], str] | None = None,
         rejected: Callable[[dict[str, Any]], None] | None = None,
         sample: Callable[[], bool] | None = None,
+        bind_excluded: Iterable[str] | None = None,
+        inline_limits: protocol.Limits | None = None,
+        catch_up: CatchUp | None = None,
     ) -> None:
         self._policies = policies
+        # Waits for a lagging snapshot: only with an Attempt, from callers that can wait.
+        self.catch_up = catch_up or CatchUp(seconds=0)
+        # The last filter that waited: (pod uid, its record), for prioritize's decision record.
+        self._waited: tuple[str, dict[str, Any]] | None = None
         self._snapshot = snapshot
         self.metrics = metrics
         self._record = record or (lambda decision: None)
         self._sample = sample or (lambda: True)
         self._binder = binder
         self._rejected = rejected or (lambda entry: None)
+        if bind_excluded is None:
+            from django.conf import settings
+
+            bind_excluded = settings.SCHEDWEB_EXTENDER_BIND_EXCLUDED_NAMESPACES
+        self._bind_excluded = frozenset(bind_excluded)
+        if inline_limits is None:
+            from django.conf import settings
+
+            inline_limits = protocol.Limits(
+                objects=settings.SCHEDWEB_EXTENDER_INLINE_NODES,
+                names=settings.SCHEDWEB_EXTENDER_INLINE_NAMES,
+            )
+        self.inline_limits = inline_limits
         self._pods = _PodCache()
         self.shared = SharedEvaluations()
         # The last filter body and what it parsed to: kube-scheduler's prioritize for the same
@@ -129,11 +195,11 @@ class Extender:
     def _served(self, pod: dict[str, Any]) -> ServedPolicy | None:
         return self._policies().get(protocol.scheduler_name(pod))
 
-    def _pod_view(self, pod: dict[str, Any]) -> PodView:
+    def _pod_view(self, args: protocol.ExtenderArgs | protocol.PreemptionArgs) -> PodView:
         """The engine's view of the request's pod; a ProtocolError naming the field when the
         pod cannot be converted (a 400, as for any other malformed field)."""
         try:
-            return self._pods.view(pod)
+            return self._pods.view(args.pod, pod_key(args))
         except ConversionError as exc:
             raise protocol.ProtocolError(f"Pod: {exc}") from None
 
@@ -194,10 +260,17 @@ class Extender:
 
     # -- verbs -----------------------------------------------------------------------------------
 
-    def filter(self, body: bytes) -> Answer:
+    def filter(
+        self, body: bytes, attempt: Attempt | None = None, *, inline: bool = False
+    ) -> Answer:
+        """`attempt`: the caller can wait for the snapshot (a WAIT answer is then possible).
+        `inline` (the listener's event loop): OFFLOAD for a body with more items than
+        `inline_limits`, before they are checked (before any WAIT); a worker process answers it."""
         started = time.perf_counter()
         try:
-            args = protocol.parse_extender_args(body)
+            args = protocol.parse_extender_args(body, self.inline_limits if inline else None)
+        except protocol.TooMuchWork:
+            return OFFLOAD
         except protocol.ProtocolError as exc:
             return self._observe(
                 "filter", started, Answer(400, protocol.error_body(str(exc))), None, "bad_request"
@@ -216,30 +289,68 @@ class Extender:
             )
             return self._observe("filter", started, answer, None)
         try:
-            pod = self._pod_view(args.pod)
+            pod = self._pod_view(args)
         except protocol.ProtocolError as exc:
             return self._bad_request("filter", started, exc)
         try:
-            answer, decision = self._filter(args, served, pod)
+            answer, decision = self._filter(args, served, pod, attempt)
         except Exception:  # never a 500: the policy's failurePolicy decides
             log.exception("extender filter failed for policy %s", served.label)
             answer = self._filter_failure(args, served)
             return self._observe("filter", started, answer, served, "internal")
+        if answer.status == WAIT:
+            return answer  # answered once the snapshot caught up (or the wait ran out)
         if decision is not None:
             self._record(decision)
         return self._observe("filter", started, answer, served)
 
+    def _behind(
+        self,
+        attempt: Attempt | None,
+        snapshot: Any,
+        state: Any,
+        unknown: list[str],
+        names: list[str] | None,
+        pod: PodView,
+        served: ServedPolicy,
+    ) -> Behind | None:
+        """What the snapshot lacks that the request needs, when the caller can wait for it;
+        a WAIT answer follows when it may (catch_up.CatchUp.may_wait)."""
+        if attempt is None:
+            return None
+        behind = behind_of(
+            state=state,
+            unknown=unknown,
+            names=names,
+            pod=pod,
+            reads_pods=served.reads_pods,
+            version=snapshot.version if snapshot is not None else 0,
+        )
+        if behind is not None and self.catch_up.may_wait(attempt, snapshot, behind):
+            return behind
+        self.catch_up.finished(attempt, behind)
+        return None
+
     def _filter(
-        self, args: protocol.ExtenderArgs, served: ServedPolicy, pod: PodView
+        self,
+        args: protocol.ExtenderArgs,
+        served: ServedPolicy,
+        pod: PodView,
+        attempt: Attempt | None = None,
     ) -> tuple[Answer, Callable[[], dict] | None]:
         snapshot = self._snapshot()
         state = snapshot.state if snapshot is not None else None
         known, unknown = self._nodes(args, state)
+        behind = self._behind(attempt, snapshot, state, unknown, args.node_names, pod, served)
+        if behind is not None:
+            return Answer(WAIT, b"", served.label, behind), None
+        waited = attempt.record() if attempt is not None else None
+        self._waited = (pod["uid"], waited) if waited is not None else None
         policy = served.compiled
         # Cache-capable requests only: with full Node objects, a node the snapshot lacks is
         # judged from the object sent, which the names alone do not identify.
         key = (
-            self.shared.key(args.pod, served, snapshot, args.node_names)
+            self.shared.key(pod_key(args), served, snapshot, args.node_names)
             if args.nodes is None
             else None
         )
@@ -281,7 +392,7 @@ class Extender:
             if len(passed) != len(args.node_names):
                 # What prioritize will be asked about: the names that passed.
                 self.shared.put(
-                    self.shared.key(args.pod, served, snapshot, passed),
+                    self.shared.key(pod_key(args), served, snapshot, passed),
                     passed,
                     policy,
                     state,
@@ -295,9 +406,10 @@ class Extender:
             served.label,
         )
         decision = None
-        if evaluation.applies and len(passed) <= 1 and self._sample():
-            # No prioritize call follows when at most one node is left (protocol section 3.0).
-            decision = partial(_decision, pod, served, "filter", evaluation, time.time())
+        if evaluation.applies and (len(passed) <= 1 or waited) and self._sample():
+            # No prioritize call follows when at most one node is left (protocol section 3.0);
+            # a request that waited for the snapshot is recorded as it was answered.
+            decision = partial(_decision, pod, served, "filter", evaluation, time.time(), waited)
         if evaluation.applies and not passed and pod["uid"]:
             # Rejected everywhere: kube-scheduler may not retry it for minutes (policies/requeue.py).
             self._rejected(
@@ -328,14 +440,19 @@ class Extender:
             )
         return Answer(200, body, served.label)
 
-    def prioritize(self, body: bytes) -> Answer:
+    def prioritize(
+        self, body: bytes, attempt: Attempt | None = None, *, inline: bool = False
+    ) -> Answer:
+        """`attempt` and `inline`: as filter's."""
         started = time.perf_counter()
         try:
             last = self._last_parsed
             if last is not None and last[0] == body:  # equal bytes, compared in full
                 args = last[1]
             else:
-                args = protocol.parse_extender_args(body)
+                args = protocol.parse_extender_args(body, self.inline_limits if inline else None)
+        except protocol.TooMuchWork:
+            return OFFLOAD
         except protocol.ProtocolError as exc:
             return self._observe(
                 "prioritize",
@@ -348,20 +465,25 @@ class Extender:
         if served is None:
             return self._observe("prioritize", started, Answer(200, b"[]"), None)
         try:
-            pod = self._pod_view(args.pod)
+            pod = self._pod_view(args)
         except protocol.ProtocolError as exc:
             return self._bad_request("prioritize", started, exc)
         try:
             snapshot = self._snapshot()
             state = snapshot.state if snapshot is not None else None
             key = (
-                self.shared.key(args.pod, served, snapshot, args.node_names)
+                self.shared.key(pod_key(args), served, snapshot, args.node_names)
                 if args.nodes is None
                 else None
             )
             evaluation = self.shared.get(key, args.node_names, served.compiled, state)
             if evaluation is None or not evaluation.scored:
-                known, _unknown = self._nodes(args, state)
+                known, unknown = self._nodes(args, state)
+                behind = self._behind(
+                    attempt, snapshot, state, unknown, args.node_names, pod, served
+                )
+                if behind is not None:
+                    return Answer(WAIT, b"", served.label, behind)
                 evaluation = served.compiled.evaluate(pod, known, state, memo=True)
                 self.shared.put(key, args.node_names, served.compiled, state, evaluation)
             if evaluation.node_names == args.node_names:
@@ -387,14 +509,22 @@ class Extender:
         if evaluation.applies and self._sample():
             # Deferred: the record (about a millisecond for 500 nodes) is built off the request
             # path, by whoever drains the buffer; the evaluation's columns are not mutated later.
-            self._record(partial(_decision, pod, served, "prioritize", evaluation, time.time()))
+            waited = attempt.record() if attempt is not None else None
+            if waited is None and self._waited is not None and self._waited[0] == pod["uid"]:
+                waited = self._waited[1]  # its filter waited for the snapshot
+            self._record(
+                partial(_decision, pod, served, "prioritize", evaluation, time.time(), waited)
+            )
         return self._observe("prioritize", started, Answer(200, body_out, served.label), served)
 
-    def preempt(self, body: bytes) -> Answer:
-        """Keeps the scheduler's candidates, minus nodes a policy filter says can never fit."""
+    def preempt(self, body: bytes, *, inline: bool = False) -> Answer:
+        """Keeps the scheduler's candidates, minus nodes a policy filter says can never fit.
+        `inline`: as filter's."""
         started = time.perf_counter()
         try:
-            args = protocol.parse_preemption_args(body)
+            args = protocol.parse_preemption_args(body, self.inline_limits if inline else None)
+        except protocol.TooMuchWork:
+            return OFFLOAD
         except protocol.ProtocolError as exc:
             return self._observe(
                 "preempt", started, Answer(400, protocol.error_body(str(exc))), None, "bad_request"
@@ -405,7 +535,7 @@ class Extender:
                 "preempt", started, Answer(200, protocol.preemption_result(args.victims)), served
             )
         try:
-            pod = self._pod_view(args.pod)
+            pod = self._pod_view(args)
         except protocol.ProtocolError as exc:
             return self._bad_request("preempt", started, exc)
         try:
@@ -438,15 +568,22 @@ class Extender:
             error,
         )
 
-    def bind(self, body: bytes) -> Answer:
+    def bind(
+        self, body: bytes, *, inline: bool = False, lock: AbstractContextManager | None = None
+    ) -> Answer:
         """Binds a pod schedweb is responsible for, when binding is enabled (a binder is set).
 
-        Only a pod the snapshot holds under PodUID, with that namespace and name, whose
-        schedulerName an active policy targets, to a node the snapshot holds: a caller cannot
-        place other schedulers' pods or invent nodes. Every refusal gets the same answer, so
+        Only a pod the snapshot holds under PodUID, with that namespace and name, outside the
+        namespaces the installation excludes, whose schedulerName an active policy targets, to
+        a node the snapshot holds that kube-scheduler could have chosen: the pod tolerates its
+        NoSchedule and NoExecute taints, the node is schedulable and matches the pod's
+        nodeName, nodeSelector and required node affinity, and the policy's filters pass it
+        (`_bind_refusal`). A caller cannot place other schedulers' pods, invent nodes, or put a
+        pod where scheduling would not. Every refusal is the same answer, headers included, so
         the caller learns nothing about which pods, nodes or policies exist (the reason is
         logged). Idempotent: a pod already on that node is reported bound (kube-scheduler
-        retries binds whose answer it lost).
+        retries binds whose answer it lost). `lock` (the runtime's serve lock) is held while
+        the snapshot is read and the checks run, not during the call to the API server.
         """
         started = time.perf_counter()
         try:
@@ -456,21 +593,19 @@ class Extender:
         if self._binder is None:
             answer = Answer(200, protocol.binding_result("schedweb does not bind pods here"))
             return self._observe("bind", started, answer, None, "bind_disabled")
-        snapshot = self._snapshot()
-        state = snapshot.state if snapshot is not None else None
-        pod = state.pod(args.pod_uid) if state is not None else None
-        served = self._policies().get(pod["schedulerName"]) if pod is not None else None
-        reason = ""
-        if pod is None:
-            reason = "no pod with this uid in the snapshot"
-        elif (pod["namespace"], pod["name"]) != (args.pod_namespace, args.pod_name):
-            reason = "the uid belongs to another pod"
-        elif served is None:
-            reason = f"no active policy targets schedulerName {pod['schedulerName']}"
-        elif state.node(args.node) is None:
-            reason = "no such node in the snapshot"
-        elif pod["nodeName"] and pod["nodeName"] != args.node:
-            reason = "the pod is already bound elsewhere"
+        with lock or nullcontext():
+            snapshot = self._snapshot()
+            state = snapshot.state if snapshot is not None else None
+            pod = state.pod(args.pod_uid) if state is not None else None
+            served = self._policies().get(pod["schedulerName"]) if pod is not None else None
+            try:
+                reason = self._bind_refusal(args, pod, served, state)
+            except Exception as exc:  # a policy that fails here refuses, as a check would
+                log.exception(
+                    "extender bind check failed for %s/%s", args.pod_namespace, args.pod_name
+                )
+                reason = f"the checks failed: {type(exc).__name__}"
+            bound_to = pod["nodeName"] if pod is not None else ""
         if reason:
             log.warning(
                 "extender bind of %s/%s (uid %s) to %s refused: %s",
@@ -480,12 +615,12 @@ class Extender:
                 args.node,
                 reason,
             )
-            answer = Answer(
-                200, protocol.binding_result(BIND_REFUSED), served.label if served else "none"
-            )
-            return self._observe("bind", started, answer, served, "bind_refused")
+            # No policy: the answer (its X-Schedweb-Policy header included) and the counters
+            # /metrics shows must not say whether the uid belongs to a targeted pod.
+            answer = Answer(200, protocol.binding_result(BIND_REFUSED))
+            return self._observe("bind", started, answer, None, "bind_refused")
         error = ""
-        if not pod["nodeName"]:
+        if not bound_to:
             try:
                 failure = self._binder(args)
             except Exception:
@@ -512,6 +647,43 @@ class Extender:
             "bind_failed" if error else "",
         )
 
+    def _bind_refusal(
+        self,
+        args: protocol.BindingArgs,
+        pod: PodView | None,
+        served: ServedPolicy | None,
+        state: Any,
+    ) -> str:
+        """Why this binding is refused, in words for the log; "" when it may be made."""
+        if pod is None:
+            return "no pod with this uid in the snapshot"
+        if (pod["namespace"], pod["name"]) != (args.pod_namespace, args.pod_name):
+            return "the uid belongs to another pod"
+        if pod["namespace"] in self._bind_excluded:
+            return f"namespace {pod['namespace']} is excluded from binding"
+        if served is None:
+            return f"no active policy targets schedulerName {pod['schedulerName']}"
+        node = state.node(args.node)
+        if node is None:
+            return "no such node in the snapshot"
+        if pod["nodeName"]:
+            # Already bound: there, a retried bind is answered as done; elsewhere, refused.
+            return "" if pod["nodeName"] == args.node else "the pod is already bound elsewhere"
+        for check in (filter_node_name, filter_node_unschedulable, filter_taints):
+            if check(pod, node):
+                return (
+                    f"kube-scheduler's {check.__name__.removeprefix('filter_')} filter rejects it"
+                )
+        if not node_affinity_matches(pod, node):
+            return "the pod's nodeSelector or required node affinity does not match the node"
+        evaluation = served.compiled.evaluate(pod, [node], state, scores=False)
+        if not evaluation.passed[0]:
+            return f"policy {served.label} rejects the node ({evaluation.failed_rule[0]})"
+        return ""
+
+
+# Not answered: the body is too much work for the listener's event loop (entry.OFFLOAD).
+OFFLOAD = Answer(OFFLOAD_STATUS, b"", "")
 
 # What a caller of bind learns: refused (any check) or failed (the API server said no).
 BIND_REFUSED = "schedweb refused this binding"
@@ -544,7 +716,12 @@ def _pod_manifest(pod: PodView) -> str:
 
 
 def _decision(
-    pod: PodView, served: ServedPolicy, verb: str, evaluation, at: float | None = None
+    pod: PodView,
+    served: ServedPolicy,
+    verb: str,
+    evaluation,
+    at: float | None = None,
+    catch_up: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A compact record of one decision, built from the columns (no per-node objects)."""
     nodes = []
@@ -576,4 +753,6 @@ def _decision(
         "nodes": nodes,
         # the evaluation's own winners: totals above are rounded, and would show false ties
         "winners": evaluation.winners(),
+        # the request waited for the snapshot to catch up: how long, for what, how it ended
+        **({"catchUp": catch_up} if catch_up else {}),
     }

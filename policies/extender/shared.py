@@ -4,8 +4,10 @@ kube-scheduler calls filter and then prioritize for the same pod, back to back, 
 filter let through. Evaluating the policy once (filters and scores) in filter and answering
 prioritize from that evaluation halves the extender's evaluation work per pod.
 
-An entry is only reused for exactly what it was computed from: the same pod (uid,
-resourceVersion, name), the same policy version (the compiled object itself), the same snapshot
+An entry is only reused for exactly what it was computed from: the same pod content (the pod
+object as JSON, service.pod_key, compared in full: a uid and resourceVersion are only what the
+caller says, and a forged pod under a pending pod's uid must not decide the real pod's calls,
+issue 27), the same policy version (the compiled object itself), the same snapshot
 (the frozen state object itself, and its version) and the same candidate names in the same order
 (compared in full, not by hash: no collision can hand out another set's answer). A new snapshot,
 a new policy version or another candidate set is a miss and is evaluated afresh.
@@ -65,20 +67,15 @@ class SharedEvaluations:
         return value
 
     def key(
-        self, pod: dict[str, Any], served: Any, snapshot: Any, names: list[str]
+        self, pod_key: bytes | None, served: Any, snapshot: Any, names: list[str]
     ) -> tuple | None:
-        """The lookup key for the request's Pod object (checked by protocol._pod), or None when
-        it cannot be cached: without a uid and a resourceVersion nothing says two are the same
-        pod in the same state (the API server gives every change a new resourceVersion)."""
-        meta = pod.get("metadata") or {}
-        uid, resource_version = meta.get("uid"), meta.get("resourceVersion")
-        if not uid or not resource_version:
+        """The lookup key for the request's pod content (service.pod_key), or None when it
+        cannot be cached (a pod too large to remember)."""
+        if pod_key is None:
             return None
         version = snapshot.version if snapshot is not None else -1
         return (
-            uid,
-            resource_version,
-            meta.get("name"),
+            pod_key,
             served.name,
             served.version,
             version,

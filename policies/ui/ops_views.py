@@ -571,8 +571,32 @@ def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
             "decision": decision,
             "breakdown": decision_breakdown(decision=decision),
             "model": decision_model(decision=decision),
+            "catch_up": decision_catch_up(decision=decision),
         },
     )
+
+
+def decision_catch_up(*, decision: Decision) -> dict[str, str] | None:
+    """When the request waited for the snapshot to catch up (issue 24): a sentence and the
+    alert's kind; None when it did not."""
+    data = decision.nodes if isinstance(decision.nodes, dict) else {}
+    wait = data.get("catchUp")
+    if not isinstance(wait, dict) or _number(wait.get("waitedMs")) is None:
+        return None
+    lacked = [str(n) for n in wait.get("nodes") or []]
+    what = []
+    if lacked:
+        what.append(f"node{'s' if len(lacked) != 1 else ''} {', '.join(lacked)}")
+    if wait.get("pod") is True:
+        what.append("the pod itself")
+    waited = f"Waited {wait['waitedMs']:.0f} ms for the snapshot to hold {' and '.join(what)}"
+    if wait.get("outcome") == "caught-up":
+        return {"kind": "info", "text": f"{waited}; judged once it did."}
+    return {
+        "kind": "warning",
+        "text": f"{waited}; it did not in time, so the policy's failurePolicy applied to what"
+        " it lacked.",
+    }
 
 
 # --- connect ------------------------------------------------------------------------------------

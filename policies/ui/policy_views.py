@@ -655,10 +655,10 @@ def publish(request: HttpRequest, name: str) -> HttpResponse:
             )
         count = len(result.test_results)
         tests = f"{count} test case{'s' if count != 1 else ''} passed" if count else "no test cases"
-        messages.success(
+        _served_message(
             request,
-            f"Published {policy.name} v{result.version.number} ({tests}); extenders switch "
-            "within 2 seconds.",
+            f"Published {policy.name} v{result.version.number} ({tests})",
+            result.served,
         )
         return redirect("policy-versions", name=policy.name)
     # step == "check": run the tests on the saved draft, show the outcome and a confirm button
@@ -698,14 +698,12 @@ def rollback(request: HttpRequest, name: str) -> HttpResponse:
     if number is None:
         return _versions_error(request, policy, "Say which version to roll back to.", 400)
     try:
-        services.policy_rollback(actor=request.user, policy=policy, number=number)
+        result = services.policy_rollback(actor=request.user, policy=policy, number=number)
     except ServiceError as exc:
         return _versions_error(
             request, policy, exc.message[:1].upper() + exc.message[1:] + ".", http_status(exc)
         )
-    messages.success(
-        request, f"Rolled back {policy.name} to v{number}; extenders switch within 2 seconds."
-    )
+    _served_message(request, f"Rolled back {policy.name} to v{number}", result.served)
     return redirect("policy-versions", name=policy.name)
 
 
@@ -714,13 +712,23 @@ def deactivate(request: HttpRequest, name: str) -> HttpResponse:
     """Takes the policy out of service: its pods pass through the extender untouched."""
     policy = _policy(name)
     try:
-        services.policy_deactivate(actor=request.user, policy=policy)
+        served = services.policy_deactivate(actor=request.user, policy=policy)
     except ServiceError as exc:
         return _versions_error(
             request, policy, exc.message[:1].upper() + exc.message[1:] + ".", http_status(exc)
         )
-    messages.success(request, f"Deactivated {policy.name}: its pods now pass through.")
+    _served_message(request, f"Deactivated {policy.name}: its pods now pass through", served)
     return redirect("policy-versions", name=policy.name)
+
+
+def _served_message(request: HttpRequest, done: str, served) -> None:
+    """The toast after a publish, rollback or deactivation: what was done, and whether every
+    extender process serves it (a warning naming those that have not confirmed)."""
+    text = f"{done}; {served.summary()}."
+    if served.served_by_all:
+        messages.success(request, text)
+    else:
+        messages.warning(request, text)
 
 
 @page_access(roles={"POST": "admin"})

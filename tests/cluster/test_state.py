@@ -488,3 +488,21 @@ def test_the_services_index_survives_pod_changes_and_follows_service_changes():
     state.delete_object("Service/default/api")
     assert state.services("default") == ({"app": "web"},)
     assert snap.services("default") == ({"app": "api"}, {"app": "web"})
+
+
+def test_a_node_held_without_a_status_is_incomplete_until_its_status_arrives():
+    """A kubelet creates its Node, then writes its status: until then kube-scheduler places
+    nothing there (no allocatable pods), so an extender asked about it is behind (issue 24)."""
+    bare = make_node("fresh")
+    bare["status"] = {}
+    state = ClusterState.from_objects([make_node("n1"), bare], [])
+    assert state.incomplete_nodes() == {"fresh"}
+    snapshot = state.freeze()
+    state.apply_node(make_node("fresh"))  # the status arrives
+    assert state.incomplete_nodes() == set()
+    assert snapshot.incomplete_nodes() == {"fresh"}  # a snapshot keeps what it was
+    state.apply_node(bare)
+    state.delete_node("fresh")
+    assert state.incomplete_nodes() == set()
+    loaded = ClusterState.from_bytes(ClusterState.from_objects([bare], []).to_bytes())
+    assert loaded.incomplete_nodes() == {"fresh"}

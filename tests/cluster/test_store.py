@@ -6,6 +6,7 @@ Kubernetes: states are built from tests/builders.py objects.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import orjson
@@ -65,6 +66,15 @@ def writer(store) -> SnapshotWriter:
     return SnapshotWriter(store)
 
 
+def _read(store: SnapshotStore, writer: SnapshotWriter, **options) -> tuple:
+    """_state() written in full and a reader (SnapshotReader options) that loaded it."""
+    state = _state()
+    writer.full(state, reset=True)
+    reader = SnapshotReader(store.cluster, client=store.client, **options)
+    reader.refresh()
+    return state, reader
+
+
 def test_a_reader_loads_the_full_snapshot_once_then_applies_only_the_new_deltas(store, writer):
     state = _state()
     writer.full(state, reset=True)
@@ -87,10 +97,7 @@ def test_a_reader_loads_the_full_snapshot_once_then_applies_only_the_new_deltas(
 
 
 def test_namespace_service_and_controller_changes_reach_the_reader_as_deltas(store, writer):
-    state = _state()
-    writer.full(state, reset=True)
-    reader = SnapshotReader(store.cluster, client=store.client)
-    reader.refresh()
+    state, reader = _read(store, writer)
     ns = state.apply_object("Namespace", {"metadata": {"name": "shop", "labels": {"team": "a"}}})
     svc = state.apply_object(
         "Service",
@@ -108,10 +115,7 @@ def test_namespace_service_and_controller_changes_reach_the_reader_as_deltas(sto
 
 
 def test_deletions_reach_the_reader_and_free_the_nodes_usage(store, writer):
-    state = _state()
-    writer.full(state, reset=True)
-    reader = SnapshotReader(store.cluster, client=store.client)
-    reader.refresh()
+    state, reader = _read(store, writer)
     state.delete_pod("uid-default-web-1")
     state.delete_node("n2")
     writer.deltas([(POD_DELETE, "uid-default-web-1"), (NODE_DELETE, "n2")])
@@ -142,10 +146,7 @@ def test_a_refresh_when_nothing_changed_is_one_round_trip_and_keeps_the_snapshot
 
 
 def test_a_snapshot_handed_out_never_changes_when_the_reader_moves_on(store, writer):
-    state = _state()
-    writer.full(state, reset=True)
-    reader = SnapshotReader(store.cluster, client=store.client)
-    reader.refresh()
+    state, reader = _read(store, writer)
     old = reader.current.state
     view = state.apply_node(make_node("n3"))
     writer.delta(NODE, orjson.dumps(view["object"]))
@@ -155,10 +156,7 @@ def test_a_snapshot_handed_out_never_changes_when_the_reader_moves_on(store, wri
 
 
 def test_it_reloads_the_full_snapshot_when_the_deltas_it_needs_were_trimmed(store, writer):
-    state = _state()
-    writer.full(state, reset=True)
-    reader = SnapshotReader(store.cluster, client=store.client)
-    reader.refresh()
+    state, reader = _read(store, writer)
     for i in range(5):
         view = state.apply_node(make_node(f"x{i}"))
         writer.delta(NODE, orjson.dumps(view["object"]))
@@ -332,3 +330,100 @@ def test_an_unreadable_stored_snapshot_is_reported_not_raised_and_not_parsed_aga
     assert parsed == []
     writer.full(_state(), reset=True)  # a good snapshot again
     assert reader.load().state.node_count() == 2
+
+
+# -- pushed readers (issue 24): what a blocking XREAD returned, applied in place ---------------
+
+
+def _pushed(reader: SnapshotReader, *, block_ms: int = 10_000) -> list:
+    """What the extender's thread gets: a blocking XREAD of the events stream after the version
+    the reader holds (returns as soon as an entry is there)."""
+    key = reader.store.keys.events
+    found = reader.store.client.xread({key: reader.follow_from()}, block=block_ms)
+    assert found, "no entry arrived"
+    return found[0][1]
+
+
+def test_each_delta_carries_the_writers_time(store, writer):
+    state = _state()
+    writer.full(state, reset=True)
+    before = time.time()
+    pod = state.apply_pod(make_pod("web-2", cpu="500m", node_name="n1"))
+    writer.delta(POD, orjson.dumps(pod["object"]))
+    (_id, fields), *_ = store.client.xrange(store.keys.events, min="2-0", max="+")
+    assert before <= float(fields[b"t"]) <= time.time()
+
+
+def test_an_in_place_reader_applies_pushed_deltas_to_the_state_its_requests_read(store, writer):
+    moved: list[int] = []
+    state = _state()
+    writer.full(state, reset=True)
+    _healthy(store)
+    reader = SnapshotReader(
+        store.cluster, client=store.client, in_place=True, on_change=moved.append
+    )
+    reader.refresh()
+    served = reader.current.state
+    assert served.node("n1")["requested"]["cpu"] == 250 and moved == [1]
+
+    # web-2 (500m) binds to n1: 250 + 500 = 750m, in the very object requests read
+    pod = state.apply_pod(make_pod("web-2", cpu="500m", node_name="n1"))
+    writer.delta(POD, orjson.dumps(pod["object"]))
+    assert reader.follow_from() == "1-0"
+    assert reader.follow(_pushed(reader)) is True
+    assert reader.current.state is served and reader.current.version == 2
+    assert served.node("n1")["requested"]["cpu"] == 750
+    assert moved == [1, 2] and reader.follows == 1 and reader.full_loads == 1
+    assert reader.written_at is not None and reader.lag_seconds is not None
+    assert reader.applied_at >= reader.written_at
+
+
+def test_no_pushed_delta_changes_an_in_place_state_while_a_reader_holds_the_serve_lock(
+    store, writer
+):
+    state, reader = _read(store, writer, in_place=True)
+    served = reader.current.state
+    pod = state.apply_pod(make_pod("web-2", cpu="500m", node_name="n1"))
+    writer.delta(POD, orjson.dumps(pod["object"]))
+    entries = _pushed(reader)
+    with reader.serve_lock:  # a request reading the snapshot
+        follower = threading.Thread(target=reader.follow, args=(entries,))
+        follower.start()
+        wait_until(reader._lock.locked, what="the follower inside follow()")
+        # it can apply nothing before the request ends
+        assert served.node("n1")["requested"]["cpu"] == 250 and served.version == 1
+        assert follower.is_alive()
+    follower.join(60)
+    assert served.node("n1")["requested"]["cpu"] == 750 and served.version == 2
+
+
+def test_a_pushed_entry_after_a_gap_is_read_again_from_the_stream(store, writer):
+    state, reader = _read(store, writer, in_place=True)
+    pods = [state.apply_pod(make_pod(f"web-{i}", cpu="100m", node_name="n2")) for i in (2, 3)]
+    writer.deltas([(POD, orjson.dumps(p["object"])) for p in pods])
+    # only the last entry pushed (as after a reconnect): version 3 does not follow 1
+    last = store.client.xrange(store.keys.events, min="3-0", max="+")
+    assert reader.follow(last) is True
+    assert reader.current.version == 3 and reader.deltas_applied == 2 and reader.full_loads == 1
+    assert reader.current.state.node("n2")["requested"]["cpu"] == 200
+
+
+def test_a_pushed_reset_reloads_a_new_state_and_leaves_the_old_one_as_it_was(store, writer):
+    _, reader = _read(store, writer, in_place=True)
+    old = reader.current.state
+    replaced = ClusterState.from_objects([make_node("n9", cpu="2")], [])
+    writer.full(replaced, reset=True)  # the watcher relisted: a `reset` entry
+    assert reader.follow(_pushed(reader)) is True
+    assert reader.full_loads == 2 and reader.current.state is not old
+    assert [n["name"] for n in reader.current.state.nodes()] == ["n9"]
+    assert [n["name"] for n in old.nodes()] == ["n1", "n2"]  # a request holding it is unaffected
+
+
+def test_a_freezing_reader_publishes_a_new_frozen_snapshot_for_pushed_deltas(store, writer):
+    state, reader = _read(store, writer)
+    before = reader.current.state
+    node = state.apply_node(make_node("n2", cpu="8", labels={"disk": "ssd"}))
+    writer.delta(NODE, orjson.dumps(node["object"]))
+    assert reader.follow(_pushed(reader)) is True
+    assert reader.current.state is not before and "disk" not in before.node("n2")["labels"]
+    assert reader.current.state.node("n2")["labels"]["disk"] == "ssd"

@@ -584,6 +584,19 @@ def test_cert_manager_issues_the_server_certificate_and_one_client_certificate_p
     extender = _named(objects, "Deployment", "schedweb-extender")["spec"]["template"]["spec"]
     mounted = {v["secret"]["secretName"] for v in extender["volumes"] if "secret" in v}
     assert mounted == {"schedweb-extender-tls", "schedweb-extender-probe"}
+    # Each issued subject has its own job on the listener (schedweb/client_certs.py): the second
+    # scheduler's the verbs, kube-apiserver's the queue webhook, the probe's neither.
+    env = _env(next(c for c in extender["containers"] if c["name"] == "extender"))
+    roles = {
+        role: env[f"SCHEDWEB_EXTENDER_{role}_CLIENTS"].split(",")
+        for role in ("SCHEDULER", "WEBHOOK")
+    }
+    subject = {c: certificates[c]["spec"]["commonName"] for c in clients}
+    assert subject["schedweb-scheduler-extender-tls"] in roles["SCHEDULER"]
+    assert subject["schedweb-scheduler-extender-tls"] not in roles["WEBHOOK"]
+    assert subject["schedweb-kube-apiserver"] in roles["WEBHOOK"]
+    assert subject["schedweb-kube-apiserver"] not in roles["SCHEDULER"]
+    assert subject["schedweb-extender-probe"] not in roles["SCHEDULER"] + roles["WEBHOOK"]
     done = helm(
         "template", "schedweb", str(CHART), "-f", str(VALUE_SETS / "default-values.yaml"),
         "--set", "tls.certManager.enabled=true",

@@ -18,11 +18,12 @@ WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
 def admission_config_write(directory: Path, *, extender_url: str, tls_dir: Path) -> Path:
     """--admission-control-config-file for kube-apiserver, as the Connect page and
     `webhook_admission_configuration` print it (its user named after the webhook's host:port),
-    with the stack's client certificate and the kubeconfig's real path filled in."""
+    with the webhook client certificate of scripts/extender-certs.sh (CN=kube-apiserver: the
+    only one the queue webhook accepts) and the kubeconfig's real path filled in."""
     text = webhook_admission_configuration(
         webhook_url=webhook_url(f"{extender_url}/extender/"),
-        cert_file=str(tls_dir / "client.crt"),
-        key_file=str(tls_dir / "client.key"),
+        cert_file=str(tls_dir / "webhook.crt"),
+        key_file=str(tls_dir / "webhook.key"),
     )
     admission, kubeconfig = yaml.safe_load_all(text)
     kubeconfig_path = directory / "webhook.kubeconfig"

@@ -3,6 +3,9 @@ stack as processes, and a stock kube-scheduler started with `manage.py scheduler
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -122,3 +125,22 @@ def events_for(api, name: str, namespace: str = "default") -> list[dict]:
         f"/api/v1/namespaces/{namespace}/events?fieldSelector=involvedObject.name%3D{name}"
     )
     return listed.get("items", [])
+
+
+@contextlib.contextmanager
+def watcher_paused(stack: SchedwebStack) -> Iterator[None]:
+    """The Celery worker (the cluster's watcher) stopped, every process of it: schedweb's
+    snapshot stays behind kube-scheduler until the block ends, however fast the push (give the
+    stack a SCHEDWEB_SNAPSHOT_STALE_SECONDS longer than the pause)."""
+    assert stack.worker is not None
+    os.killpg(stack.worker.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.killpg(stack.worker.pid, signal.SIGCONT)
+
+
+def a_request_waits(stack: SchedwebStack) -> bool:
+    """Some extender worker holds a request waiting for its snapshot (its /readyz)."""
+    _, body = stack.extender_request("GET", "/readyz")
+    return isinstance(body, dict) and body["extender"]["catchUp"]["waiting"] > 0

@@ -132,6 +132,9 @@ class SchedwebStack:
         self.extender: ManagedProcess | None = None
         self.worker: ManagedProcess | None = None
         self.token = ""
+        # The last publish, rollback or deactivation's `served`: which extender processes
+        # confirmed serving it before the answer (issue 24).
+        self.served: dict[str, Any] = {}
 
     def _tls_env(self, tls: str) -> dict[str, str]:
         if tls == "plain":
@@ -382,12 +385,23 @@ class SchedwebStack:
         )
         if status != 201:
             raise StackError(f"publishing {name}: {status} {body}")
+        self.served = body["served"]
         return body["version"]["number"]
+
+    def rollback(self, name: str, version: int) -> None:
+        """Activates `version` of `name` again (the REST call a pipeline makes)."""
+        status, body = self.request(
+            "POST", f"/api/v1/policies/{name}/rollback", {"version": version}
+        )
+        if status != 200:
+            raise StackError(f"rolling {name} back to v{version}: {status} {body}")
+        self.served = body["served"]
 
     def deactivate(self, name: str) -> None:
         status, body = self.request("POST", f"/api/v1/policies/{name}/deactivate")
         if status != 200:
             raise StackError(f"deactivating {name}: {status} {body}")
+        self.served = body["served"]
 
     def wait_serving(
         self, name: str, version: int, *, base: str = "", timeout: float = 60.0

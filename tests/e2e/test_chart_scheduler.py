@@ -234,8 +234,8 @@ def test_the_extender_pods_probe_answers_only_with_a_client_certificate(stack):
         "SCHEDWEB_EXTENDER_PORT": str(stack.extender_port),
         "SCHEDWEB_PROBE_HOST": "localhost",  # a name of the server certificate and allowed
         "SCHEDWEB_EXTENDER_CLIENT_CA": str(stack.tls_dir / "ca.crt"),
-        "SCHEDWEB_PROBE_CERT": str(stack.tls_dir / "client.crt"),
-        "SCHEDWEB_PROBE_KEY": str(stack.tls_dir / "client.key"),
+        "SCHEDWEB_PROBE_CERT": str(stack.tls_dir / "probe.crt"),
+        "SCHEDWEB_PROBE_KEY": str(stack.tls_dir / "probe.key"),
     }
     assert probe("/healthz", environ=environ) == ""
     assert probe("/readyz", environ=environ) == ""

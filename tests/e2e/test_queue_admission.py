@@ -10,17 +10,19 @@ queue at once (no pod is in backoff, whose queue is ordered by backoff time, not
 from __future__ import annotations
 
 import random
+import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.harness import resources
 from tests.harness.controlplane import ControlPlane
 from tests.harness.kubeapi import ApiError
 
 from .admission import admission_config_write, webhook_apply
-from .conftest import wait_until
+from .conftest import a_request_waits, events_for, wait_nodes_known, wait_until, watcher_paused
 from .stack import ROOT, SchedwebStack
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -43,7 +45,15 @@ def queue_env(tmp_path_factory, redis_server):
     and the stack whose extender listener (mutual TLS) serves the webhook."""
     plane = ControlPlane(tmp_path_factory.mktemp("queue-plane"))
     stack = SchedwebStack(
-        tmp_path_factory.mktemp("queue-stack"), kubeconfig=plane.kubeconfig, redis=redis_server
+        tmp_path_factory.mktemp("queue-stack"),
+        kubeconfig=plane.kubeconfig,
+        redis=redis_server,
+        # a request the snapshot is behind waits for the evidence, not for a time (issue 24);
+        # a watcher paused by a test is not taken for a dead one
+        extra_env={
+            "SCHEDWEB_EXTENDER_CATCH_UP_MS": "20000",
+            "SCHEDWEB_SNAPSHOT_STALE_SECONDS": "600",
+        },
     )
     admission = admission_config_write(
         Path(tmp_path_factory.mktemp("queue-admission")),
@@ -246,3 +256,111 @@ def test_the_webhook_down_admits_pods_unchanged_under_ignore_and_refuses_them_un
         assert created["spec"].get("priorityClassName") is None
     finally:
         stack.start_extender()
+
+
+def _queue_ready(plane, stack) -> None:
+    """seed 002's queue under failurePolicy Fail, its PriorityClasses, and the webhook giving
+    pods their key as priority."""
+    stack.wait_serving("seed-002-queue", stack.publish(FAIL))
+    wait_until(
+        lambda: (
+            {
+                c["metadata"]["name"]
+                for c in plane.api.get("/apis/scheduling.k8s.io/v1/priorityclasses")["items"]
+            }
+            >= {f"schedweb-queue-{k}" for k in range(30)}
+        ),
+        timeout=90,
+        what="the worker's PriorityClasses",
+    )
+    webhook_apply(plane, stack)
+    create_probe_until(
+        plane,
+        lambda created, _: created and created["spec"].get("priorityClassName"),
+        what="the webhook to give pods a class",
+    )
+
+
+def _unschedulable(api, names: list[str]) -> bool:
+    """kube-scheduler judged every one of them: PodScheduled False."""
+    for name in names:
+        conditions = resources.pod_get(api=api, name=name).get("status", {}).get("conditions", [])
+        if not any(c["type"] == "PodScheduled" and c["status"] == "False" for c in conditions):
+            return False
+    return True
+
+
+def _bound(api, names: list[str]) -> list[str]:
+    return [n for n in names if resources.pod_get(api=api, name=n)["spec"].get("nodeName")]
+
+
+def test_room_made_by_a_new_node_goes_to_the_pending_pods_in_queue_key_order(queue_env):
+    """Issue 24: four pods wait for room under failurePolicy Fail; a new node (one write, or a
+    create and then its status, as a kubelet registers) has room for two. kube-scheduler asks
+    about the new node in queue-key order while schedweb's snapshot lacks it (the watcher is
+    paused until then: the node missing, or held without its status): the extender waits for
+    the snapshot instead of rejecting the node ("no data yet"), so the two highest keys get
+    the room, in every run, and no pod is rejected and sent to backoff for it."""
+    plane, stack = queue_env
+    api = plane.api
+    _queue_ready(plane, stack)
+    config = yaml.safe_load(
+        stack.scheduler_config("--scheduler-name", "schedweb", "--timeout", "30s")
+    )
+    # A pod's backoff after a failed attempt, 1 s here (kube-scheduler's default: 1 s doubling
+    # to 10 s): a pod still backing off when the node comes goes to the backoff queue, ordered
+    # by expiry, not priority.
+    config.update(podInitialBackoffSeconds=1, podMaxBackoffSeconds=1)
+    with plane.start_scheduler(config):
+        for run in range(5):
+            room = f"q-room-{run}"
+            keys = {}
+            groups = [1, 2, 3, 4]  # Burstable: keys 4, 7, 10, 13
+            random.Random(run).shuffle(groups)
+            for gp in groups:
+                name = f"{room}-gp{gp}"
+                manifest = pod(name, labels={"groupPriority": str(gp)})
+                # No node of 4 CPUs fits 7 (NodeResourcesFit rejects them all, as when a
+                # cluster is full); two fit in the new node's 16.
+                manifest["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "7"
+                keys[name] = resources.pod_create(api=api, manifest=manifest)["spec"]["priority"]
+            assert sorted(keys.values()) == [4, 7, 10, 13]
+            wait_until(
+                lambda names=list(keys): _unschedulable(api, names),
+                timeout=120,
+                what="every pod judged: no room yet",
+            )
+            time.sleep(2)  # past every pod's backoff (1 s): all four wait in the same queue
+            node = resources.node_manifest(name=room, cpu="16")
+            if run % 2 == 0:
+                with watcher_paused(stack):
+                    resources.node_create(api=api, manifest=node)
+                    wait_until(lambda: a_request_waits(stack), timeout=120, what="a wait")
+            else:  # a kubelet's registration: the Node (the snapshot holds it), then its status
+                status = node.pop("status")
+                resources.node_create(api=api, manifest=node)
+                wait_nodes_known(stack, [room])
+                with watcher_paused(stack):
+                    api.patch(f"/api/v1/nodes/{room}/status", {"status": status})
+                    wait_until(lambda: a_request_waits(stack), timeout=120, what="a wait")
+            wait_until(
+                lambda names=list(keys): len(_bound(api, names)) == 2,
+                timeout=120,
+                what=f"two pods bound to {room}",
+            )
+            bound = sorted(keys[n] for n in _bound(api, list(keys)))
+            assert bound == [10, 13], f"run {run}: keys {bound} got the room; " + "; ".join(
+                f"{keys[n]}: {e.get('reason')} {e.get('message', '')} x{e.get('count', 1)}"
+                for n in keys
+                for e in events_for(api, n)
+            )
+            refused = [
+                e["message"]
+                for n in keys
+                for e in events_for(api, n)
+                if e.get("reason") == "FailedScheduling" and "no data for this node" in e["message"]
+            ]
+            assert refused == [], f"run {run}: {refused}"
+            for name in keys:
+                resources.pod_delete(api=api, name=name)
+            resources.node_delete(api=api, name=room)  # the next run's room is its own node

@@ -28,6 +28,35 @@ def extender_redis(settings):
         reset_runtime()
 
 
+# A policy whose answer depends on the snapshot's pods: it fits by CPU left after them.
+ROOM = """\
+name: room
+schedulerNames: [schedweb]
+failurePolicy: Fail
+filters:
+  - name: fits
+    expression: node.allocatable.cpu - node.requested.cpu >= pod.requests.cpu
+scores:
+  - name: free
+    expression: (node.allocatable.cpu - node.requested.cpu) * 100 / node.allocatable.cpu
+"""
+
+
+def active_entry(document: str, version: int) -> dict:
+    """One entry of the published set, as the distribution task writes it."""
+    import yaml
+
+    parsed = yaml.safe_load(document)
+    return {
+        "name": parsed["name"],
+        "version": version,
+        "document": document,
+        "contentHash": hashlib.sha256(document.encode()).hexdigest(),
+        "schedulerNames": parsed["schedulerNames"],
+        "activatedAt": "2026-11-22T00:00:00+00:00",
+    }
+
+
 class Published:
     """Publishes policy documents straight into Redis (as the distribution task does)."""
 
@@ -42,18 +71,9 @@ class Published:
         for text in documents:
             name = yaml.safe_load(text)["name"]
             self.versions[name] = self.versions.get(name, 0) + 1
-            entries.append(
-                {
-                    "name": name,
-                    "version": self.versions[name],
-                    "document": text,
-                    "contentHash": hashlib.sha256(text.encode()).hexdigest(),
-                    "schedulerNames": yaml.safe_load(text)["schedulerNames"],
-                    "activatedAt": "2026-11-22T00:00:00+00:00",
-                }
-            )
+            entries.append(active_entry(text, self.versions[name]))
         active_entries_write(entries)
-        runtime().registry.refresh_from_redis()  # what the background thread does within 100 ms
+        runtime().registry.refresh_from_redis()  # what the background thread does when told
 
 
 @pytest.fixture

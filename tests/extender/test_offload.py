@@ -22,6 +22,7 @@ import pytest
 
 from policies.extender.runtime import runtime
 from tests.harness.processes import ManagedProcess, free_ports
+from tests.listeners import read_until_closed
 from tests.redisdb import redis_url
 
 from .conftest import args_body, example, go_pod
@@ -162,19 +163,27 @@ def _workers_stopped(port: int):
             os.kill(pid, signal.SIGCONT)
 
 
-def _until_the_pool_is_full(port: int) -> None:
-    """Returns once a large body is refused at its headers: the pool holds all it can take."""
-    deadline = time.monotonic() + 60
-    while True:
-        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
-            sock.sendall(_head(INLINE + 1))  # and no body: this one is never handed over
-            sock.settimeout(0.5)
-            try:
-                if sock.recv(65536).startswith(b"HTTP/1.1 503 "):
-                    return
-            except TimeoutError:
-                pass  # the listener waits for its body: the pool has room still
-        assert time.monotonic() < deadline, "no large body reached the pool"
+def _holding_the_pool(port: int, length: int) -> socket.socket:
+    """A connection whose filter of `length` bytes holds a place in the pool: sent with Expect:
+    100-continue and no body yet, it returns once the listener's 100 Continue says the place is
+    taken (a large body takes it at its headers; the listener asks for the body only then)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    sock.sendall(_head(length, "Expect: 100-continue\r\n"))
+    interim = b""
+    while b"\r\n\r\n" not in interim:
+        chunk = sock.recv(65536)
+        assert chunk, interim
+        interim += chunk
+    assert interim.startswith(b"HTTP/1.1 100 "), interim
+    return sock
+
+
+def _answer_to(sock: socket.socket, body: bytes) -> tuple[int, bytes]:
+    """Sends `body` on a connection _holding_the_pool made; its answer (status, body)."""
+    sock.sendall(body)
+    response = http.client.HTTPResponse(sock)
+    response.begin()
+    return response.status, response.read()
 
 
 @pytest.mark.django_db
@@ -183,10 +192,14 @@ def test_small_filters_and_healthz_are_answered_while_a_hostile_body_is_parsed(l
     # they are answered during its parse whatever the parse costs on this machine (how fast is
     # bench/hostile.py's). Parsed inline, on this listener's loop, it held every one of them up.
     small = args_body(go_pod("abc"), ["cp-1", "a-small-1"])
+    body = _hostile()
     with ThreadPoolExecutor(max_workers=1) as pool:
         with _workers_stopped(listener):
-            hostile = pool.submit(_post, listener, "filter", _hostile(), timeout=300)
-            _until_the_pool_is_full(listener)
+            # The hostile body holds the pool's one place before anything else is sent (sent
+            # at once, a probe for a full pool could take the place first and have it refused).
+            holder = _holding_the_pool(listener, len(body))
+            holder.settimeout(300)
+            hostile = pool.submit(_answer_to, holder, body)
             answers = [_post(listener, "filter", small) for _ in range(20)]
             connection = http.client.HTTPConnection("127.0.0.1", listener, timeout=60)
             connection.request("GET", "/healthz")
@@ -194,42 +207,53 @@ def test_small_filters_and_healthz_are_answered_while_a_hostile_body_is_parsed(l
             connection.close()
             assert not hostile.done()  # still with the worker
         hostile_status = hostile.result()[0]
+        holder.close()
     assert [status for status, _answer, _policy in answers] == [200] * 20
     assert {answer for _status, answer, _policy in answers} == {
         runtime().extender.filter(small).body
     }
-    assert (healthz, hostile_status) == (200, 200)
+    # 200000 Nodes: past the most candidates a request may name (protocol.MAX_CANDIDATES)
+    assert (healthz, hostile_status) == (200, 400)
 
 
 @pytest.mark.django_db
 def test_large_bodies_past_the_pool_s_capacity_get_a_503_at_once(listener):
-    """One worker, no queue: while it holds a body (stopped, for as long as the test needs),
-    the next ones are refused, whether the pool filled before or after their headers; queued,
-    they could not be answered before the worker resumes."""
+    """One worker, no queue: a large body takes the pool's place when its headers arrive (it is
+    streamed to the worker as it comes); while the worker holds it (stopped, for as long as the
+    test needs), the next large ones are refused at their headers, before their body is read,
+    and their connection is closed."""
     body = _padded_filter(go_pod("abc"))
     with ThreadPoolExecutor(max_workers=1) as pool:
         with _workers_stopped(listener):
             # Its headers read while the pool has room: the listener's 100 Continue says so.
-            early = socket.create_connection(("127.0.0.1", listener), timeout=60)
-            early.sendall(_head(len(body), "Expect: 100-continue\r\n"))
-            interim = b""
-            while b"\r\n\r\n" not in interim:
-                chunk = early.recv(65536)
-                assert chunk, interim
-                interim += chunk
-            assert interim.startswith(b"HTTP/1.1 100 "), interim
-            first = pool.submit(_post, listener, "filter", body)
-            _until_the_pool_is_full(listener)
-            early.sendall(body)  # complete now that the pool is full
-            response = http.client.HTTPResponse(early)
-            response.begin()
-            refused_after_reading = response.status, orjson.loads(response.read())["error"]
-            early.close()
-            refused_at_headers = _post(listener, "filter", body)[0]
-            assert not first.done()  # still with the worker
-        answered = first.result()[0]
-    assert refused_after_reading == (503, "busy")
-    assert (refused_at_headers, answered) == (503, 200)
+            early = _holding_the_pool(listener, len(body))
+            refused = pool.submit(_post, listener, "filter", body)
+            status, answer, _policy = refused.result()
+            assert (status, orjson.loads(answer)["error"]) == (503, "busy")
+            answering = pool.submit(_answer_to, early, body)  # to the stopped worker
+        status, answer = answering.result()
+        answered = status, orjson.loads(answer)
+        early.close()
+    assert answered == (200, orjson.loads(runtime().extender.filter(body).body))
+
+
+def test_a_chunked_body_takes_a_place_in_the_pool_once_it_grows_past_the_inline_limit(listener):
+    """Without a Content-Length the body is checked as it arrives: while the pool is full, a
+    chunked body is refused once it is larger than the inline limit, the rest unread."""
+    body = _padded_filter(go_pod("abc"))
+    head = _head(0).replace(b"Content-Length: 0\r\n", b"Transfer-Encoding: chunked\r\n")
+    with _workers_stopped(listener):
+        holder = _holding_the_pool(listener, len(body))
+        with socket.create_connection(("127.0.0.1", listener), timeout=60) as sock:
+            sock.sendall(head)
+            piece = 4096
+            with contextlib.suppress(OSError):  # refused and closed while this still sends
+                for _ in range(2 * INLINE // piece):  # never the last chunk: never complete
+                    sock.sendall(b"%x\r\n" % piece + b"x" * piece + b"\r\n")
+            answer = read_until_closed(sock)
+        holder.close()
+    assert answer.startswith(b"HTTP/1.1 503 "), answer[:200]
+    assert b"connection: close" in answer
 
 
 @pytest.mark.django_db
@@ -335,3 +359,66 @@ def test_a_worker_answers_over_the_snapshot_as_it_is_when_the_body_arrives(
             assert "a-small-1" not in second["NodeNames"] and "cp-1" in second["NodeNames"]
             rejected = second["FailedNodes"] | second["FailedAndUnresolvableNodes"]
             assert rejected["a-small-1"].startswith("not-draining")
+
+
+def _node_mode(count: int) -> bytes:
+    """A nodeCacheCapable=false filter of `count` minimal Node objects no snapshot knows: small
+    in bytes (well under the inline limit), much work (issue 27: 130 KB held 4000 of them)."""
+    nodes = [{"metadata": {"name": f"n{i:04d}"}} for i in range(count)]
+    body = orjson.dumps({"Pod": go_pod("abc"), "Nodes": {"items": nodes}, "NodeNames": None})
+    assert len(body) < INLINE
+    return body
+
+
+@pytest.mark.django_db
+def test_a_small_body_of_many_nodes_is_answered_by_a_worker_and_in_order(listener):
+    """Offloaded by its item count (SCHEDWEB_EXTENDER_INLINE_NODES, 100) though it is under the
+    inline byte limit: while the worker is stopped it waits, normal filters on other
+    connections are answered, and a filter pipelined behind it on its connection is answered
+    after it."""
+    heavy = _node_mode(300)
+    small = args_body(go_pod("abc"), ["cp-1", "a-small-1"])
+    pipelined = _head(len(heavy)) + heavy + _head(len(small)) + small
+    with _workers_stopped(listener):
+        sock = socket.create_connection(("127.0.0.1", listener), timeout=60)
+        sock.sendall(pipelined)
+        answers = [_post(listener, "filter", small) for _ in range(10)]
+        sock.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            sock.recv(1)  # nothing yet: the heavy one is with the stopped worker
+        sock.setblocking(True)
+    stream = sock.makefile("rb")
+    (first_status, first_body), (second_status, second_body) = _response(stream), _response(stream)
+    sock.close()
+    assert [status for status, _answer, _policy in answers] == [200] * 10
+    assert (first_status, second_status) == (200, 200)
+    assert len(first_body["Nodes"]["items"]) == 300  # the worker's answer: every node passes
+    assert second_body == orjson.loads(runtime().extender.filter(small).body)
+
+
+def _response(stream) -> tuple[int, dict]:
+    """The next response on a connection's buffered stream: (status, JSON body)."""
+    status = int(stream.readline().split()[1])
+    length = 0
+    while (line := stream.readline()) not in (b"\r\n", b""):
+        name, _, value = line.partition(b":")
+        if name.lower() == b"content-length":
+            length = int(value)
+    return status, orjson.loads(stream.read(length))
+
+
+@pytest.mark.django_db
+def test_a_worker_that_dies_fails_only_its_body_and_is_replaced(listener):
+    server = _listener_pid(listener)
+    (worker,) = _workers(server)
+    os.kill(worker, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while _alive(worker):
+        assert time.monotonic() < deadline, "the killed worker did not die"
+        time.sleep(0.05)
+    body = _padded_filter(go_pod("abc"))
+    status, answer, _policy = _post(listener, "filter", body)
+    assert (status, orjson.loads(answer)["error"]) == (503, "busy")
+    status, answer, _policy = _post(listener, "filter", body)  # a new worker's
+    assert (status, answer) == (200, runtime().extender.filter(body).body)
+    assert _workers(server) and worker not in _workers(server)

@@ -7,7 +7,14 @@ import random
 import orjson
 import pytest
 
+from policies.extender.protocol import (
+    Limits,
+    TooMuchWork,
+    parse_extender_args,
+    parse_preemption_args,
+)
 from policies.extender.runtime import runtime
+from policies.extender.service import OFFLOAD, WAIT
 from tests.asgiclient import asgi_request, extender_post
 
 from .conftest import args_body, demo_node_objects, example, go_pod
@@ -282,54 +289,14 @@ def test_bind_enabled_needs_the_settings_and_the_live_source(settings):
 
 
 def _pending_pod(*, scheduler: str):
-    """A pending pod of the demo snapshot whose schedulerName is `scheduler`."""
+    """A pending pod of the demo snapshot whose schedulerName is `scheduler` and whose name
+    seed-003 admits (at most 4 characters), so that a bind to an untainted node may go ahead."""
     state = runtime().snapshots.current().state
-    return next(p for p in state.pods() if not p["nodeName"] and p["schedulerName"] == scheduler)
-
-
-def test_bind_binds_only_a_served_pod_by_uid_to_a_node_of_the_snapshot(publish, monkeypatch):
-    from policies.extender.service import BIND_REFUSED
-
-    publish(example("seed-003-name-length"))
-    bound = []
-    monkeypatch.setattr(runtime().extender, "_binder", lambda args: bound.append(args) or "")
-    pod = _pending_pod(scheduler="schedweb")
-    good = {
-        "PodName": pod["name"],
-        "PodNamespace": pod["namespace"],
-        "PodUID": pod["uid"],
-        "Node": "cp-1",
-    }
-    refused = [
-        {**good, "PodUID": "not-a-pod"},  # unknown uid
-        {**good, "PodName": "another-name"},  # the uid of another pod
-        {**good, "Node": "no-such-node"},  # a node the snapshot does not hold
-    ]
-    other = (
-        _pending_pod(scheduler="default-scheduler")
-        if any(
-            not p["nodeName"] and p["schedulerName"] == "default-scheduler"
-            for p in runtime().snapshots.current().state.pods()
-        )
-        else None
+    return next(
+        p
+        for p in state.pods()
+        if not p["nodeName"] and p["schedulerName"] == scheduler and len(p["name"]) < 5
     )
-    if other is not None:  # another scheduler's pod
-        refused.append(
-            {
-                **good,
-                "PodName": other["name"],
-                "PodNamespace": other["namespace"],
-                "PodUID": other["uid"],
-            }
-        )
-    for body in refused:
-        response = extender_post("bind", orjson.dumps(body))
-        assert response.json() == {"Error": BIND_REFUSED}, body  # the same answer for each
-    assert bound == []
-    response = extender_post("bind", orjson.dumps(good))
-    assert response.json() == {"Error": ""}
-    assert response["X-Schedweb-Policy"] == "seed-003-name-length/v1"
-    assert [(a.pod_uid, a.node) for a in bound] == [(pod["uid"], "cp-1")]
 
 
 def test_a_failing_bind_reveals_nothing_of_the_error(publish, monkeypatch):
@@ -343,7 +310,7 @@ def test_a_failing_bind_reveals_nothing_of_the_error(publish, monkeypatch):
 
     monkeypatch.setattr(runtime().extender, "_binder", forbidden)
     body = {"PodName": pod["name"], "PodNamespace": pod["namespace"], "PodUID": pod["uid"]}
-    response = extender_post("bind", orjson.dumps({**body, "Node": "cp-1"}))
+    response = extender_post("bind", orjson.dumps({**body, "Node": "a-small-1"}))
     assert response.json() == {"Error": BIND_FAILED}
 
 
@@ -407,7 +374,9 @@ def test_bind_is_counted_under_its_policy_not_as_pass_through(publish, monkeypat
     pod = _pending_pod(scheduler="schedweb")
     body = {"PodName": pod["name"], "PodNamespace": pod["namespace"], "PodUID": pod["uid"]}
     before = metrics_text()
-    assert extender_post("bind", orjson.dumps({**body, "Node": "cp-1"})).json() == {"Error": ""}
+    assert extender_post("bind", orjson.dumps({**body, "Node": "a-small-1"})).json() == {
+        "Error": ""
+    }
     after = metrics_text()
     counted = (
         'schedweb_extender_decisions_total{policy="seed-003-name-length",version="1",verb="bind"}'
@@ -444,3 +413,86 @@ def test_the_encoded_host_names_are_bounded(monkeypatch):
     for i in range(10):
         protocol.host_priority_list([(f"n{i}-{j}", 1) for j in range(50)])
         assert len(protocol._HOSTS) <= 150
+
+
+# --- work, not bytes (issue 27) -----------------------------------------------------------
+
+
+def _bare_nodes(count: int) -> list[dict]:
+    return [{"metadata": {"name": f"n{i}"}} for i in range(count)]
+
+
+@pytest.mark.parametrize(
+    ("body", "limits"),
+    [
+        ({"Pod": go_pod("abc"), "Nodes": {"items": _bare_nodes(11)}}, Limits(10, 10_000)),
+        ({"Pod": go_pod("abc"), "NodeNames": [f"n{i}" for i in range(11)]}, Limits(10_000, 10)),
+        # found before anything else is checked: not even the pod is read
+        ({"Pod": "not a pod", "Nodes": {"items": _bare_nodes(11)}}, Limits(10, 10_000)),
+    ],
+    ids=["node-objects", "node-names", "before-any-check"],
+)
+def test_a_request_with_more_items_than_the_inline_limits_is_too_much_work(body, limits):
+    data = orjson.dumps(body)
+    with pytest.raises(TooMuchWork):
+        parse_extender_args(data, limits)
+    if isinstance(body["Pod"], dict):
+        assert parse_extender_args(data).node_names  # without limits: parsed as ever
+
+
+def test_preempt_counts_candidate_nodes_and_victim_pod_objects():
+    victims = {f"n{i}": {"Pods": [go_pod(f"v{i}-{j}") for j in range(3)]} for i in range(4)}
+    body = orjson.dumps({"Pod": go_pod("abc"), "NodeNameToVictims": victims})
+    with pytest.raises(TooMuchWork):
+        parse_preemption_args(body, Limits(objects=11, names=100))  # 12 victim Pods
+    with pytest.raises(TooMuchWork):
+        parse_preemption_args(body, Limits(objects=100, names=3))  # 4 candidate nodes
+    assert len(parse_preemption_args(body, Limits(objects=12, names=4)).victims) == 4
+
+
+def test_more_candidates_than_any_cluster_has_is_a_400(monkeypatch):
+    from policies.extender import protocol
+
+    monkeypatch.setattr(protocol, "MAX_CANDIDATES", 5)
+    body = orjson.dumps({"Pod": go_pod("abc"), "NodeNames": [f"n{i}" for i in range(6)]})
+    with pytest.raises(protocol.ProtocolError, match="NodeNames has 6 entries; at most 5"):
+        parse_extender_args(body)
+
+
+def test_the_service_leaves_a_request_of_many_items_to_the_pool_only_when_inline(publish):
+    publish(example("seed-003-name-length"))
+    extender = runtime().extender
+    limit = extender.inline_limits.objects
+    body = orjson.dumps({"Pod": go_pod("abc"), "Nodes": {"items": _bare_nodes(limit + 1)}})
+    assert extender.filter(body, inline=True) is OFFLOAD
+    assert OFFLOAD.status != WAIT  # the event loop's caller tells them apart
+    assert extender.prioritize(body, inline=True) is OFFLOAD
+    answer = extender.filter(body)  # a worker process's call
+    assert answer.status == 200
+    assert len(orjson.loads(answer.body)["Nodes"]["items"]) == limit + 1
+    small = orjson.dumps({"Pod": go_pod("abc"), "Nodes": {"items": _bare_nodes(limit)}})
+    assert extender.filter(small, inline=True).status == 200
+
+
+def test_a_body_with_more_objects_than_could_be_inline_is_not_even_parsed(monkeypatch):
+    from policies.extender import protocol
+
+    def parse_fails(body):
+        raise AssertionError("parsed")
+
+    limits = Limits(objects=100, names=50)
+    objects = orjson.dumps({"Pod": go_pod("abc"), "Nodes": {"items": _bare_nodes(1500)}})
+    monkeypatch.setattr(protocol, "_object", parse_fails)
+    with pytest.raises(TooMuchWork):
+        parse_extender_args(objects, limits)
+    monkeypatch.undo()
+    # kube-scheduler's names, however many, are parsed (cheaply) and counted
+    names = orjson.dumps({"Pod": go_pod("abc"), "Nodes": None, "NodeNames": ["n"] * 51})
+    with pytest.raises(TooMuchWork):
+        parse_extender_args(names, limits)
+    # and names next to objects: the names are what is read, the objects cost only the parse
+    both = orjson.dumps(
+        {"Pod": go_pod("abc"), "NodeNames": ["cp-1"], "nodes": {"items": _bare_nodes(1500)}}
+    )
+    assert parse_extender_args(both, limits).node_names == ["cp-1"]
+    assert parse_extender_args(args_body(go_pod("abc"), ["cp-1", "a-small-1"]), limits)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import time
 
+import orjson
 import pytest
 
 from policies.cluster.loaded import LoadedCluster
@@ -13,6 +14,7 @@ from policies.cluster.state import ClusterState
 from policies.extender import requeue
 from policies.extender.requeue import (
     ANNOTATION,
+    Recorded,
     rejections_prune,
     rejections_record,
     requeue_key,
@@ -156,20 +158,101 @@ def test_the_extender_remembers_pods_it_rejected_everywhere(publish, settings):
     assert [entry["name"] for entry in stored.values()] == ["abcdefg"]
 
 
-def test_invalid_entries_are_not_stored_and_the_hash_is_capped(redis_db, monkeypatch):
+def test_invalid_or_oversized_entries_are_not_stored(redis_db):
     now = time.time()
     bad = [
         {**rejection("u" * 1000, "p", now)},  # a 1 MB uid once grew Redis by 84 MB
         {**rejection("u1", "p", now), "uid": {"a": 1}},
         {**rejection("u2", "p", now), "name": ""},
         {**rejection("u3", "p", now), "at": "now"},
+        {**rejection("u4", "p", now), "at": float("nan")},
+        # within every length limit, but escaped control characters make it 1.6 KB as JSON
+        {**rejection("u5", "\x01" * 250, now)},
     ]
-    assert rejections_record(redis_db, cluster="c", rejections=bad) == 0
+    assert rejections_record(redis_db, cluster="c", rejections=bad) == Recorded(0, 0)
+    assert redis_db.hlen(requeue_key("c")) == 0
+    extra = {**rejection("u6", "p", now), "padding": "x" * 100_000}  # unknown fields not kept
+    assert rejections_record(redis_db, cluster="c", rejections=[extra]) == Recorded(1, 0)
+    assert len(redis_db.hget(requeue_key("c"), "u6")) < 200
+
+
+def test_the_store_cannot_be_filled_past_its_cap_and_keeps_the_newest(redis_db, monkeypatch):
+    """Issue 27: 10 300 rejections filled the 10 000 cap (check and write were not atomic),
+    and then real rejections were dropped for up to 10 minutes. Now the oldest go."""
+    monkeypatch.setattr(requeue, "MAX_ENTRIES", 100)
+    now = time.time()
+    flood = [rejection(f"flood-{i}", f"f{i}", now - 60 + i * 0.001) for i in range(103)]
+    assert rejections_record(redis_db, cluster="c", rejections=flood) == Recorded(103, 3)
+    assert redis_db.hlen(requeue_key("c")) == 100
+    assert not redis_db.hexists(requeue_key("c"), "flood-0")  # the oldest three went
+    assert redis_db.hexists(requeue_key("c"), "flood-3")
+    real = rejection("real", "m0", now)
+    assert rejections_record(redis_db, cluster="c", rejections=[real]) == Recorded(1, 1)
+    assert redis_db.hexists(requeue_key("c"), "real")
+    assert redis_db.hlen(requeue_key("c")) == 100
+
+
+def test_concurrent_writers_cannot_fill_the_store_past_its_cap(redis_db, monkeypatch):
+    """Several extender processes flush at once: each script call is atomic."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(requeue, "MAX_ENTRIES", 50)
+    monkeypatch.setattr(requeue, "BATCH", 7)  # many script calls, interleaved between writers
+    now = time.time()
+
+    def writer(w: int) -> Recorded:
+        batch = [rejection(f"w{w}-{i}", "p", now + i) for i in range(40)]
+        return rejections_record(redis_db, cluster="c", rejections=batch)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(writer, range(8)))
+    assert redis_db.hlen(requeue_key("c")) == 50
+    assert sum(r.written for r in results) - sum(r.evicted for r in results) == 50
+    assert redis_db.zcard(requeue_key("c") + ":order") == 50
+
+
+def test_entries_written_before_the_order_set_are_evicted_first(redis_db, monkeypatch):
     monkeypatch.setattr(requeue, "MAX_ENTRIES", 2)
-    batch = [rejection(f"u{i}", "p", now) for i in range(2)]
-    assert rejections_record(redis_db, cluster="c", rejections=batch) == 2
-    assert rejections_record(redis_db, cluster="c", rejections=[rejection("u9", "p", now)]) == 0
-    assert redis_db.hlen(requeue_key("c")) == 2
+    now = time.time()
+    redis_db.hset(requeue_key("c"), "legacy", orjson.dumps(rejection("legacy", "p", now)))
+    batch = [rejection("a", "p", now - 30), rejection("b", "p", now - 20)]
+    assert rejections_record(redis_db, cluster="c", rejections=batch) == Recorded(2, 1)
+    assert sorted(redis_db.hkeys(requeue_key("c"))) == [b"a", b"b"]
+
+
+def test_evictions_are_counted_in_the_listeners_metrics(publish, settings, monkeypatch):
+    from policies.extender.entry import metrics_text
+
+    from .conftest import runtime_by_hand
+
+    monkeypatch.setattr(requeue, "MAX_ENTRIES", 1)
+    state = runtime_by_hand()
+    now = time.time()
+    state.rejections.extend(rejection(f"u{i}", "p", now + i) for i in range(3))
+    state._flush_rejections()
+    assert "schedweb_requeue_evictions_total 2" in metrics_text().decode().splitlines()
+
+
+def test_a_nudge_does_not_bring_back_an_entry_evicted_meanwhile(redis_db):
+    now = time.time()
+    alone = make_pod(
+        name="m0", labels={"podGroup": "g", "minAvailable": "1"}, scheduler_name="schedweb"
+    )
+    alone["metadata"]["uid"] = "u0"
+    state = ClusterState.from_objects([make_node("n1", cpu="8", memory="16Gi")], [alone])
+    rejections_record(redis_db, cluster="c", rejections=[rejection("u0", "m0", now)])
+    kube = RecordingKube()
+
+    class Evicting:
+        """The API server, while an extender's flush evicts the entry."""
+
+        def annotate_pod(self, **kwargs) -> None:
+            kube.annotate_pod(**kwargs)
+            redis_db.hdel(requeue_key("c"), "u0")
+
+    assert sweep(redis_db, state, Evicting(), now=now)["requeued"] == 1
+    assert kube.patched == [("default", "m0")]
+    assert not redis_db.hexists(requeue_key("c"), "u0")
 
 
 def test_old_entries_are_pruned_whatever_the_source(redis_db, settings):

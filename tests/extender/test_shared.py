@@ -1,6 +1,7 @@
 """One evaluation per pod and candidate set (policies/extender/shared.py): prioritize reuses what
 filter evaluated, and never a stale answer: a new snapshot, policy version, candidate set or pod
-resourceVersion is evaluated afresh. Policies are published into a real Redis."""
+content is evaluated afresh (whatever uid it claims: tests/extender/test_cache_poisoning.py).
+Policies are published into a real Redis."""
 
 from __future__ import annotations
 
@@ -163,7 +164,7 @@ def test_the_same_snapshot_version_with_another_state_is_not_reused(publish):
     ]
 
 
-def test_a_pod_with_a_new_resource_version_or_without_uid_is_evaluated_afresh(publish):
+def test_a_pod_with_a_new_resource_version_or_other_content_is_evaluated_afresh(publish):
     publish(SPREAD)
     names = ["cp-1", "a-small-1", "worker-medium-a-1"]
     pod = go_pod("abc")
@@ -174,12 +175,9 @@ def test_a_pod_with_a_new_resource_version_or_without_uid_is_evaluated_afresh(pu
     misses, hits = shared.misses, shared.hits
     _prioritize(changed, names)
     assert (shared.misses, shared.hits) == (misses + 1, hits)
-    anonymous = go_pod("abc")
-    anonymous["metadata"]["uid"] = ""
-    size = len(shared)
-    _filter(anonymous, names)
-    _prioritize(anonymous, names)
-    assert shared.hits == hits and len(shared) == size  # neither looked up nor stored
+    relabelled = go_pod("abc", labels={"app": "other"})  # same uid and resourceVersion
+    _prioritize(relabelled, names)
+    assert (shared.misses, shared.hits) == (misses + 2, hits)
 
 
 def test_a_sampled_prioritize_decision_shows_the_evaluation_it_answered_from(publish):

@@ -943,3 +943,42 @@ def test_the_second_schedulers_manifests_never_default_to_a_loopback_url(
         assert f"--url {called}" in out["cli_manifests"]  # the command prints these manifests
     # the cluster's own scheduler is given the URL as configured (it may share schedweb's host)
     assert yaml.safe_load(out["profile"])["extenders"][0]["urlPrefix"] == (typed or configured)
+
+
+def test_a_decision_that_waited_for_the_snapshot_says_how_long_and_for_what():
+    """Issue 24: the record says the request waited, for which nodes or its pod, how long, and
+    whether the snapshot caught up before the answer."""
+    compiled = compile_policy((EXAMPLES / "bin-packing.yaml").read_text())
+    cluster = cluster_load("demo")
+    pod = pod_view_from_text((EXAMPLES / "pods" / "web.yaml").read_text())
+    evaluation = compiled.evaluate(pod, cluster.nodes(), cluster.state)
+    served = ServedPolicy(name="bin-packing", version=1, compiled=compiled)
+    waited = {"waitedMs": 41.37, "outcome": "caught-up", "nodes": ["n-new"], "pod": True}
+    timed_out = {"waitedMs": 500.0, "outcome": "timed-out", "nodes": ["never"], "pod": False}
+    hostile = {"waitedMs": "a lot", "outcome": "caught-up", "nodes": ["x"]}
+    services.decisions_store(
+        batch=[
+            _decision(pod, served, "filter", evaluation, None, waited),
+            _decision(pod, served, "filter", evaluation, None, timed_out),
+            _decision(pod, served, "filter", evaluation, None, hostile),
+        ]
+    )
+    first, second, third = Decision.objects.order_by("pk")
+    viewer = client_for("viewer")
+    assert first.nodes["catchUp"] == {
+        "waitedMs": 41.4,
+        "outcome": "caught-up",
+        "nodes": ["n-new"],
+        "pod": True,
+    }
+    assert "catchUp" not in third.nodes  # not what the extender writes: not kept
+    body = viewer.get(f"/decisions/{first.pk}/").content.decode()
+    assert (
+        "Waited 41 ms for the snapshot to hold node n-new and the pod itself; judged once it did."
+        in body
+    )
+    body = viewer.get(f"/decisions/{second.pk}/").content.decode()
+    assert "it did not in time, so the policy&#x27;s failurePolicy applied" in body
+    assert 'id="decision-catch-up"' not in viewer.get(f"/decisions/{third.pk}/").content.decode()
+    listed = viewer.get(f"/api/v1/decisions/{first.pk}").json()
+    assert listed["catchUp"]["outcome"] == "caught-up" and listed["catchUp"]["pod"] is True

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import socket
 import ssl
-import subprocess
 import time
 
 import orjson
 import pytest
 
-from tests.e2e.stack import RedisServer
-from tests.listeners import ROOT, connect, read_until_closed, start_extender, start_web
+from tests.listeners import connect, listeners, read_until_closed
 
 TIMEOUT = 2.0
 LATE = 60.0  # a socket still open this long after connecting was never closed by the server
@@ -38,20 +36,8 @@ BODY = orjson.dumps(
 
 def _listeners(workdir, timeouts: dict[str, str]):
     """{"extender": port, "web": port}, each with the header and body `timeouts`."""
-    redis = RedisServer(workdir / "redis").start()
-    started = []
-    try:
-        extender, extender_port = start_extender(
-            workdir, redis_url=redis.url, SCHEDWEB_EXTENDER_WORKERS="1", **timeouts
-        )
-        started.append(extender)
-        web, web_port = start_web(workdir, redis_url=redis.url, **timeouts)
-        started.append(web)
-        yield {"extender": extender_port, "web": web_port}
-    finally:
-        for process in started:
-            process.stop(grace=5)
-        redis.stop()
+    with listeners(workdir, **timeouts) as ports:
+        yield ports
 
 
 @pytest.fixture(scope="module")
@@ -223,20 +209,8 @@ def test_many_stalled_connections_are_each_closed_in_their_turn(servers, listene
 
 def test_a_client_that_stalls_in_the_tls_handshake_is_disconnected(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("stalls-tls")
-    tls = workdir / "tls"
-    subprocess.run([ROOT / "scripts" / "extender-certs.sh", tls], check=True, capture_output=True)
-    redis = RedisServer(workdir / "redis").start()
-    extender = None
-    try:
-        extender, port = start_extender(
-            workdir,
-            redis_url=redis.url,
-            SCHEDWEB_EXTENDER_WORKERS="1",
-            SCHEDWEB_EXTENDER_TLS_CERT=str(tls / "server.crt"),
-            SCHEDWEB_EXTENDER_TLS_KEY=str(tls / "server.key"),
-            ca_file=str(tls / "ca.crt"),
-            **TIMEOUTS,
-        )
+    with listeners(workdir, web=False, tls="tls", **TIMEOUTS) as ports:
+        port, tls = ports["extender"], ports["tls"]
         started = time.monotonic()
         with connect(port, b"\x16\x03\x01", timeout=LATE) as sock:  # a ClientHello's first bytes
             seconds, _ = closed_after(sock, started)
@@ -247,7 +221,3 @@ def test_a_client_that_stalls_in_the_tls_handshake_is_disconnected(tmp_path_fact
         with context.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
             sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
-    finally:
-        if extender is not None:
-            extender.stop(grace=5)
-        redis.stop()

@@ -1,4 +1,5 @@
-"""`python manage.py policy import FILE... | export NAME | test FILE...` for git-based workflows.
+"""`python manage.py policy import FILE... | export NAME | test FILE... | publish NAME | rollback
+NAME | deactivate NAME` for git-based workflows.
 
     policy import policies/*.yaml          create or replace drafts from files
     policy export NAME [--version N|--active] [-o FILE]   the document with its recorded test cases
@@ -7,6 +8,13 @@
                                            with the configuration `schedulerconfig` prints, or
                                            FILE); exit 1 on a failure or when there is no test
                                            case at all (CI)
+    policy publish NAME -m MESSAGE         publish the draft (its test cases must pass)
+    policy rollback NAME --version N       activate an earlier version again
+    policy deactivate NAME                 take the policy out of service
+
+publish, rollback and deactivate return once every live extender process serves the change
+(at most SCHEDWEB_PUBLISH_CONFIRM_SECONDS) and print which have not confirmed; the exit status
+is then 3 (the change itself is made), so a pipeline that creates pods next can stop.
 
 Only the files named here are read (regular files, at most MAX_DOCUMENT_BYTES), and by `test`
 the cluster files their cases name, relative to the document's folder and inside it.
@@ -34,10 +42,11 @@ from policies.engine.cel.deadline import EvaluationTimeout, budget
 from policies.engine.document import MAX_DOCUMENT_BYTES, FieldError, PolicyInvalid
 from policies.engine.testcases import POLICY_LEVEL_KEYS
 from policies.engine.tests_section import TestsSectionError
-from policies.errors import InputError
+from policies.errors import InputError, ServiceError, TestsFailed
 from policies.evaluation import policy_compile, profile_from_file, test_case_run
 from policies.formatting import printable
 from policies.models import Policy, PolicyVersion
+from policies.publishing import ServedReport
 from policies.schedmodel.profile import profile_default
 
 
@@ -79,6 +88,18 @@ class Command(BaseCommand):
             help="wall-clock budget of compiling a document, and of each case (default: "
             "SCHEDWEB_PREVIEW_SECONDS; 0: none); a case past it fails",
         )
+        pub = sub.add_parser("publish", help="publish a policy's draft")
+        pub.add_argument("name")
+        pub.add_argument("-m", "--message", required=True, help="what changed and why")
+        back = sub.add_parser("rollback", help="activate an earlier version again")
+        back.add_argument("name")
+        back.add_argument("--version", type=int, required=True)
+        off = sub.add_parser("deactivate", help="take a policy out of service")
+        off.add_argument("name")
+        for parser_ in (pub, back, off):
+            parser_.add_argument(
+                "--user", default="", help="username recorded in the audit log (default: system)"
+            )
 
     def handle(self, *args, **options) -> None:
         getattr(self, f"_{options['action']}")(options)
@@ -110,12 +131,16 @@ class Command(BaseCommand):
         for warning in warnings:
             self.stderr.write(f"{printable(path)}: warning: line {warning.doc_line}: {warning}")
 
+    def _actor(self, options):
+        if not options["user"]:
+            return None
+        actor = get_user_model().objects.filter(username=options["user"]).first()
+        if actor is None:
+            raise CommandError(f"no user named {options['user']!r}")
+        return actor
+
     def _import(self, options) -> None:
-        actor = None
-        if options["user"]:
-            actor = get_user_model().objects.filter(username=options["user"]).first()
-            if actor is None:
-                raise CommandError(f"no user named {options['user']!r}")
+        actor = self._actor(options)
         documents = [(path, self._read(path)) for path in options["files"]]
         failed = False
         for path, text in documents:
@@ -227,3 +252,67 @@ class Command(BaseCommand):
             # a CI job that checks nothing must not look green
             self.stderr.write("no test cases found (pass --allow-empty if that is intended)")
             sys.exit(1)
+
+    # -- publish, rollback, deactivate ----------------------------------------------------------
+
+    def _policy(self, name: str) -> Policy:
+        policy = Policy.objects.filter(name=name).first()
+        if policy is None:
+            raise CommandError(f"no policy named {name!r}")
+        return policy
+
+    def _publish(self, options) -> None:
+        policy = self._policy(options["name"])
+        try:
+            result = services.policy_publish(
+                actor=self._actor(options),
+                policy=policy,
+                message=options["message"],
+                revision=policy.draft_revision,
+            )
+        except TestsFailed as exc:
+            self.stderr.write(f"{policy.name}: {printable(exc.message)}")
+            for case in exc.details:
+                for problem in case["failures"]:
+                    self.stderr.write(f"  {printable(str(case['name']))}: {printable(problem)}")
+            sys.exit(1)
+        except PolicyInvalid as exc:
+            self._invalid(policy.name, exc)
+            sys.exit(2)
+        except ServiceError as exc:
+            raise CommandError(f"{policy.name}: {printable(exc.message)}") from None
+        count = len(result.test_results)
+        self._served(
+            f"published {policy.name} v{result.version.number} ({count} test case"
+            f"{'s' if count != 1 else ''} passed)",
+            result.served,
+        )
+
+    def _rollback(self, options) -> None:
+        policy = self._policy(options["name"])
+        try:
+            result = services.policy_rollback(
+                actor=self._actor(options), policy=policy, number=options["version"]
+            )
+        except ServiceError as exc:
+            raise CommandError(f"{policy.name}: {printable(exc.message)}") from None
+        self._served(f"rolled back {policy.name} to v{options['version']}", result.served)
+
+    def _deactivate(self, options) -> None:
+        policy = self._policy(options["name"])
+        try:
+            served = services.policy_deactivate(actor=self._actor(options), policy=policy)
+        except ServiceError as exc:
+            raise CommandError(f"{policy.name}: {printable(exc.message)}") from None
+        self._served(f"deactivated {policy.name}", served)
+
+    def _served(self, done: str, served: ServedReport) -> None:
+        """What was done, then whether every extender process serves it; exit 3 if not."""
+        self.stdout.write(done)
+        if served.served_by_all:
+            self.stdout.write(served.summary())
+            return
+        self.stderr.write(served.summary())
+        for pending in served.pending:
+            self.stderr.write(f"  not confirmed: {pending['process']}")
+        sys.exit(3)

@@ -8,7 +8,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 def _api_error(request: HttpRequest, status: int, code: str, detail: str) -> HttpResponse | None:
     if request.path.startswith("/api/"):
-        return JsonResponse({"error": code, "detail": detail}, status=status)
+        from policies.api.errors import error_body
+
+        return JsonResponse(error_body(code, detail), status=status)
     return None
 
 

@@ -320,8 +320,9 @@ def policy_revision_from_etag(
     return _revision_from_etag(if_match, policy)
 
 
-def policy_rollback(*, actor, policy: Policy, number: int) -> PolicyActivation:
-    """Activates an earlier version again (versions are never edited)."""
+def policy_rollback(*, actor, policy: Policy, number: int, message: str = "") -> PolicyActivation:
+    """Activates an earlier version again (versions are never edited); `message`, why (optional,
+    like publish's), is kept in the audit log."""
     version = PolicyVersion.objects.filter(policy=policy, number=number).first()
     if version is None:
         raise NotFound(f"policy {policy.name} has no version {number}")
@@ -352,6 +353,7 @@ def policy_rollback(*, actor, policy: Policy, number: int) -> PolicyActivation:
             policy_name=policy.name,
             version=number,
             previous=current.version.number if current else None,
+            **({"message": message.strip()} if message.strip() else {}),
         )
         _distribute_after_commit()
     return activation

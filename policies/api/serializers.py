@@ -82,6 +82,12 @@ class PublishSerializer(StrictSerializer):
 
 class RollbackSerializer(StrictSerializer):
     version = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
+    message = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=2000,
+        help_text="Why (optional), like publish's message; kept in the audit log.",
+    )
 
 
 class ValidateSerializer(StrictSerializer):

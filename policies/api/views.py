@@ -287,7 +287,10 @@ class PolicyRollback(ApiView):
         policy = _policy(name)
         data = self.data(s.RollbackSerializer, request)
         activation = services.policy_rollback(
-            actor=request.user, policy=policy, number=data["version"]
+            actor=request.user,
+            policy=policy,
+            number=data["version"],
+            message=data.get("message", ""),
         )
         return Response(version_dict(activation.version, active_number=activation.version.number))
 

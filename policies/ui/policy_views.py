@@ -697,8 +697,11 @@ def rollback(request: HttpRequest, name: str) -> HttpResponse:
     number = _version_number(request)
     if number is None:
         return _versions_error(request, policy, "Say which version to roll back to.", 400)
+    message = request.POST.get("message", "")
+    if len(message) > 2000:
+        return _versions_error(request, policy, "Keep the reason under 2000 characters.", 400)
     try:
-        services.policy_rollback(actor=request.user, policy=policy, number=number)
+        services.policy_rollback(actor=request.user, policy=policy, number=number, message=message)
     except ServiceError as exc:
         return _versions_error(
             request, policy, exc.message[:1].upper() + exc.message[1:] + ".", http_status(exc)

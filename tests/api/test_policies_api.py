@@ -349,6 +349,31 @@ def test_publishing_a_policy_whose_tests_fail_is_refused_with_every_failure(api,
     assert PolicyVersion.objects.count() == 0
 
 
+def test_rollback_takes_an_optional_reason_kept_in_the_audit_log(api, created):
+    publish_via(api, "least", {"message": "v1"})
+    etag = api.get("/api/v1/policies/least")["ETag"]
+    api.put(
+        "/api/v1/policies/least",
+        {"document": document().replace("test policy", "second")},
+        format="json",
+        HTTP_IF_MATCH=etag,
+    )
+    publish_via(api, "least", {"message": "v2"})
+    too_long = api.post(
+        "/api/v1/policies/least/rollback", {"version": 1, "message": "x" * 2001}, format="json"
+    )
+    assert too_long.status_code == 400 and too_long.json()["errors"][0]["path"] == "message"
+    assert api.get("/api/v1/policies/least").json()["activeVersion"] == 2
+    response = api.post(
+        "/api/v1/policies/least/rollback",
+        {"version": 1, "message": "v2 broke gpu pods"},
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    event = AuditEvent.objects.get(action="policy.rollback")
+    assert event.detail["message"] == "v2 broke gpu pods"
+
+
 def test_rollback_activates_an_earlier_version_and_a_missing_one_is_404(api, created):
     publish_via(api, "least", {"message": "v1"})
     etag = api.get("/api/v1/policies/least")["ETag"]

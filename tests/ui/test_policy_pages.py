@@ -944,6 +944,70 @@ def test_rollback_activates_the_older_version(clients, users, seed003):
     assert policy_get_active(policy=seed003).number == 1
 
 
+def _two_versions(users, seed003) -> None:
+    services.policy_publish(
+        actor=users["publisher"], policy=seed003, message="v1", revision=seed003.draft_revision
+    )
+    seed003.refresh_from_db()
+    services.policy_update_draft(
+        actor=users["editor"],
+        policy=seed003,
+        document=example("seed-003-name-length").replace("< 5", "< 6"),
+        if_match=seed003.etag,
+    )
+    seed003.refresh_from_db()
+    services.policy_publish(
+        actor=users["publisher"], policy=seed003, message="v2", revision=seed003.draft_revision
+    )
+
+
+def test_a_rollback_keeps_its_optional_reason_in_the_audit_log(clients, users, seed003):
+    from policies.models import AuditEvent
+
+    _two_versions(users, seed003)
+    page = clients["publisher"].get("/policies/seed-003-name-length/versions/").content.decode()
+    assert 'id="rollback-message" name="message"' in page
+    assert 'form="rollback-form" name="number" value="1"' in page
+    response = clients["publisher"].post(
+        "/policies/seed-003-name-length/rollback",
+        {"number": "1", "message": "  v2 starves long pod names  "},
+        follow=True,
+    )
+    assert b"Rolled back seed-003-name-length to v1" in response.content
+    event = AuditEvent.objects.get(action="policy.rollback")
+    assert event.detail["message"] == "v2 starves long pod names" and event.version == 1
+    feed = clients["viewer"].get("/").content.decode().split('id="recent-audit"', 1)[1]
+    assert "rolled back" in feed and "to v1: v2 starves long pod names" in feed
+
+
+def test_a_rollback_without_a_reason_records_none_and_a_too_long_one_is_refused(
+    clients, users, seed003
+):
+    from policies.models import AuditEvent
+    from policies.selectors import policy_get_active
+
+    _two_versions(users, seed003)
+    response = clients["publisher"].post(
+        "/policies/seed-003-name-length/rollback", {"number": "1", "message": "x" * 2001}
+    )
+    assert response.status_code == 400
+    assert b"Keep the reason under 2000 characters." in response.content
+    assert policy_get_active(policy=seed003).number == 2  # nothing changed
+    clients["publisher"].post("/policies/seed-003-name-length/rollback", {"number": "1"})
+    assert "message" not in AuditEvent.objects.get(action="policy.rollback").detail
+
+
+def test_the_closed_delete_card_says_what_it_does(clients, users, seed003):
+    services.policy_publish(
+        actor=users["publisher"], policy=seed003, message="v1", revision=seed003.draft_revision
+    )
+    html = clients["admin"].get("/policies/seed-003-name-length/versions/").content.decode()
+    summary = html.split('id="delete-summary"', 1)[1].split("</summary>", 1)[0]
+    assert "Delete this policy" in summary
+    assert "Removes seed-003-name-length with its 1 version and test cases" in summary
+    assert "Delete…" in summary  # the button that opens it, visible while closed
+
+
 def test_rolling_back_to_the_active_version_is_a_409_in_words(clients, users, seed003):
     services.policy_publish(
         actor=users["publisher"], policy=seed003, message="v1", revision=seed003.draft_revision
@@ -1017,9 +1081,21 @@ def test_the_diff_shows_changed_lines_side_by_side_with_the_rule_summary(clients
     assert html.count('class="pg-diff-insert"') == 2
 
 
-def test_the_diff_pickers_lead_to_the_canonical_url(clients, seed003):
-    response = clients["viewer"].get("/policies/seed-003-name-length/diff?a=draft&b=draft")
+@pytest.mark.parametrize("path", ["diff/", "diff"])  # with a slash like versions/ and tests/
+def test_the_diff_pickers_lead_to_the_canonical_url(clients, seed003, path):
+    response = clients["viewer"].get(f"/policies/seed-003-name-length/{path}?a=draft&b=draft")
+    assert response.status_code == 302
     assert response["Location"] == "/policies/seed-003-name-length/versions/draft/diff/draft"
+
+
+def test_the_diff_pickers_and_the_diff_tab_use_the_address_with_a_slash(clients, seed003):
+    html = clients["viewer"].get("/policies/seed-003-name-length/versions/").content.decode()
+    assert 'href="/policies/seed-003-name-length/diff/"' in html  # the tab, nothing published
+    for path in ("versions/", "tests/", "diff/"):
+        assert clients["viewer"].get(f"/policies/seed-003-name-length/{path}").status_code in (
+            200,
+            302,
+        )
 
 
 @pytest.mark.parametrize("ref", ["7", "latest"])

@@ -267,6 +267,13 @@ def preview_dict(preview: Preview) -> dict[str, Any]:
     }
 
 
+def policy_leaves_a_node(*, document: str, pod: PodView, cluster: LoadedCluster) -> bool:
+    """Whether the policy's own filters let `pod` through on at least one node (or the policy
+    does not apply to it). PolicyInvalid for a document that does not compile."""
+    evaluation = policy_compile(document).evaluate(pod, cluster.nodes(), cluster.state)
+    return not evaluation.applies or any(evaluation.passed)
+
+
 def pods_pending(*, cluster: LoadedCluster) -> list[PodView]:
     """Pods of the snapshot waiting for a node, in a stable order (namespace, name)."""
     pending = [p for p in cluster.state.pods() if not p["nodeName"] and p["phase"] == "Pending"]

@@ -4,6 +4,8 @@ and dark (the `look` fixture): each fix shows, works and nothing scrolls sideway
 | Point                                                  | Test here                                   |
 |--------------------------------------------------------|---------------------------------------------|
 | A designed 404 inside the app chrome (navigation)       | test_a_missing_page_keeps_the_navigation    |
+| The playground opens on a pod seed 003 lets through;    | test_seed_003_opens_on_a_pod_it_places_...  |
+|   the pod search's placeholder examples find pods       |                                             |
 | Rollback with an optional reason; the closed "Delete    | test_a_rollback_takes_a_reason_and_the_...  |
 |   this policy" card says what it does                  |                                             |
 
@@ -19,6 +21,7 @@ import pytest
 
 from policies import services
 from policies.models import AuditEvent
+from tests.browser.latency import playground_ready
 from tests.browser.looks import fits, sign_in_cookie
 from tests.conftest import make_user
 
@@ -54,6 +57,25 @@ def test_a_missing_page_keeps_the_navigation(live_server, look, context, page, s
     page.click(".error-page a[href='/policies/']")
     page.wait_for_url(f"{live_server.url}/policies/")
     assert [e for e in page.console_errors if "404" not in e] == []
+
+
+def test_seed_003_opens_on_a_pod_it_places_and_the_search_examples_find_pods(
+    live_server, look, context, page
+):
+    editor = make_user("ed", "editor")
+    services.policy_create(actor=editor, document=example("seed-003-name-length"))
+    open_as(context, page, live_server, editor, "/policies/seed-003-name-length/")
+    playground_ready(page)
+    assert page.input_value("#pod-select") == "default/abc"
+    assert page.get_attribute("#preview-result", "data-state") != "error"
+    assert "unschedulable" not in page.inner_text("#summary-pick")
+    placeholder = page.get_attribute("#pod-search", "placeholder")
+    for query in placeholder.removeprefix("Find a pod: ").split(", "):
+        page.evaluate("document.querySelector('#pod-matches').replaceChildren()")
+        page.fill("#pod-search", query)  # the previous query's answer is in: nothing in flight
+        page.locator("#pod-matches .pg-pod-match").first.wait_for()
+    fits(page)
+    assert page.console_errors == []
 
 
 def test_a_rollback_takes_a_reason_and_the_closed_delete_card_says_what_it_does(

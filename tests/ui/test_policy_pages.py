@@ -1399,6 +1399,73 @@ def test_the_pod_search_lists_matching_pods_as_buttons(clients, seed003, demo_cl
     assert bad.status_code == 200 and b"at most 506 characters" in bad.content
 
 
+def test_each_example_in_the_pod_searchs_placeholder_finds_pods_on_the_demo(
+    clients, seed003, demo_cluster
+):
+    html = clients["viewer"].get("/policies/seed-003-name-length/").content.decode()
+    [placeholder] = re.findall(r'id="pod-search"[^>]*placeholder="Find a pod: ([^"]+)"', html)
+    examples = placeholder.split(", ")
+    assert len(examples) == 3  # a name, a namespace, a label
+    for query in examples:
+        found = re.findall(
+            r'data-pod="([^"]+)"',
+            clients["viewer"]
+            .get("/policies/seed-003-name-length/pods", {"q": query})
+            .content.decode(),
+        )
+        assert found, query
+
+
+def _opening_pod(html: str) -> str:
+    [selected] = re.findall(r'<option value="([^"]+)" selected>', html.split('id="pod-select"')[1])
+    return selected
+
+
+def test_the_playground_opens_on_a_targeted_pod_the_policy_leaves_a_node_for(
+    clients, seed003, demo_cluster
+):
+    from policies.cluster.loaded import pod_from_cluster
+    from policies.evaluation import policy_leaves_a_node
+
+    cluster = cluster_load("demo")
+    pending = sorted(
+        (p["namespace"], p["name"])
+        for p in cluster.state.pods()
+        if not p["nodeName"] and p["phase"] == "Pending" and p["schedulerName"] == "schedweb"
+    )
+    # the first targeted pending pod is one seed 003 rejects on every node (a long name) ...
+    first = pod_from_cluster(cluster=cluster, namespace=pending[0][0], name=pending[0][1])
+    assert not policy_leaves_a_node(document=seed003.draft, pod=first, cluster=cluster)
+    # ... so the playground opens on the first one it leaves a node for: default/abc, the pod
+    # the document's comment names (abc.yaml)
+    html = clients["viewer"].get("/policies/seed-003-name-length/").content.decode()
+    opened = _opening_pod(html)
+    assert opened == "default/abc"
+    namespace, name = opened.split("/")
+    pod = pod_from_cluster(cluster=cluster, namespace=namespace, name=name)
+    assert policy_leaves_a_node(document=seed003.draft, pod=pod, cluster=cluster)
+    assert "Try it with policies/examples/pods/abc.yaml" in seed003.draft
+
+
+def test_a_policy_that_rejects_every_pod_opens_on_the_first_targeted_one(
+    clients, users, demo_cluster
+):
+    document = example("seed-003-name-length").replace("size(pod.name) < 5", "size(pod.name) < 0")
+    document = document.replace("name: seed-003-name-length", "name: rejects-all", 1)
+    services.policy_create(actor=users["editor"], document=document)
+    html = clients["viewer"].get("/policies/rejects-all/").content.decode()
+    assert _opening_pod(html) == "batch/report-sync"  # the first targeted pending pod
+
+
+def test_a_slow_policy_opens_on_the_first_targeted_pod_under_the_request_guard(
+    clients, seed003, demo_cluster, settings
+):
+    settings.SCHEDWEB_PREVIEW_SECONDS = 1e-9
+    with deadline(None, clock=StepClock()):
+        html = clients["viewer"].get("/policies/seed-003-name-length/").content.decode()
+    assert _opening_pod(html) == "batch/report-sync"
+
+
 def test_a_searched_pod_opens_by_its_name_not_as_missing(clients, seed003, demo_cluster):
     html = (
         clients["viewer"]

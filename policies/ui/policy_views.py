@@ -40,6 +40,7 @@ from policies.errors import (
 from policies.evaluation import (
     policy_compile,
     policy_leaves_a_node,
+    policy_test_case_count,
     request_guard,
     test_cases_run,
 )
@@ -412,6 +413,7 @@ def playground(request: HttpRequest, name: str) -> HttpResponse:
         )
     )
     known = {o["value"] for group in ("pending", "recent", "examples") for o in options[group]}
+    tests = list(policy.test_cases.all())
     context = {
         "policy": policy,
         "active": active,
@@ -445,7 +447,10 @@ def playground(request: HttpRequest, name: str) -> HttpResponse:
         "completions": policy_completions(
             document=document, nodes=cluster.nodes() if cluster is not None else []
         ),
-        "tests": list(policy.test_cases.all()),
+        "tests": tests,
+        "tests_count": policy_test_case_count(
+            stored_names=(t.name for t in tests), document=document
+        ),
         "pending_count": options["pending_total"],
         **_abilities(request),
     }

@@ -6,6 +6,7 @@ and dark (the `look` fixture): each fix shows, works and nothing scrolls sideway
 | A designed 404 inside the app chrome (navigation)       | test_a_missing_page_keeps_the_navigation    |
 | The playground opens on a pod seed 003 lets through;    | test_seed_003_opens_on_a_pod_it_places_...  |
 |   the pod search's placeholder examples find pods       |                                             |
+| Seed 002's test-case badge counts its document's cases | test_seed_002_counts_its_in_document_cases  |
 | Rollback with an optional reason; the closed "Delete    | test_a_rollback_takes_a_reason_and_the_...  |
 |   this policy" card says what it does                  |                                             |
 
@@ -76,6 +77,18 @@ def test_seed_003_opens_on_a_pod_it_places_and_the_search_examples_find_pods(
         page.locator("#pod-matches .pg-pod-match").first.wait_for()
     fits(page)
     assert page.console_errors == []
+
+
+def test_seed_002_counts_its_in_document_cases(live_server, look, context, page):
+    editor = make_user("ed", "editor")
+    services.policy_create(actor=editor, document=example("seed-002"))
+    open_as(context, page, live_server, editor, "/policies/seed-002/")
+    playground_ready(page)
+    assert page.inner_text("#tests-count") == "3"
+    page.goto(f"{live_server.url}/policies/seed-002/tests/")
+    assert page.inner_text("#tests-count") == "3"
+    assert page.locator("#tests-table tr[data-test]").count() == 3
+    fits(page)
 
 
 def test_a_rollback_takes_a_reason_and_the_closed_delete_card_says_what_it_does(

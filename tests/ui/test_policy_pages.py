@@ -638,9 +638,15 @@ def test_renaming_a_policy_by_saving_is_refused_in_words(clients, seed003):
 # --- test cases -------------------------------------------------------------------------------
 
 
-def add_test(client: Client, document: str, pod: str = "default/abc", name: str = ""):
+def add_test(
+    client: Client,
+    document: str,
+    pod: str = "default/abc",
+    name: str = "",
+    policy: str = "seed-003-name-length",
+):
     return client.post(
-        "/policies/seed-003-name-length/tests/add",
+        f"/policies/{policy}/tests/add",
         {"document": document, "pod": pod, "test_name": name},
         **HTMX,
     )
@@ -806,6 +812,55 @@ def test_confirming_publishes_v1_and_says_so(clients, seed003):
     version = PolicyVersion.objects.get(policy=seed003)
     assert (version.number, version.message, version.author.username) == (1, "first", "publisher")
     assert b"Published seed-003-name-length v1" in response.content
+
+
+def test_the_publish_review_lists_queue_and_gang_changes(clients, users):
+    """seed 002's queue: and gang: change every pod's priority and grouping: the review lists
+    them beside the rules, not "no rule changed"."""
+    seed002 = services.policy_create(actor=users["editor"], document=example("seed-002"))
+    services.policy_publish(
+        actor=users["publisher"], policy=seed002, message="v1", revision=seed002.draft_revision
+    )
+    seed002.refresh_from_db()
+    edited = seed002.draft.replace("max: 29", "max: 28").replace("gang: {}", "gang: {minCount: 3}")
+    assert edited.count("max: 28") == 1 and "minCount: 3" in edited
+    services.policy_update_draft(
+        actor=users["editor"], policy=seed002, document=edited, if_match=seed002.etag
+    )
+    html = (
+        clients["publisher"]
+        .post("/policies/seed-002/publish", {"message": "m", "step": "check"}, **HTMX)
+        .content.decode()
+    )
+    assert '<span class="pg-rule pg-rule--changed" title="changed">~ queue</span>' in html
+    assert '<span class="pg-rule pg-rule--changed" title="changed">~ gang</span>' in html
+    assert "no rule changed" not in html
+
+
+def test_seed_002s_test_case_counts_include_its_in_document_cases(clients, users):
+    seed002 = services.policy_create(actor=users["editor"], document=example("seed-002"))
+    in_document = len(yaml.safe_load(seed002.draft)["tests"])
+    assert in_document == 3 and not seed002.test_cases.exists()
+    playground = clients["viewer"].get("/policies/seed-002/").content.decode()
+    assert f'<span class="count" id="tests-count">{in_document}</span>' in playground
+    assert f"{in_document} test cases (0 stored, the rest in the document" in playground
+    page = clients["viewer"].get("/policies/seed-002/tests/").content.decode()
+    assert f'Test cases <span class="count" id="tests-count">{in_document}</span>' in page
+    assert page.count('title="Declared in the document\'s tests:">in document</span>') == 3
+    # one stored case more: 4
+    assert add_test(clients["editor"], seed002.draft, policy="seed-002").status_code == 200
+    page = clients["viewer"].get("/policies/seed-002/").content.decode()
+    assert f'id="tests-count">{in_document + 1}</span>' in page
+
+
+def test_a_draft_that_does_not_compile_counts_its_stored_test_cases_only():
+    from policies.evaluation import policy_test_case_count
+
+    assert policy_test_case_count(stored_names=["a", "b"], document="name: [") == 2
+    assert policy_test_case_count(stored_names=[], document=example("seed-002")) == 3
+    # a stored case named like one in the document is one row, counted once
+    named = yaml.safe_load(example("seed-002"))["tests"][0]["name"]
+    assert policy_test_case_count(stored_names=[named], document=example("seed-002")) == 3
 
 
 def _holder_of_the_name(users) -> Policy:

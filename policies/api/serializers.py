@@ -252,6 +252,11 @@ class FieldErrorSerializer(serializers.Serializer):
     column = serializers.IntegerField(required=False, allow_null=True)
     docLine = serializers.IntegerField(required=False, allow_null=True)
     docColumn = serializers.IntegerField(required=False, allow_null=True)
+    celMessage = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text="A type error in CEL's own (cel-go's) words, when `message` puts it plainly.",
+    )
 
 
 class ExpectationChangeSerializer(serializers.Serializer):

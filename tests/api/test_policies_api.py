@@ -753,6 +753,18 @@ def test_errors_the_api_answers_carry_a_documented_code(api, created, method, pa
     assert response.json()["error"] == code and code in documented
 
 
+def test_a_type_error_over_the_api_reads_plainly_with_cels_own_words_in_cel_message(api):
+    text = document().replace("pod.requests.cpu", "pod.labels['tier']", 1)
+    response = api.post("/api/v1/validate", {"document": text}, format="json")
+    [error] = response.json()["errors"]
+    assert error["message"].startswith("'>=' cannot compare an int with a string; convert")
+    assert error["celMessage"].startswith(
+        "no matching overload for '>=' applied to (int, string); expected"
+    )
+    schema = api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    assert "celMessage" in schema["components"]["schemas"]["FieldError"]["properties"]
+
+
 def test_the_schema_types_error_bodies(api):
     schema = api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     error = schema["components"]["schemas"]["Error"]["properties"]

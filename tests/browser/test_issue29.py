@@ -9,6 +9,7 @@ and dark (the `look` fixture): each fix shows, works and nothing scrolls sideway
 | Seed 002's test-case badge counts its document's cases | test_seed_002_counts_its_in_document_cases  |
 | Rollback with an optional reason; the closed "Delete    | test_a_rollback_takes_a_reason_and_the_...  |
 |   this policy" card says what it does                  |                                             |
+| Plain-language type errors, CEL's own text on demand    | test_a_type_error_reads_plainly_...         |
 
 The REST, `evaluate` and audit-label points have no browser surface beyond these; tests/api,
 tests/web and tests/ui cover them.
@@ -24,6 +25,7 @@ from policies import services
 from policies.models import AuditEvent
 from tests.browser.latency import playground_ready
 from tests.browser.looks import fits, sign_in_cookie
+from tests.browser.test_playground import replace_text, wait_for_preview
 from tests.conftest import make_user
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
@@ -126,3 +128,25 @@ def test_a_rollback_takes_a_reason_and_the_closed_delete_card_says_what_it_does(
     assert page.locator("#confirm-name").is_visible()
     assert not page.locator("#delete-summary .pg-danger-open").is_visible()
     fits(page)
+
+
+def test_a_type_error_reads_plainly_with_cels_own_words_on_demand(
+    live_server, look, context, page, screenshot
+):
+    editor = make_user("ed", "editor")
+    services.policy_create(actor=editor, document=example("seed-003-name-length"))
+    open_as(context, page, live_server, editor, "/policies/seed-003-name-length/")
+    playground_ready(page)
+    # the second occurrence: the first is in the document's leading comment
+    replace_text(page, "size(pod.name) < 5", "pod.labels['tier'] < 5", occurrence=2)
+    wait_for_preview(page)
+    problem = page.locator("#preview-problems .pg-problem-list li").first
+    problem.wait_for()
+    assert "'<' cannot compare a string with an int; convert one side" in problem.inner_text()
+    cel = problem.locator(".pg-cel-message code")
+    assert not cel.is_visible()  # on demand
+    problem.locator(".pg-cel-message summary").click()
+    assert "no matching overload for '<' applied to (string, int)" in cel.inner_text()
+    fits(page)
+    screenshot(page, f"type-error-{look.id}", selector="#preview-problems")
+    assert [e for e in page.console_errors if "status of 422" not in e] == []

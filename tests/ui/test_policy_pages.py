@@ -338,6 +338,19 @@ def preview(client: Client, document: str, **fields: str):
     return client.post("/policies/seed-003-name-length/preview", data, **HTMX)
 
 
+def test_a_type_error_in_the_preview_reads_plainly_with_cels_words_one_click_away(clients, seed003):
+    broken = seed003.draft.replace("size(pod.name) < 5", "pod.labels['tier'] < 5")
+    html = preview(clients["viewer"], broken).content.decode()
+    from html import unescape
+
+    problems = html.split('id="preview-problems"', 1)[1]
+    plain, cel = problems.split('<details class="pg-cel-message">', 1)
+    assert "'<' cannot compare a string with an int; convert one side" in unescape(plain)
+    cel = unescape(cel.split("</details>", 1)[0])
+    assert "<summary>CEL's own message</summary>" in cel
+    assert "no matching overload for '<' applied to (string, int)" in cel
+
+
 def test_the_preview_answers_the_table_out_of_band_and_echoes_the_sequence(clients, seed003):
     response = preview(clients["viewer"], seed003.draft)
     html = response.content.decode()

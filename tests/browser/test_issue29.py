@@ -73,7 +73,7 @@ def test_seed_003_opens_on_a_pod_it_places_and_the_search_examples_find_pods(
     assert page.get_attribute("#preview-result", "data-state") != "error"
     assert "unschedulable" not in page.inner_text("#summary-pick")
     placeholder = page.get_attribute("#pod-search", "placeholder")
-    for query in placeholder.removeprefix("Find a pod: ").split(", "):
+    for query in placeholder.removeprefix("Find: ").split(", "):
         page.evaluate("document.querySelector('#pod-matches').replaceChildren()")
         page.fill("#pod-search", query)  # the previous query's answer is in: nothing in flight
         page.locator("#pod-matches .pg-pod-match").first.wait_for()
@@ -150,3 +150,95 @@ def test_a_type_error_reads_plainly_with_cels_own_words_on_demand(
     fits(page)
     screenshot(page, f"type-error-{look.id}", selector="#preview-problems")
     assert [e for e in page.console_errors if "status of 422" not in e] == []
+
+
+LONG = "a-policy-name-as-long-as-kubernetes-allows-for-a-label-value-x1"  # 63 characters
+
+
+def _published_with_a_changed_draft(user, name: str = LONG):
+    text = example("seed-003-name-length").replace("name: seed-003-name-length", f"name: {name}")
+    policy = services.policy_create(actor=user, document=text)
+    services.policy_publish(actor=user, policy=policy, message="v1", revision=1)
+    policy.refresh_from_db()
+    services.policy_update_draft(
+        actor=user, policy=policy, document=text.replace("< 5", "< 6"), if_match=policy.etag
+    )
+    return policy
+
+
+def test_policy_pages_with_every_badge_and_a_long_name_fit_and_show_every_tab(
+    live_server, look, context, page, screenshot
+):
+    admin = make_user("ada", "admin")
+    _published_with_a_changed_draft(admin)
+    sign_in_cookie(context, live_server, admin)
+    for path in ("", "versions/", "tests/", "diff/?a=1&b=draft"):
+        page.goto(f"{live_server.url}/policies/{LONG}/{path}")
+        page.wait_for_load_state("load")
+        if path in ("", "versions/"):
+            assert page.locator(".pg-title .badge--draft").is_visible()  # "draft changed"
+        fits(page)
+        tabs = page.locator(".pg-tabs > a")
+        width = look.viewport["width"]
+        for i in range(tabs.count()):  # every tab on screen, none cut off or scrolled away
+            box = tabs.nth(i).bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= width, (path, i, box)
+    page.goto(f"{live_server.url}/policies/{LONG}/?compare=1")
+    playground_ready(page)
+    fits(page)
+    screenshot(page, f"long-name-playground-{look.id}")
+    if not look.phone:  # "Compare with published" does not wrap the toolbar at 1440 px
+        tops = page.evaluate(
+            "[...document.querySelectorAll('.pg-toolbar > :not([hidden])')]"
+            ".filter((e) => e.offsetParent).map((e) => Math.round(e.getBoundingClientRect().top))"
+        )
+        # one row: items of different heights, centred, start within a few px of each other;
+        # a wrapped item starts a row lower (the toolbar's rows are 30 px or more apart)
+        assert max(tops) - min(tops) < 24, tops
+
+
+def test_key_hints_are_not_shown_on_a_touch_screen(browser, live_server):
+    from tests.browser.looks import LOOKS, new_context
+
+    editor = make_user("ed", "editor")
+    services.policy_create(actor=editor, document=example("seed-003-name-length"))
+    for touch in (True, False):
+        look = next(lk for lk in LOOKS if not lk.phone)  # a wide touch screen: a tablet
+        context = new_context(browser, look, has_touch=touch, is_mobile=touch)
+        try:
+            page = context.new_page()
+            sign_in_cookie(context, live_server, editor)
+            page.goto(f"{live_server.url}/policies/seed-003-name-length/")
+            playground_ready(page)
+            hints = [
+                page.locator("#save-button kbd").first.is_visible(),
+                page.locator(".ce-hints").first.is_visible(),
+            ]
+            assert hints == [not touch, not touch], (touch, hints)
+        finally:
+            context.close()
+
+
+def test_on_a_phone_a_new_preview_out_of_sight_is_announced_and_one_tap_away(
+    live_server, look, context, page
+):
+    editor = make_user("ed", "editor")
+    services.policy_create(actor=editor, document=example("seed-003-name-length"))
+    open_as(context, page, live_server, editor, "/policies/seed-003-name-length/")
+    playground_ready(page)
+    chip = page.locator("#preview-updated")
+    page.evaluate("window.scrollTo(0, 0)")
+    replace_text(page, "weight: 1", "weight: 2")
+    wait_for_preview(page)
+    if not look.phone:  # side by side: the results are in sight, nothing to announce
+        assert page.locator("#preview-result").is_visible() and not chip.is_visible()
+        return
+    page.wait_for_function("window.scrollY < 50")  # still at the editor
+    assert chip.is_visible() and "Preview updated" in chip.inner_text()
+    fits(page)
+    chip.click()
+    page.wait_for_function(
+        "(() => { const b = document.querySelector('#preview-result').getBoundingClientRect();"
+        " return b.top < window.innerHeight && b.bottom > 0; })()"
+    )
+    assert not chip.is_visible()

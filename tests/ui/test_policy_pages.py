@@ -1471,7 +1471,7 @@ def test_each_example_in_the_pod_searchs_placeholder_finds_pods_on_the_demo(
     clients, seed003, demo_cluster
 ):
     html = clients["viewer"].get("/policies/seed-003-name-length/").content.decode()
-    [placeholder] = re.findall(r'id="pod-search"[^>]*placeholder="Find a pod: ([^"]+)"', html)
+    [placeholder] = re.findall(r'id="pod-search"[^>]*placeholder="Find: ([^"]+)"', html)
     examples = placeholder.split(", ")
     assert len(examples) == 3  # a name, a namespace, a label
     for query in examples:

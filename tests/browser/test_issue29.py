@@ -242,3 +242,24 @@ def test_on_a_phone_a_new_preview_out_of_sight_is_announced_and_one_tap_away(
         " return b.top < window.innerHeight && b.bottom > 0; })()"
     )
     assert not chip.is_visible()
+
+
+def test_the_versions_diff_pairs_lines_by_rule(live_server, look, context, page, screenshot):
+    admin = make_user("ada", "admin")
+    policy = services.policy_create(actor=admin, document=example("seed-003-name-length"))
+    services.policy_publish(actor=admin, policy=policy, message="v1", revision=1)
+    policy.refresh_from_db()
+    added = "  - name: fewer-pods\n    expression: 100 - node.podCount\n    weight: 1\n"
+    services.policy_update_draft(
+        actor=admin,
+        policy=policy,
+        document=policy.draft.replace("weight: 1", "weight: 2") + added,
+        if_match=policy.etag,
+    )
+    open_as(context, page, live_server, admin, "/policies/seed-003-name-length/diff/?a=1&b=draft")
+    page.wait_for_url("**/versions/1/diff/draft")
+    assert page.locator("#diff tr.pg-diff-replace").count() == 1
+    assert page.inner_text("#diff tr.pg-diff-replace .pg-diff-left mark") == "1"
+    assert page.locator("#diff tr.pg-diff-insert").count() == 3
+    fits(page)
+    screenshot(page, f"rule-aligned-diff-{look.id}")

@@ -1149,6 +1149,34 @@ def test_the_diff_shows_changed_lines_side_by_side_with_the_rule_summary(clients
     assert html.count('class="pg-diff-insert"') == 2
 
 
+def test_the_diff_pairs_a_changed_weight_with_its_own_rule_not_an_added_ones(
+    clients, users, seed003
+):
+    """A plain LCS matched the old `weight: 1` with the added score's `weight: 1` and showed
+    the first score's tail as inserted; aligned by rule, the weight is one replaced line."""
+    added = (
+        "  - name: fewer-pods\n    expression: 100 - node.podCount\n    weight: 1\n"
+        "    normalize: minmax\n"
+    )
+    draft = seed003.draft.replace("weight: 1", "weight: 2") + added
+    services.policy_publish(
+        actor=users["publisher"], policy=seed003, message="v1", revision=seed003.draft_revision
+    )
+    seed003.refresh_from_db()
+    services.policy_update_draft(
+        actor=users["editor"], policy=seed003, document=draft, if_match=seed003.etag
+    )
+    html = (
+        clients["viewer"]
+        .get("/policies/seed-003-name-length/versions/1/diff/draft")
+        .content.decode()
+    )
+    assert html.count('class="pg-diff-replace"') == 1
+    assert "weight: <mark>1</mark>" in html and "weight: <mark>2</mark>" in html
+    assert html.count('class="pg-diff-insert"') == len(added.splitlines())
+    assert html.count('class="pg-diff-delete"') == 0
+
+
 @pytest.mark.parametrize("path", ["diff/", "diff"])  # with a slash like versions/ and tests/
 def test_the_diff_pickers_lead_to_the_canonical_url(clients, seed003, path):
     response = clients["viewer"].get(f"/policies/seed-003-name-length/{path}?a=draft&b=draft")

@@ -349,7 +349,8 @@ def test_publishing_a_policy_whose_tests_fail_is_refused_with_every_failure(api,
     assert PolicyVersion.objects.count() == 0
 
 
-def test_rollback_takes_an_optional_reason_kept_in_the_audit_log(api, created):
+def published_twice(api) -> None:
+    """least as v1, then with another description as v2 (active)."""
     publish_via(api, "least", {"message": "v1"})
     etag = api.get("/api/v1/policies/least")["ETag"]
     api.put(
@@ -359,6 +360,10 @@ def test_rollback_takes_an_optional_reason_kept_in_the_audit_log(api, created):
         HTTP_IF_MATCH=etag,
     )
     publish_via(api, "least", {"message": "v2"})
+
+
+def test_rollback_takes_an_optional_reason_kept_in_the_audit_log(api, created):
+    published_twice(api)
     too_long = api.post(
         "/api/v1/policies/least/rollback", {"version": 1, "message": "x" * 2001}, format="json"
     )
@@ -375,15 +380,7 @@ def test_rollback_takes_an_optional_reason_kept_in_the_audit_log(api, created):
 
 
 def test_rollback_activates_an_earlier_version_and_a_missing_one_is_404(api, created):
-    publish_via(api, "least", {"message": "v1"})
-    etag = api.get("/api/v1/policies/least")["ETag"]
-    api.put(
-        "/api/v1/policies/least",
-        {"document": document().replace("test policy", "second")},
-        format="json",
-        HTTP_IF_MATCH=etag,
-    )
-    publish_via(api, "least", {"message": "v2"})
+    published_twice(api)
     assert api.get("/api/v1/policies/least").json()["activeVersion"] == 2
     response = api.post("/api/v1/policies/least/rollback", {"version": 1}, format="json")
     assert response.status_code == 200 and response.json()["number"] == 1

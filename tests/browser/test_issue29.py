@@ -45,6 +45,27 @@ def open_as(context, page, live_server, user, path: str):
     return page.goto(f"{live_server.url}{path}")
 
 
+def seed003_playground(context, page, live_server):
+    """seed-003 created by an editor, its playground open and ready."""
+    editor = make_user("ed", "editor")
+    services.policy_create(actor=editor, document=example("seed-003-name-length"))
+    open_as(context, page, live_server, editor, "/policies/seed-003-name-length/")
+    playground_ready(page)
+
+
+def published_with_a_changed_draft(user, *, name="seed-003-name-length", change=None):
+    """seed-003 (named `name`) published as v1 by `user`, then its draft changed by `change`
+    (the name limit 5 -> 6 unless given)."""
+    text = example("seed-003-name-length").replace("name: seed-003-name-length", f"name: {name}")
+    policy = services.policy_create(actor=user, document=text)
+    services.policy_publish(actor=user, policy=policy, message="v1", revision=1)
+    policy.refresh_from_db()
+    changed = change(text) if change else text.replace("< 5", "< 6")
+    services.policy_update_draft(actor=user, policy=policy, document=changed, if_match=policy.etag)
+    policy.refresh_from_db()
+    return policy
+
+
 def test_a_missing_page_keeps_the_navigation(live_server, look, context, page, screenshot):
     response = open_as(context, page, live_server, make_user("nia", "viewer"), "/policies/nope/")
     assert response.status == 404
@@ -65,10 +86,7 @@ def test_a_missing_page_keeps_the_navigation(live_server, look, context, page, s
 def test_seed_003_opens_on_a_pod_it_places_and_the_search_examples_find_pods(
     live_server, look, context, page
 ):
-    editor = make_user("ed", "editor")
-    services.policy_create(actor=editor, document=example("seed-003-name-length"))
-    open_as(context, page, live_server, editor, "/policies/seed-003-name-length/")
-    playground_ready(page)
+    seed003_playground(context, page, live_server)
     assert page.input_value("#pod-select") == "default/abc"
     assert page.get_attribute("#preview-result", "data-state") != "error"
     assert "unschedulable" not in page.inner_text("#summary-pick")
@@ -97,16 +115,7 @@ def test_a_rollback_takes_a_reason_and_the_closed_delete_card_says_what_it_does(
     live_server, look, context, page, screenshot
 ):
     admin = make_user("ada", "admin")
-    policy = services.policy_create(actor=admin, document=example("seed-003-name-length"))
-    services.policy_publish(actor=admin, policy=policy, message="v1", revision=1)
-    policy.refresh_from_db()
-    services.policy_update_draft(
-        actor=admin,
-        policy=policy,
-        document=policy.draft.replace("< 5", "< 6"),
-        if_match=policy.etag,
-    )
-    policy.refresh_from_db()
+    policy = published_with_a_changed_draft(admin)
     services.policy_publish(
         actor=admin, policy=policy, message="v2", revision=policy.draft_revision
     )
@@ -133,10 +142,7 @@ def test_a_rollback_takes_a_reason_and_the_closed_delete_card_says_what_it_does(
 def test_a_type_error_reads_plainly_with_cels_own_words_on_demand(
     live_server, look, context, page, screenshot
 ):
-    editor = make_user("ed", "editor")
-    services.policy_create(actor=editor, document=example("seed-003-name-length"))
-    open_as(context, page, live_server, editor, "/policies/seed-003-name-length/")
-    playground_ready(page)
+    seed003_playground(context, page, live_server)
     # the second occurrence: the first is in the document's leading comment
     replace_text(page, "size(pod.name) < 5", "pod.labels['tier'] < 5", occurrence=2)
     wait_for_preview(page)
@@ -155,22 +161,11 @@ def test_a_type_error_reads_plainly_with_cels_own_words_on_demand(
 LONG = "a-policy-name-as-long-as-kubernetes-allows-for-a-label-value-x1"  # 63 characters
 
 
-def _published_with_a_changed_draft(user, name: str = LONG):
-    text = example("seed-003-name-length").replace("name: seed-003-name-length", f"name: {name}")
-    policy = services.policy_create(actor=user, document=text)
-    services.policy_publish(actor=user, policy=policy, message="v1", revision=1)
-    policy.refresh_from_db()
-    services.policy_update_draft(
-        actor=user, policy=policy, document=text.replace("< 5", "< 6"), if_match=policy.etag
-    )
-    return policy
-
-
 def test_policy_pages_with_every_badge_and_a_long_name_fit_and_show_every_tab(
     live_server, look, context, page, screenshot
 ):
     admin = make_user("ada", "admin")
-    _published_with_a_changed_draft(admin)
+    published_with_a_changed_draft(admin, name=LONG)
     sign_in_cookie(context, live_server, admin)
     for path in ("", "versions/", "tests/", "diff/?a=1&b=draft"):
         page.goto(f"{live_server.url}/policies/{LONG}/{path}")
@@ -186,6 +181,11 @@ def test_policy_pages_with_every_badge_and_a_long_name_fit_and_show_every_tab(
     page.goto(f"{live_server.url}/policies/{LONG}/?compare=1")
     playground_ready(page)
     fits(page)
+    pill = page.locator("#cluster-pill")  # whole, on screen, not cut mid-word
+    box = pill.bounding_box()
+    assert box and box["x"] + box["width"] <= look.viewport["width"]
+    assert pill.evaluate("(e) => e.scrollWidth <= e.clientWidth")
+    assert pill.inner_text().strip().startswith("demo cluster")
     screenshot(page, f"long-name-playground-{look.id}")
     if not look.phone:  # "Compare with published" does not wrap the toolbar at 1440 px
         tops = page.evaluate(
@@ -222,10 +222,7 @@ def test_key_hints_are_not_shown_on_a_touch_screen(browser, live_server):
 def test_on_a_phone_a_new_preview_out_of_sight_is_announced_and_one_tap_away(
     live_server, look, context, page
 ):
-    editor = make_user("ed", "editor")
-    services.policy_create(actor=editor, document=example("seed-003-name-length"))
-    open_as(context, page, live_server, editor, "/policies/seed-003-name-length/")
-    playground_ready(page)
+    seed003_playground(context, page, live_server)
     chip = page.locator("#preview-updated")
     page.evaluate("window.scrollTo(0, 0)")
     replace_text(page, "weight: 1", "weight: 2")
@@ -246,15 +243,9 @@ def test_on_a_phone_a_new_preview_out_of_sight_is_announced_and_one_tap_away(
 
 def test_the_versions_diff_pairs_lines_by_rule(live_server, look, context, page, screenshot):
     admin = make_user("ada", "admin")
-    policy = services.policy_create(actor=admin, document=example("seed-003-name-length"))
-    services.policy_publish(actor=admin, policy=policy, message="v1", revision=1)
-    policy.refresh_from_db()
     added = "  - name: fewer-pods\n    expression: 100 - node.podCount\n    weight: 1\n"
-    services.policy_update_draft(
-        actor=admin,
-        policy=policy,
-        document=policy.draft.replace("weight: 1", "weight: 2") + added,
-        if_match=policy.etag,
+    published_with_a_changed_draft(
+        admin, change=lambda text: text.replace("weight: 1", "weight: 2") + added
     )
     open_as(context, page, live_server, admin, "/policies/seed-003-name-length/diff/?a=1&b=draft")
     page.wait_for_url("**/versions/1/diff/draft")

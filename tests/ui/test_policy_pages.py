@@ -201,19 +201,24 @@ def test_a_get_on_a_post_only_endpoint_is_not_allowed(clients, seed003):
 # --- list and create ----------------------------------------------------------------------------
 
 
-def test_the_list_shows_the_active_version_its_publisher_and_a_changed_draft(
-    clients, users, seed003
-):
+def _published_with_a_changed_draft(users, seed003, draft: str | None = None) -> None:
+    """seed-003 published as v1, then its draft changed to `draft` (by default the name limit
+    5 -> 6)."""
     services.policy_publish(
         actor=users["publisher"], policy=seed003, message="v1", revision=seed003.draft_revision
     )
     seed003.refresh_from_db()
+    if draft is None:
+        draft = seed003.draft.replace("size(pod.name) < 5", "size(pod.name) < 6")
     services.policy_update_draft(
-        actor=users["editor"],
-        policy=seed003,
-        document=seed003.draft.replace("size(pod.name) < 5", "size(pod.name) < 6"),
-        if_match=seed003.etag,
+        actor=users["editor"], policy=seed003, document=draft, if_match=seed003.etag
     )
+
+
+def test_the_list_shows_the_active_version_its_publisher_and_a_changed_draft(
+    clients, users, seed003
+):
+    _published_with_a_changed_draft(users, seed003)
     html = clients["viewer"].get("/policies/").content.decode()
     assert "v1 active" in html
     assert "published by publisher" in html
@@ -1013,16 +1018,7 @@ def test_rollback_activates_the_older_version(clients, users, seed003):
 
 
 def _two_versions(users, seed003) -> None:
-    services.policy_publish(
-        actor=users["publisher"], policy=seed003, message="v1", revision=seed003.draft_revision
-    )
-    seed003.refresh_from_db()
-    services.policy_update_draft(
-        actor=users["editor"],
-        policy=seed003,
-        document=example("seed-003-name-length").replace("< 5", "< 6"),
-        if_match=seed003.etag,
-    )
+    _published_with_a_changed_draft(users, seed003)
     seed003.refresh_from_db()
     services.policy_publish(
         actor=users["publisher"], policy=seed003, message="v2", revision=seed003.draft_revision
@@ -1158,13 +1154,8 @@ def test_the_diff_pairs_a_changed_weight_with_its_own_rule_not_an_added_ones(
         "  - name: fewer-pods\n    expression: 100 - node.podCount\n    weight: 1\n"
         "    normalize: minmax\n"
     )
-    draft = seed003.draft.replace("weight: 1", "weight: 2") + added
-    services.policy_publish(
-        actor=users["publisher"], policy=seed003, message="v1", revision=seed003.draft_revision
-    )
-    seed003.refresh_from_db()
-    services.policy_update_draft(
-        actor=users["editor"], policy=seed003, document=draft, if_match=seed003.etag
+    _published_with_a_changed_draft(
+        users, seed003, seed003.draft.replace("weight: 1", "weight: 2") + added
     )
     html = (
         clients["viewer"]

@@ -24,7 +24,7 @@ class ServiceError(Exception):
 class InputError(ServiceError, ValueError):
     """Input that cannot be used: a pod that is not a Pod, an unreadable cluster file."""
 
-    code = "invalid_input"
+    code = "invalid"
 
 
 class ClusterUnavailable(ServiceError, RuntimeError):

@@ -267,6 +267,13 @@ def preview_dict(preview: Preview) -> dict[str, Any]:
     }
 
 
+def policy_leaves_a_node(*, document: str, pod: PodView, cluster: LoadedCluster) -> bool:
+    """Whether the policy's own filters let `pod` through on at least one node (or the policy
+    does not apply to it). PolicyInvalid for a document that does not compile."""
+    evaluation = policy_compile(document).evaluate(pod, cluster.nodes(), cluster.state)
+    return not evaluation.applies or any(evaluation.passed)
+
+
 def pods_pending(*, cluster: LoadedCluster) -> list[PodView]:
     """Pods of the snapshot waiting for a node, in a stable order (namespace, name)."""
     pending = [p for p in cluster.state.pods() if not p["nodeName"] and p["phase"] == "Pending"]
@@ -490,6 +497,19 @@ def test_cases_run(
         for case in compiled.spec.tests
     ]
     return results
+
+
+def policy_test_case_count(*, stored_names: Iterable[str], document: str) -> int:
+    """How many test cases run for `document`: the stored ones and the document's own `tests:`
+    (what test_cases_run runs and publishing checks; a badge that counted only the stored ones
+    said 0 for seed 002, whose three cases are in its document). A document that does not
+    compile counts its stored cases only."""
+    names = set(stored_names)
+    try:
+        in_document = {dict(case)["name"] for case in policy_compile(document).spec.tests}
+    except (PolicyInvalid, EvaluationTooSlow, EvaluationTimeout):
+        in_document = set()
+    return len(names | in_document)
 
 
 test_case_run.__test__ = False  # not pytest tests, despite their names

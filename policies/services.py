@@ -328,8 +328,9 @@ def policy_revision_from_etag(
     return _revision_from_etag(if_match, policy)
 
 
-def policy_rollback(*, actor, policy: Policy, number: int) -> RollbackResult:
-    """Activates an earlier version again (versions are never edited)."""
+def policy_rollback(*, actor, policy: Policy, number: int, message: str = "") -> RollbackResult:
+    """Activates an earlier version again (versions are never edited); `message`, why (optional,
+    like publish's), is kept in the audit log."""
     version = PolicyVersion.objects.filter(policy=policy, number=number).first()
     if version is None:
         raise NotFound(f"policy {policy.name} has no version {number}")
@@ -360,6 +361,7 @@ def policy_rollback(*, actor, policy: Policy, number: int) -> RollbackResult:
             policy_name=policy.name,
             version=number,
             previous=current.version.number if current else None,
+            **({"message": message.strip()} if message.strip() else {}),
         )
         distribution = _distribute_after_commit()
     return RollbackResult(activation=activation, served=distribution.served())

@@ -8,11 +8,36 @@ override in a node name or a filter message shows as an escape, never acts on th
 from __future__ import annotations
 
 from policies.engine.compare import ranks as policy_ranks
+from policies.engine.document import FieldError
 from policies.engine.inputs import PodView
 from policies.engine.placement import Placement
 from policies.engine.results import Evaluation
 from policies.formatting import number_format, printable
 from policies.schedmodel.pipeline import Cycle
+
+
+def located(file: str, error: FieldError, *, kind: str = "error") -> str:
+    """`FILE:LINE:COL: error: field: message`, the form compilers print and editors (Vim's
+    quickfix, Emacs' compile mode, VS Code's problem matchers) and CI annotators parse: one
+    position, the document's; the field's path says which rule."""
+    where = printable(file)
+    if error.doc_line:
+        where += f":{error.doc_line}"
+        if error.doc_column:
+            where += f":{error.doc_column}"
+    return f"{where}: {kind}: {error.path or 'document'}: {error.message}"
+
+
+def located_all(file: str, errors: list[FieldError], warnings: list[FieldError]) -> list[str]:
+    """An invalid document's lines: its errors in document order, then its warnings, then a
+    count (the one line without a position)."""
+    ordered = sorted(errors, key=lambda e: (e.doc_line or 0, e.doc_column or 0))
+    count = f"{len(ordered)} error{'s' if len(ordered) != 1 else ''}"
+    return [
+        *(located(file, error) for error in ordered),
+        *(located(file, warning, kind="warning") for warning in warnings),
+        f"{printable(file)}: the policy is invalid ({count})",
+    ]
 
 
 def _num(value: float | int | None) -> str:

@@ -89,6 +89,7 @@ SCHEDWEB_CSP = env_str(
 )
 
 ROOT_URLCONF = "schedweb.urls"
+CSRF_FAILURE_VIEW = "policies.ui.errors.csrf_failure"  # a 403 inside the app's chrome
 WSGI_APPLICATION = "schedweb.wsgi.application"
 
 TEMPLATES = [

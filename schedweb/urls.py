@@ -20,5 +20,7 @@ urlpatterns = [
     path("", include("policies.urls")),
 ]
 
+handler400 = "policies.ui.errors.bad_request"
+handler403 = "policies.ui.errors.permission_denied"
 handler404 = "policies.ui.errors.not_found"
 handler500 = "policies.ui.errors.server_error"

@@ -57,29 +57,30 @@ def http_status(exc: ServiceError) -> int:
     return 400
 
 
-# Every `error` an API answer can carry (the schema's enum; tests/api check the code base for more).
-ERROR_CODES = (
-    "authentication_failed",
-    "cluster_unavailable",
-    "conflict",
-    "error",
-    "invalid",
-    "invalid_input",
-    "invalid_policy",
-    "method_not_allowed",
-    "not_acceptable",
-    "not_authenticated",
-    "not_found",
-    "parse_error",
-    "permission_denied",
-    "precondition_failed",
-    "precondition_required",
-    "tests_failed",
-    "throttled",
-    "too_large",
-    "too_slow",
-    "unsupported_media_type",
-)
+# Every `error` an API answer can carry, and what it means: the schema's enum and its description
+# (tests/api walk the code base and the served schema for any other).
+ERROR_CODES = {
+    "authentication_failed": "The credential was refused (an unknown, revoked or expired token).",
+    "cluster_unavailable": "No snapshot of the requested cluster source exists yet.",
+    "conflict": "Conflicts with the current state (`conflict` names what holds it).",
+    "error": "Any other refusal; `detail` says what.",
+    "invalid": "The request is invalid; `errors` lists each problem with its field path.",
+    "invalid_policy": "The policy document has errors; `errors` gives each with CEL line/column.",
+    "method_not_allowed": "The operation does not take this HTTP method.",
+    "not_acceptable": "No answer in the media type the Accept header asks for.",
+    "not_authenticated": "No credential: send `Authorization: Bearer <token>` or log in.",
+    "not_found": "No such policy, version, test case, token, decision or endpoint.",
+    "parse_error": "The request body is not valid JSON.",
+    "permission_denied": "The user's role does not allow this.",
+    "precondition_failed": "Stale If-Match: the draft changed since it was read.",
+    "precondition_required": "If-Match is required.",
+    "server_error": "An internal error; it was logged.",
+    "tests_failed": "Test cases failed; `results` lists them.",
+    "throttled": "Too many failed credentials from this address; see Retry-After.",
+    "too_large": "The request body is over the size limit.",
+    "too_slow": "The evaluation ran past the time limit and was stopped.",
+    "unsupported_media_type": "The request body's Content-Type is not JSON.",
+}
 
 
 def error_body(
@@ -233,7 +234,7 @@ class BodySizeLimitMiddleware:
                 if "\x00" in key or any("\x00" in value for value in values):
                     return JsonResponse(
                         error_body(
-                            "invalid_input",
+                            "invalid",
                             f"query parameter {key.replace(chr(0), '?')!r} contains a NUL character",
                         ),
                         status=400,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from policies.numbers import number_or_none
@@ -48,13 +48,32 @@ class ManifestField(serializers.Field):
         return value
 
 
+@extend_schema_serializer(deprecate_fields=["draft"])
 class PolicyWriteSerializer(StrictSerializer):
+    """`document`, the name GET answers with too; `draft` is its old name, accepted until 2.0."""
+
     document = StrictCharField(
+        required=False,
         trim_whitespace=False,
         max_length=262_144,
-        help_text="The policy document, YAML or JSON text.",
+        help_text="The policy document, YAML or JSON text (required).",
+    )
+    draft = StrictCharField(
+        required=False,
+        trim_whitespace=False,
+        max_length=262_144,
+        help_text="Deprecated (until API 2.0): the old name of `document`; give one of the two.",
     )
     description = StrictCharField(required=False, allow_blank=True, max_length=2000)
+
+    def validate(self, attrs: dict) -> dict:
+        if "document" in attrs and "draft" in attrs:
+            raise serializers.ValidationError({"draft": ["give document or draft, not both"]})
+        if "draft" in attrs:
+            attrs["document"] = attrs.pop("draft")
+        elif "document" not in attrs:
+            raise serializers.ValidationError({"document": ["This field is required."]})
+        return attrs
 
 
 class PublishSerializer(StrictSerializer):
@@ -63,6 +82,12 @@ class PublishSerializer(StrictSerializer):
 
 class RollbackSerializer(StrictSerializer):
     version = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
+    message = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=2000,
+        help_text="Why (optional), like publish's message; kept in the audit log.",
+    )
 
 
 class ValidateSerializer(StrictSerializer):
@@ -227,6 +252,11 @@ class FieldErrorSerializer(serializers.Serializer):
     column = serializers.IntegerField(required=False, allow_null=True)
     docLine = serializers.IntegerField(required=False, allow_null=True)
     docColumn = serializers.IntegerField(required=False, allow_null=True)
+    celMessage = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text="A type error in CEL's own (cel-go's) words, when `message` puts it plainly.",
+    )
 
 
 class ExpectationChangeSerializer(serializers.Serializer):
@@ -260,7 +290,7 @@ class ConflictSerializer(serializers.Serializer):
 
 
 class ErrorSerializer(serializers.Serializer):
-    error = serializers.ChoiceField(choices=ERROR_CODES)
+    error = serializers.ChoiceField(choices=list(ERROR_CODES.items()))
     detail = serializers.CharField()
     errors = FieldErrorSerializer(many=True, required=False)
     results = TestResultSerializer(many=True, required=False)
@@ -281,11 +311,17 @@ class VersionSerializer(VersionSummarySerializer):
     document = serializers.CharField()
 
 
+@extend_schema_serializer(deprecate_fields=["draft"])
 class PolicySerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField(allow_blank=True)
     owner = serializers.CharField(allow_null=True)
-    draft = serializers.CharField()
+    document = serializers.CharField(
+        help_text="The draft's text: PUT it back under the same name to save an edit."
+    )
+    draft = serializers.CharField(
+        help_text="Deprecated (until API 2.0): the same text as `document`, under its old name."
+    )
     etag = serializers.CharField()
     schedulerNames = serializers.ListField(child=serializers.CharField())
     activeVersion = serializers.IntegerField(allow_null=True)

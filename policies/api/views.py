@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -23,6 +22,7 @@ from policies.cluster.loaded import pod_from_cluster
 from policies.cluster.manifest import pod_view_from_source
 from policies.cluster.sources import cluster_default, cluster_load
 from policies.engine.testcases import expect_canonical
+from policies.errors import NotFound
 from policies.evaluation import (
     policy_compile,
     policy_validate,
@@ -88,7 +88,8 @@ def policy_dict(
         "name": policy.name,
         "description": policy.description,
         "owner": policy.owner.username if policy.owner else None,
-        "draft": policy.draft,
+        "document": policy.draft,
+        "draft": policy.draft,  # deprecated: the old name of `document` (PolicySerializer)
         "etag": policy.etag,
         "schedulerNames": selectors.policy_scheduler_names(document=policy.draft),
         "activeVersion": active,
@@ -115,8 +116,17 @@ def version_dict(
     return data
 
 
+def _found(queryset, what: str, **lookup: Any) -> Any:
+    """The one row `lookup` names, or a 404 in the API's error shape that says what is missing
+    (Django's own would read "No Policy matches the given query.")."""
+    found = queryset.filter(**lookup).first()
+    if found is None:
+        raise NotFound(f"no {what}")
+    return found
+
+
 def _policy(name: str) -> Policy:
-    return get_object_or_404(Policy.objects.select_related("owner"), name=name)
+    return _found(Policy.objects.select_related("owner"), f"policy named {name!r}", name=name)
 
 
 def _detail(policy: Policy) -> dict[str, Any]:
@@ -278,7 +288,12 @@ class PolicyRollback(ApiView):
     def post(self, request: Request, name: str) -> Response:
         policy = _policy(name)
         data = self.data(s.RollbackSerializer, request)
-        result = services.policy_rollback(actor=request.user, policy=policy, number=data["version"])
+        result = services.policy_rollback(
+            actor=request.user,
+            policy=policy,
+            number=data["version"],
+            message=data.get("message", ""),
+        )
         version = result.activation.version
         return Response(
             {
@@ -330,8 +345,11 @@ class VersionDetail(ApiView):
     )
     def get(self, request: Request, name: str, number: int) -> Response:
         policy = _policy(name)
-        version = get_object_or_404(
-            PolicyVersion.objects.select_related("author"), policy=policy, number=number
+        version = _found(
+            PolicyVersion.objects.select_related("author"),
+            f"version {number} of policy {name!r}",
+            policy=policy,
+            number=number,
         )
         active = selectors.policy_get_active(policy=policy)
         return Response(
@@ -434,7 +452,12 @@ def _document(data: dict) -> tuple[str | None, Any, Policy | None]:
             detail = f"policy {policy.name} has no active version"
             return None, Response({"error": "not_found", "detail": detail}, status=404), None
         return active.document, f"v{active.number}", policy
-    found = get_object_or_404(PolicyVersion, policy=policy, number=int(version))
+    found = _found(
+        PolicyVersion.objects,
+        f"version {version} of policy {policy.name!r}",
+        policy=policy,
+        number=int(version),
+    )
     return found.document, f"v{found.number}", policy
 
 
@@ -541,8 +564,12 @@ class TestCaseDetail(ApiView):
     required_roles = {"GET": "viewer", "PUT": "editor", "PATCH": "editor", "DELETE": "editor"}
 
     def _case(self, name: str, case: str) -> PolicyTestCase:
-        return get_object_or_404(
-            PolicyTestCase.objects.select_related("policy"), policy__name=name, name=case
+        _policy(name)  # an unknown policy says so, not "no test case"
+        return _found(
+            PolicyTestCase.objects.select_related("policy"),
+            f"test case {case!r} in policy {name!r}",
+            policy__name=name,
+            name=case,
         )
 
     @extend_schema(
@@ -758,7 +785,7 @@ class TokenRevoke(ApiView):
         queryset = ApiToken.objects.select_related("user")
         if user_role(request.user) != "admin":
             queryset = queryset.filter(user=request.user)
-        token = get_object_or_404(queryset, pk=token_id)
+        token = _found(queryset, f"token {token_id}", pk=token_id)
         return Response(token_dict(services.api_token_revoke(actor=request.user, token=token)))
 
 
@@ -825,4 +852,6 @@ class DecisionDetail(ApiView):
         operation_id="decisions_retrieve", responses={200: s.DecisionSerializer, **errors(404)}
     )
     def get(self, request: Request, decision_id: int) -> Response:
-        return Response(decision_dict(get_object_or_404(Decision, pk=decision_id)))
+        return Response(
+            decision_dict(_found(Decision.objects, f"decision {decision_id}", pk=decision_id))
+        )

@@ -127,7 +127,8 @@ def _rules_of(document: str) -> dict[str, Any]:
         for item in items if isinstance(items, list) else []:
             if isinstance(item, dict) and "name" in item:
                 rules[f"{key}/{item['name']}"] = item
-    for key in ("schedulerNames", "failurePolicy"):
+    # the settings beside the rules; queue: and gang: change every pod's priority and grouping
+    for key in ("schedulerNames", "failurePolicy", "queue", "gang"):
         if key in data:
             rules[key] = data[key]
     return rules

@@ -113,11 +113,16 @@ class FieldError:
     column: int | None = None
     doc_line: int | None = None
     doc_column: int | None = None
+    # a type error's message in the checker's (cel-go's) own words, when `message` says it in
+    # plain ones (policies/engine/cel/plain.py)
+    cel_message: str | None = None
 
     def __post_init__(self) -> None:
         # messages quote the document (`unknown field '...'`): shown escaped everywhere
         object.__setattr__(self, "path", printable(self.path))
         object.__setattr__(self, "message", printable(self.message))
+        if self.cel_message is not None:
+            object.__setattr__(self, "cel_message", printable(self.cel_message))
 
     def __str__(self) -> str:
         where = self.path or "document"
@@ -135,6 +140,7 @@ class FieldError:
             "column": self.column,
             "docLine": self.doc_line,
             "docColumn": self.doc_column,
+            "celMessage": self.cel_message,
         }
 
 

@@ -38,6 +38,7 @@ from .cel.deadline import (
     deadline_passed,
     now,
 )
+from .cel.plain import plain_message
 from .document import (
     FieldError,
     ParsedDocument,
@@ -295,6 +296,7 @@ class CompiledPolicy:
         kind: str = "schema",
         line: int | None = None,
         column: int | None = None,
+        cel_message: str | None = None,
     ) -> None:
         doc_line, doc_column = locate(self._positions, path, line, column)
         if line is not None and column is not None and self._parsed.lines:
@@ -314,6 +316,7 @@ class CompiledPolicy:
                 column=column,
                 doc_line=doc_line,
                 doc_column=doc_column,
+                cel_message=cel_message,
             )
         )
 
@@ -327,13 +330,15 @@ class CompiledPolicy:
             )
         except CelCompileError as exc:
             for issue in exc.issues:
+                plain = plain_message(issue.message) if issue.kind == "type" else None
                 self._error(
                     path,
-                    issue.message,
+                    plain or issue.message,
                     rule=name,
                     kind=issue.kind,
                     line=issue.line,
                     column=issue.column,
+                    cel_message=issue.message if plain else None,
                 )
             return None
         return CompiledRule(

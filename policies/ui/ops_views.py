@@ -225,6 +225,9 @@ _AUDIT_VERBS = {
     "testcase.create": "added a test case to",
     "testcase.update": "changed a test case of",
     "testcase.delete": "deleted a test case of",
+    "testcase.accept": "accepted new results for a test case of",
+    "schedulerprofile.set": "set the scheduler profile previews model",
+    "share.create": "shared a playground link of",
     "token.create": "created an API token",
     "token.revoke": "revoked an API token",
 }
@@ -233,10 +236,13 @@ _AUDIT_VERBS = {
 def audit_row(*, event: AuditEvent) -> dict[str, Any]:
     """An audit event as a sentence: who, did what, to which policy (version), when."""
     detail = event.detail if isinstance(event.detail, dict) else {}
-    verb = _AUDIT_VERBS.get(event.action, event.action)
+    # an action without a sentence yet still reads as words, never as `testcase.accept`
+    verb = _AUDIT_VERBS.get(event.action) or event.action.replace(".", " ").replace("_", " ")
     note = ""
     if event.action == "policy.rollback" and event.version:
         note = f"to v{event.version}"
+        if detail.get("message"):
+            note += f": {detail['message']}"
     elif event.action == "policy.publish" and detail.get("message"):
         note = str(detail["message"])
     elif event.action.startswith("testcase.") and detail.get("name"):

@@ -490,6 +490,7 @@ def _problem_dicts(errors: list[FieldError]) -> list[dict[str, Any]]:
         {
             "path": e.path or "document",
             "message": e.message,
+            "cel_message": e.cel_message,
             "kind": e.kind,
             "where": f"line {e.doc_line}" + (f", column {e.doc_column}" if e.doc_column else "")
             if e.doc_line

@@ -25,7 +25,13 @@ from policies.errors import (
     InputError,
     ServiceError,
 )
-from policies.evaluation import policy_compile, preview_run, profile_active, request_guard
+from policies.evaluation import (
+    policy_compile,
+    policy_test_case_count,
+    preview_run,
+    profile_active,
+    request_guard,
+)
 from policies.models import Policy, PolicyTestCase
 from policies.schedmodel.profile import FILTERS
 
@@ -125,7 +131,11 @@ def _tests_context(
     return {
         "policy": policy,
         "test_rows": rows,
-        "stored_count": sum(1 for r in rows if r["case"] is not None),
+        # the stored cases and the document's own, as the badges say (publish runs both)
+        "tests_count": policy_test_case_count(
+            stored_names=(r["case"].name for r in rows if r["case"] is not None),
+            document=document,
+        ),
         "tests_error": error,
         "tests_against": against,
         "tests_passed": sum(1 for r in results or [] if r["passed"]),

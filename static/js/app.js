@@ -5,7 +5,8 @@
  *   schedweb.toast(msg, opts)   toasts; also from the server via `HX-Trigger: {"toast": {...}}`
  *   time[data-relative]         "3 s ago", kept current; data-stale-after="30" marks it stale
  *   [data-tabs], [data-split], [data-theme-toggle], details.menu
- *   form[data-confirm]          asks before submitting (the text is the question)
+ *   form[data-confirm]          asks before submitting (the text is the question; a submit
+ *                               button's own data-confirm wins)
  *   [data-nav-toggle]           opens and closes the main navigation on narrow screens
  * Everything is (re)initialised on content that htmx swaps in (htmx:load), and a table's sort and
  * filter survive a swap of the table (the live preview re-renders it on every keystroke).
@@ -14,9 +15,10 @@
   "use strict";
 
   // Runs in the capture phase, before htmx's own submit handler on htmx-driven forms.
+  // The question is the submit button's own data-confirm when it has one (several buttons, one form).
   document.addEventListener("submit", (e) => {
-    const form = e.target.closest("form[data-confirm]");
-    if (form && !window.confirm(form.dataset.confirm)) {
+    const question = e.submitter?.dataset.confirm || e.target.closest("form[data-confirm]")?.dataset.confirm;
+    if (question && !window.confirm(question)) {
       e.preventDefault();
       e.stopImmediatePropagation();
     }

@@ -120,6 +120,28 @@
   document.body.addEventListener("htmx:afterSettle", (e) => {
     if (e.detail.requestConfig?.elt !== form) return;
     playground.settledRevision = e.detail.xhr.getResponseHeader("X-Preview-Revision");
+    const chip = $("#preview-updated");
+    if (chip) chip.hidden = !resultsOutOfSight();
+  });
+
+  // On a phone the results sit under the editor, out of sight while one types: a chip says an
+  // answer landed and takes the reader there; it goes once the results are on screen.
+  function resultsOutOfSight() {
+    const result = $("#preview-result");
+    if (!result) return false;
+    const box = result.getBoundingClientRect();
+    return box.top > window.innerHeight || box.bottom < 0;
+  }
+  window.addEventListener("scroll", () => {
+    const chip = $("#preview-updated");
+    if (chip && !chip.hidden && !resultsOutOfSight()) chip.hidden = true;
+  }, { passive: true });
+  document.addEventListener("click", (e) => {
+    const chip = e.target.closest("#preview-updated");
+    if (!chip) return;
+    e.preventDefault();
+    $("#preview-result")?.scrollIntoView({ block: "start" });
+    chip.hidden = true;
   });
 
   // Saving -----------------------------------------------------------------------------------

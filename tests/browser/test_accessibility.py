@@ -33,6 +33,7 @@ PAGES = [
     "/account/tokens/",
     "/policies/?pod=default/abc",  # the Cluster page's Preview…: choose a policy
     "/api/docs/",
+    "/policies/no-such-policy/",  # the 404 page inside the app's chrome
 ]
 
 

@@ -125,7 +125,7 @@ def test_lists_are_paginated(viewer, demo):
 def test_a_malformed_label_filter_is_a_400_naming_it(viewer, demo, label):
     response = viewer.api.get("/api/v1/cluster/nodes", {"label": label})
     assert response.status_code == 400
-    assert response.json()["error"] == "invalid_input"
+    assert response.json()["error"] == "invalid"
     assert "label" in response.json()["detail"]  # the filter, or the query parameter (NUL)
 
 

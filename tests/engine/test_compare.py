@@ -102,3 +102,40 @@ def test_the_policys_own_ranks_are_competition_ranks_over_the_nodes_it_passes():
 
     assert ranks(ev({"a": 80.0, "b": 80.0, "c": 50.0, "d": None})) == {"a": 1, "b": 1, "c": 3}
     assert ranks(ev({"x": 0.1 + 0.2, "y": 0.3})) == {"x": 1, "y": 1}
+
+
+# --- rule_changes: what the publish review and the diff's chips list -------------------------
+
+SEED002_LIKE = """name: q
+schedulerNames: [s]
+queue:
+  expression: 'pod.qosClass == "Guaranteed" ? 2 : 0'
+  min: 0
+  max: 2
+gang: {}
+filters:
+  - name: f
+    expression: "true"
+"""
+
+
+def test_a_changed_queue_or_gang_is_a_changed_setting_like_a_rule():
+    from policies.engine.compare import rule_changes
+
+    queue = SEED002_LIKE.replace("max: 2", "max: 3")
+    gang = SEED002_LIKE.replace("gang: {}", "gang: {minCount: 3}")
+    assert rule_changes(SEED002_LIKE, queue) == {"added": [], "removed": [], "changed": ["queue"]}
+    assert rule_changes(SEED002_LIKE, gang) == {"added": [], "removed": [], "changed": ["gang"]}
+    assert rule_changes(SEED002_LIKE, SEED002_LIKE + "# a comment\n") == {
+        "added": [],
+        "removed": [],
+        "changed": [],
+    }
+
+
+def test_adding_or_removing_queue_and_gang_is_listed():
+    from policies.engine.compare import rule_changes
+
+    plain = SEED002_LIKE.split("queue:")[0] + SEED002_LIKE.split("gang: {}\n")[1]
+    assert rule_changes(plain, SEED002_LIKE)["added"] == ["gang", "queue"]
+    assert rule_changes(SEED002_LIKE, plain)["removed"] == ["gang", "queue"]

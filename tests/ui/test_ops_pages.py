@@ -260,6 +260,27 @@ def test_the_dashboard_shows_the_ten_newest_decisions_and_audit_events(published
     assert "<strong>pat</strong> published" in audit and "first cut" in audit
 
 
+def test_recent_changes_name_every_audited_action_in_words(published):
+    import re
+
+    from policies.ui.ops_views import _AUDIT_VERBS
+
+    root = Path(__file__).resolve().parents[2] / "policies"
+    sources = "\n".join(p.read_text() for p in root.rglob("*.py"))
+    audited = set(re.findall(r'action="([a-z_]+\.[a-z_]+)"', sources))
+    assert "testcase.accept" in audited
+    assert audited <= set(_AUDIT_VERBS), sorted(audited - set(_AUDIT_VERBS))
+    AuditEvent.objects.create(
+        actor_name="ana", action="testcase.accept", policy_name="bin-packing", detail={"name": "c"}
+    )
+    AuditEvent.objects.create(actor_name="ana", action="widget.made_up", policy_name="bin-packing")
+    feed = client_for("viewer").get("/").content.decode().split('id="recent-audit"', 1)[1]
+    feed = feed.split("</section>", 1)[0]
+    text = re.sub(r"<[^>]+>", " ", feed)  # what a reader sees, not the data-action attributes
+    assert "ana</strong> accepted new results for a test case of" in feed
+    assert "testcase.accept" not in text and "widget made up" in text
+
+
 def test_the_dashboard_without_policies_or_decisions_says_what_to_do():
     body = client_for("viewer").get("/").content.decode()
     assert "No active policies" in body

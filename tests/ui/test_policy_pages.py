@@ -201,19 +201,24 @@ def test_a_get_on_a_post_only_endpoint_is_not_allowed(clients, seed003):
 # --- list and create ----------------------------------------------------------------------------
 
 
-def test_the_list_shows_the_active_version_its_publisher_and_a_changed_draft(
-    clients, users, seed003
-):
+def _published_with_a_changed_draft(users, seed003, draft: str | None = None) -> None:
+    """seed-003 published as v1, then its draft changed to `draft` (by default the name limit
+    5 -> 6)."""
     services.policy_publish(
         actor=users["publisher"], policy=seed003, message="v1", revision=seed003.draft_revision
     )
     seed003.refresh_from_db()
+    if draft is None:
+        draft = seed003.draft.replace("size(pod.name) < 5", "size(pod.name) < 6")
     services.policy_update_draft(
-        actor=users["editor"],
-        policy=seed003,
-        document=seed003.draft.replace("size(pod.name) < 5", "size(pod.name) < 6"),
-        if_match=seed003.etag,
+        actor=users["editor"], policy=seed003, document=draft, if_match=seed003.etag
     )
+
+
+def test_the_list_shows_the_active_version_its_publisher_and_a_changed_draft(
+    clients, users, seed003
+):
+    _published_with_a_changed_draft(users, seed003)
     html = clients["viewer"].get("/policies/").content.decode()
     assert "v1 active" in html
     assert "published by publisher" in html
@@ -336,6 +341,19 @@ def test_a_pod_link_to_a_pod_that_is_gone_says_so(clients, seed003):
 def preview(client: Client, document: str, **fields: str):
     data = {"document": document, "pod": "default/abc", "revision": "7", "seq": "3", **fields}
     return client.post("/policies/seed-003-name-length/preview", data, **HTMX)
+
+
+def test_a_type_error_in_the_preview_reads_plainly_with_cels_words_one_click_away(clients, seed003):
+    broken = seed003.draft.replace("size(pod.name) < 5", "pod.labels['tier'] < 5")
+    html = preview(clients["viewer"], broken).content.decode()
+    from html import unescape
+
+    problems = html.split('id="preview-problems"', 1)[1]
+    plain, cel = problems.split('<details class="pg-cel-message">', 1)
+    assert "'<' cannot compare a string with an int; convert one side" in unescape(plain)
+    cel = unescape(cel.split("</details>", 1)[0])
+    assert "<summary>CEL's own message</summary>" in cel
+    assert "no matching overload for '<' applied to (string, int)" in cel
 
 
 def test_the_preview_answers_the_table_out_of_band_and_echoes_the_sequence(clients, seed003):
@@ -640,9 +658,15 @@ def test_renaming_a_policy_by_saving_is_refused_in_words(clients, seed003):
 # --- test cases -------------------------------------------------------------------------------
 
 
-def add_test(client: Client, document: str, pod: str = "default/abc", name: str = ""):
+def add_test(
+    client: Client,
+    document: str,
+    pod: str = "default/abc",
+    name: str = "",
+    policy: str = "seed-003-name-length",
+):
     return client.post(
-        "/policies/seed-003-name-length/tests/add",
+        f"/policies/{policy}/tests/add",
         {"document": document, "pod": pod, "test_name": name},
         **HTMX,
     )
@@ -810,6 +834,55 @@ def test_confirming_publishes_v1_and_says_so(clients, seed003):
     assert b"Published seed-003-name-length v1" in response.content
 
 
+def test_the_publish_review_lists_queue_and_gang_changes(clients, users):
+    """seed 002's queue: and gang: change every pod's priority and grouping: the review lists
+    them beside the rules, not "no rule changed"."""
+    seed002 = services.policy_create(actor=users["editor"], document=example("seed-002"))
+    services.policy_publish(
+        actor=users["publisher"], policy=seed002, message="v1", revision=seed002.draft_revision
+    )
+    seed002.refresh_from_db()
+    edited = seed002.draft.replace("max: 29", "max: 28").replace("gang: {}", "gang: {minCount: 3}")
+    assert edited.count("max: 28") == 1 and "minCount: 3" in edited
+    services.policy_update_draft(
+        actor=users["editor"], policy=seed002, document=edited, if_match=seed002.etag
+    )
+    html = (
+        clients["publisher"]
+        .post("/policies/seed-002/publish", {"message": "m", "step": "check"}, **HTMX)
+        .content.decode()
+    )
+    assert '<span class="pg-rule pg-rule--changed" title="changed">~ queue</span>' in html
+    assert '<span class="pg-rule pg-rule--changed" title="changed">~ gang</span>' in html
+    assert "no rule changed" not in html
+
+
+def test_seed_002s_test_case_counts_include_its_in_document_cases(clients, users):
+    seed002 = services.policy_create(actor=users["editor"], document=example("seed-002"))
+    in_document = len(yaml.safe_load(seed002.draft)["tests"])
+    assert in_document == 3 and not seed002.test_cases.exists()
+    playground = clients["viewer"].get("/policies/seed-002/").content.decode()
+    assert f'<span class="count" id="tests-count">{in_document}</span>' in playground
+    assert f"{in_document} test cases (0 stored, the rest in the document" in playground
+    page = clients["viewer"].get("/policies/seed-002/tests/").content.decode()
+    assert f'Test cases <span class="count" id="tests-count">{in_document}</span>' in page
+    assert page.count('title="Declared in the document\'s tests:">in document</span>') == 3
+    # one stored case more: 4
+    assert add_test(clients["editor"], seed002.draft, policy="seed-002").status_code == 200
+    page = clients["viewer"].get("/policies/seed-002/").content.decode()
+    assert f'id="tests-count">{in_document + 1}</span>' in page
+
+
+def test_a_draft_that_does_not_compile_counts_its_stored_test_cases_only():
+    from policies.evaluation import policy_test_case_count
+
+    assert policy_test_case_count(stored_names=["a", "b"], document="name: [") == 2
+    assert policy_test_case_count(stored_names=[], document=example("seed-002")) == 3
+    # a stored case named like one in the document is one row, counted once
+    named = yaml.safe_load(example("seed-002"))["tests"][0]["name"]
+    assert policy_test_case_count(stored_names=[named], document=example("seed-002")) == 3
+
+
 def _holder_of_the_name(users) -> Policy:
     """bin-packing, published, serves the schedulerName `schedweb` that seed-003 targets too."""
     holder = services.policy_create(actor=users["editor"], document=example("bin-packing"))
@@ -946,6 +1019,61 @@ def test_rollback_activates_the_older_version(clients, users, seed003):
     assert policy_get_active(policy=seed003).number == 1
 
 
+def _two_versions(users, seed003) -> None:
+    _published_with_a_changed_draft(users, seed003)
+    seed003.refresh_from_db()
+    services.policy_publish(
+        actor=users["publisher"], policy=seed003, message="v2", revision=seed003.draft_revision
+    )
+
+
+def test_a_rollback_keeps_its_optional_reason_in_the_audit_log(clients, users, seed003):
+    from policies.models import AuditEvent
+
+    _two_versions(users, seed003)
+    page = clients["publisher"].get("/policies/seed-003-name-length/versions/").content.decode()
+    assert 'id="rollback-message" name="message"' in page
+    assert 'form="rollback-form" name="number" value="1"' in page
+    response = clients["publisher"].post(
+        "/policies/seed-003-name-length/rollback",
+        {"number": "1", "message": "  v2 starves long pod names  "},
+        follow=True,
+    )
+    assert b"Rolled back seed-003-name-length to v1" in response.content
+    event = AuditEvent.objects.get(action="policy.rollback")
+    assert event.detail["message"] == "v2 starves long pod names" and event.version == 1
+    feed = clients["viewer"].get("/").content.decode().split('id="recent-audit"', 1)[1]
+    assert "rolled back" in feed and "to v1: v2 starves long pod names" in feed
+
+
+def test_a_rollback_without_a_reason_records_none_and_a_too_long_one_is_refused(
+    clients, users, seed003
+):
+    from policies.models import AuditEvent
+    from policies.selectors import policy_get_active
+
+    _two_versions(users, seed003)
+    response = clients["publisher"].post(
+        "/policies/seed-003-name-length/rollback", {"number": "1", "message": "x" * 2001}
+    )
+    assert response.status_code == 400
+    assert b"Keep the reason under 2000 characters." in response.content
+    assert policy_get_active(policy=seed003).number == 2  # nothing changed
+    clients["publisher"].post("/policies/seed-003-name-length/rollback", {"number": "1"})
+    assert "message" not in AuditEvent.objects.get(action="policy.rollback").detail
+
+
+def test_the_closed_delete_card_says_what_it_does(clients, users, seed003):
+    services.policy_publish(
+        actor=users["publisher"], policy=seed003, message="v1", revision=seed003.draft_revision
+    )
+    html = clients["admin"].get("/policies/seed-003-name-length/versions/").content.decode()
+    summary = html.split('id="delete-summary"', 1)[1].split("</summary>", 1)[0]
+    assert "Delete this policy" in summary
+    assert "Removes seed-003-name-length with its 1 version and test cases" in summary
+    assert "Delete…" in summary  # the button that opens it, visible while closed
+
+
 def test_rolling_back_to_the_active_version_is_a_409_in_words(clients, users, seed003):
     services.policy_publish(
         actor=users["publisher"], policy=seed003, message="v1", revision=seed003.draft_revision
@@ -1019,9 +1147,44 @@ def test_the_diff_shows_changed_lines_side_by_side_with_the_rule_summary(clients
     assert html.count('class="pg-diff-insert"') == 2
 
 
-def test_the_diff_pickers_lead_to_the_canonical_url(clients, seed003):
-    response = clients["viewer"].get("/policies/seed-003-name-length/diff?a=draft&b=draft")
+def test_the_diff_pairs_a_changed_weight_with_its_own_rule_not_an_added_ones(
+    clients, users, seed003
+):
+    """A plain LCS matched the old `weight: 1` with the added score's `weight: 1` and showed
+    the first score's tail as inserted; aligned by rule, the weight is one replaced line."""
+    added = (
+        "  - name: fewer-pods\n    expression: 100 - node.podCount\n    weight: 1\n"
+        "    normalize: minmax\n"
+    )
+    _published_with_a_changed_draft(
+        users, seed003, seed003.draft.replace("weight: 1", "weight: 2") + added
+    )
+    html = (
+        clients["viewer"]
+        .get("/policies/seed-003-name-length/versions/1/diff/draft")
+        .content.decode()
+    )
+    assert html.count('class="pg-diff-replace"') == 1
+    assert "weight: <mark>1</mark>" in html and "weight: <mark>2</mark>" in html
+    assert html.count('class="pg-diff-insert"') == len(added.splitlines())
+    assert html.count('class="pg-diff-delete"') == 0
+
+
+@pytest.mark.parametrize("path", ["diff/", "diff"])  # with a slash like versions/ and tests/
+def test_the_diff_pickers_lead_to_the_canonical_url(clients, seed003, path):
+    response = clients["viewer"].get(f"/policies/seed-003-name-length/{path}?a=draft&b=draft")
+    assert response.status_code == 302
     assert response["Location"] == "/policies/seed-003-name-length/versions/draft/diff/draft"
+
+
+def test_the_diff_pickers_and_the_diff_tab_use_the_address_with_a_slash(clients, seed003):
+    html = clients["viewer"].get("/policies/seed-003-name-length/versions/").content.decode()
+    assert 'href="/policies/seed-003-name-length/diff/"' in html  # the tab, nothing published
+    for path in ("versions/", "tests/", "diff/"):
+        assert clients["viewer"].get(f"/policies/seed-003-name-length/{path}").status_code in (
+            200,
+            302,
+        )
 
 
 @pytest.mark.parametrize("ref", ["7", "latest"])
@@ -1323,6 +1486,73 @@ def test_the_pod_search_lists_matching_pods_as_buttons(clients, seed003, demo_cl
     assert b"No pod matches" in none.content
     bad = clients["viewer"].get("/policies/seed-003-name-length/pods", {"q": "x" * 600})
     assert bad.status_code == 200 and b"at most 506 characters" in bad.content
+
+
+def test_each_example_in_the_pod_searchs_placeholder_finds_pods_on_the_demo(
+    clients, seed003, demo_cluster
+):
+    html = clients["viewer"].get("/policies/seed-003-name-length/").content.decode()
+    [placeholder] = re.findall(r'id="pod-search"[^>]*placeholder="Find: ([^"]+)"', html)
+    examples = placeholder.split(", ")
+    assert len(examples) == 3  # a name, a namespace, a label
+    for query in examples:
+        found = re.findall(
+            r'data-pod="([^"]+)"',
+            clients["viewer"]
+            .get("/policies/seed-003-name-length/pods", {"q": query})
+            .content.decode(),
+        )
+        assert found, query
+
+
+def _opening_pod(html: str) -> str:
+    [selected] = re.findall(r'<option value="([^"]+)" selected>', html.split('id="pod-select"')[1])
+    return selected
+
+
+def test_the_playground_opens_on_a_targeted_pod_the_policy_leaves_a_node_for(
+    clients, seed003, demo_cluster
+):
+    from policies.cluster.loaded import pod_from_cluster
+    from policies.evaluation import policy_leaves_a_node
+
+    cluster = cluster_load("demo")
+    pending = sorted(
+        (p["namespace"], p["name"])
+        for p in cluster.state.pods()
+        if not p["nodeName"] and p["phase"] == "Pending" and p["schedulerName"] == "schedweb"
+    )
+    # the first targeted pending pod is one seed 003 rejects on every node (a long name) ...
+    first = pod_from_cluster(cluster=cluster, namespace=pending[0][0], name=pending[0][1])
+    assert not policy_leaves_a_node(document=seed003.draft, pod=first, cluster=cluster)
+    # ... so the playground opens on the first one it leaves a node for: default/abc, the pod
+    # the document's comment names (abc.yaml)
+    html = clients["viewer"].get("/policies/seed-003-name-length/").content.decode()
+    opened = _opening_pod(html)
+    assert opened == "default/abc"
+    namespace, name = opened.split("/")
+    pod = pod_from_cluster(cluster=cluster, namespace=namespace, name=name)
+    assert policy_leaves_a_node(document=seed003.draft, pod=pod, cluster=cluster)
+    assert "Try it with policies/examples/pods/abc.yaml" in seed003.draft
+
+
+def test_a_policy_that_rejects_every_pod_opens_on_the_first_targeted_one(
+    clients, users, demo_cluster
+):
+    document = example("seed-003-name-length").replace("size(pod.name) < 5", "size(pod.name) < 0")
+    document = document.replace("name: seed-003-name-length", "name: rejects-all", 1)
+    services.policy_create(actor=users["editor"], document=document)
+    html = clients["viewer"].get("/policies/rejects-all/").content.decode()
+    assert _opening_pod(html) == "batch/report-sync"  # the first targeted pending pod
+
+
+def test_a_slow_policy_opens_on_the_first_targeted_pod_under_the_request_guard(
+    clients, seed003, demo_cluster, settings
+):
+    settings.SCHEDWEB_PREVIEW_SECONDS = 1e-9
+    with deadline(None, clock=StepClock()):
+        html = clients["viewer"].get("/policies/seed-003-name-length/").content.decode()
+    assert _opening_pod(html) == "batch/report-sync"
 
 
 def test_a_searched_pod_opens_by_its_name_not_as_missing(clients, seed003, demo_cluster):

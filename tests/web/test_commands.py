@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -159,7 +160,7 @@ def test_evaluate_reads_a_kubectl_json_file(tmp_path):
     assert code == 0 and f"cluster file {path} (36 nodes)" in out.splitlines()[0]
 
 
-def test_evaluate_prints_every_error_of_an_invalid_policy_and_exits_2(tmp_path):
+def test_evaluate_prints_every_error_of_an_invalid_policy_as_file_line_col_and_exits_2(tmp_path):
     policy = tmp_path / "bad.yaml"
     policy.write_text(
         "name: bad\nschedulerNames: [s]\nfilters:\n  - name: a\n    expression: node.alocatable.cpu > 0\nscores:\n  - name: b\n    expression: '\"x\"'\n    weight: -1\n"
@@ -168,10 +169,29 @@ def test_evaluate_prints_every_error_of_an_invalid_policy_and_exits_2(tmp_path):
         "evaluate", "--policy", str(policy), "--pod", str(EXAMPLES / "pods" / "abc.yaml")
     )
     assert code == 2
-    assert "the policy is invalid (3 errors)" in err
-    assert "scores[0].expression (line 1, column 1): expected int or double, got string" in err
-    assert "scores[0].weight: weight must not be negative, got -1" in err
-    assert "line 5: filters[0].expression (line 1, column 6): undefined field 'alocatable'" in err
+    # one position each, the document's (`node.` ends at column 21 of line 5): the form
+    # compilers print and editors and CI annotators parse; in document order, then a count
+    assert err.splitlines() == [
+        f"{policy}:5:22: error: filters[0].expression: undefined field 'alocatable' on Node; "
+        "did you mean 'allocatable'?",
+        f"{policy}:8:18: error: scores[0].expression: expected int or double, got string",
+        f"{policy}:9:13: error: scores[0].weight: weight must not be negative, got -1",
+        f"{policy}: the policy is invalid (3 errors)",
+    ]
+    for line in err.splitlines()[:-1]:
+        assert re.fullmatch(r"[^:]+:\d+:\d+: error: \S+: .+", line), line
+
+
+def test_policy_test_prints_an_invalid_documents_errors_in_the_same_form(tmp_path):
+    policy = tmp_path / "bad.yaml"
+    policy.write_text(
+        "name: bad\nschedulerNames: [s]\nfilters:\n  - name: a\n    expression: 1 +\n"
+    )
+    code, _, err = run("policy", "test", str(policy))
+    assert code == 2
+    assert re.search(
+        rf"^{re.escape(str(policy))}:5:\d+: error: filters\[0\]\.expression: ", err, re.M
+    ), err
 
 
 def test_evaluate_json_with_an_invalid_policy_prints_its_errors_as_json_in_document_order(

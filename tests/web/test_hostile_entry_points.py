@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import time
 import tracemalloc
 from contextlib import contextmanager, suppress
@@ -125,7 +126,7 @@ def test_a_hostile_evaluate_is_refused_with_lines_or_bounded(case, tmp_path):
         code, out, err = _evaluate(tmp_path, text, "--cluster", cluster, "--budget", "1")
     if outcome == "rejected":
         assert code == 2, (code, err)
-        assert "the policy is invalid" in err and "  line " in err, err
+        assert "the policy is invalid" in err and re.search(r":\d+:\d+: error: ", err), err
         return
     if outcome == "budget" and code == 2:  # tracemalloc makes compiling 6x slower: still bounded
         assert "to compile and was stopped" in err
@@ -163,7 +164,11 @@ def test_evaluate_prints_yaml_1_1_readings_as_warnings_with_their_line(tmp_path)
     )
     code, _, err = _evaluate(tmp_path, text)
     assert code == 0
-    assert "warning: line 6: filters[0].unresolvable: unquoted no is the boolean false" in err
+    assert re.search(
+        r"^\S+\.yaml:6:\d+: warning: filters\[0\]\.unresolvable: unquoted no is the boolean false in YAML 1.1",
+        err,
+        re.M,
+    ), err
 
 
 def test_evaluate_escapes_control_characters_from_errors_and_the_pod(tmp_path):

@@ -8,7 +8,8 @@ policy's own score and rank; the pick starred; the plugins PreScore skips and wh
 admission added to a pod given as text. Then the policy alone over every node (policy-level,
 the REST preview's `result`): verdicts and every score's arithmetic.
 
-Exit status 0 on success; 2 when the policy is invalid (every error printed) or an input file
+Exit status 0 on success; 2 when the policy is invalid (every error printed as
+`FILE:LINE:COL: error: field: message`, the form editors and CI annotators read) or an input file
 cannot be used; 3 when the evaluation ran past its budget (`--budget`, by default
 SCHEDWEB_PREVIEW_SECONDS): the nodes it had not judged follow the policy's failurePolicy, as the
 extender would answer, and the output says so.
@@ -36,7 +37,7 @@ from policies.engine.document import FieldError, PolicyInvalid
 from policies.errors import ClusterUnavailable, InputError
 from policies.evaluation import policy_compile, preview_dict, preview_run, profile_from_file
 from policies.formatting import printable
-from policies.textformat import format_cycle, format_evaluation
+from policies.textformat import format_cycle, format_evaluation, located, located_all
 
 EXIT_INVALID = 2
 EXIT_OVER_BUDGET = 3
@@ -128,7 +129,7 @@ class Command(BaseCommand):
                 payload["warnings"] = [w.to_dict() for w in compiled.warnings]
             self.stdout.write(json.dumps(payload, indent=2))
         else:
-            self._warn(compiled.warnings)
+            self._warn(options["policy"], compiled.warnings)
             label = cluster.describe()
             self.stdout.write(
                 printable(
@@ -153,17 +154,13 @@ class Command(BaseCommand):
                 payload["warnings"] = [w.to_dict() for w in exc.warnings]
             self.stdout.write(json.dumps(payload, indent=2))
             return
-        count = f"{len(errors)} error{'s' if len(errors) != 1 else ''}"
-        self.stderr.write(f"{printable(path)}: the policy is invalid ({count}):")
-        for error in errors:
-            where = f"line {error.doc_line}: " if error.doc_line else ""
-            self.stderr.write(f"  {where}{error}")
-        self._warn(exc.warnings)
+        for line in located_all(path, errors, exc.warnings):
+            self.stderr.write(line)
 
-    def _warn(self, warnings: list[FieldError]) -> None:
+    def _warn(self, path: str, warnings: list[FieldError]) -> None:
         """The document's YAML 1.1 readings (document.coercion_warnings), on stderr."""
         for warning in warnings:
-            self.stderr.write(f"warning: line {warning.doc_line}: {warning}")
+            self.stderr.write(located(path, warning, kind="warning"))
 
 
 def _read(path: str, what: str) -> str:

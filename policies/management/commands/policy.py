@@ -48,6 +48,7 @@ from policies.formatting import printable
 from policies.models import Policy, PolicyVersion
 from policies.publishing import ServedReport
 from policies.schedmodel.profile import profile_default
+from policies.textformat import located, located_all
 
 
 class Command(BaseCommand):
@@ -120,16 +121,13 @@ class Command(BaseCommand):
             sys.exit(2)
 
     def _invalid(self, path: str, exc: PolicyInvalid) -> None:
-        self.stderr.write(f"{printable(path)}: the policy is invalid:")
-        for error in exc.errors:
-            where = f"line {error.doc_line}: " if error.doc_line else ""
-            self.stderr.write(f"  {where}{error}")
-        self._warn(path, exc.warnings)
+        for line in located_all(path, exc.errors, exc.warnings):
+            self.stderr.write(line)
 
     def _warn(self, path: str, warnings: list[FieldError]) -> None:
         """A document's YAML 1.1 readings (document.coercion_warnings), on stderr."""
         for warning in warnings:
-            self.stderr.write(f"{printable(path)}: warning: line {warning.doc_line}: {warning}")
+            self.stderr.write(located(path, warning, kind="warning"))
 
     def _actor(self, options):
         if not options["user"]:

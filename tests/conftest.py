@@ -11,7 +11,6 @@ PASSWORD = "pw-" + "x" * 12
 pytest_plugins = [
     "tests.harness.fixtures",  # session fixture `control_plane`: real etcd + kube-apiserver
     "tests.shuffle",  # --shuffle-within-files SEED (scripts/stress-test.sh)
-    "tests.chromium",  # session fixture `browser`: the one headless Chromium
 ]
 
 # Only fixtures that open the test database (pytest-django's autouse fixtures pull

@@ -2,7 +2,7 @@
 live server on 127.0.0.1.
 
 Never run `playwright install`: browser downloads are blocked here, and the Debian package is the
-browser we test with (`scripts/bootstrap.sh dev` installs it). One browser per session, a fresh
+browser we test with (`scripts/bootstrap.sh dev` installs it). One browser (tests/chromium.py), a fresh
 context (cookies, storage) per test at 1280x800, or, for a test that asks for the `look`
 fixture, once per look: 1440x900 and 390x844, light and dark (issue 12's matrix). `page.console_errors` collects console errors
 and uncaught exceptions; `screenshot(page, name)` writes artifacts/screenshots/<name>.png.
@@ -11,12 +11,13 @@ and uncaught exceptions; `screenshot(page, name)` writes artifacts/screenshots/<
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.browser.looks import LOOKS, WAIT_MS, Look, new_context
+from tests.chromium import chromium
 
 VIEWPORT = {"width": 1280, "height": 800}
 LOOPBACK = "127.0.0.1"
@@ -59,6 +60,13 @@ def live_server(request: pytest.FixtureRequest):
         raise RuntimeError(f"live server bound to {bound}, expected {LOOPBACK}")
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="package")
+def browser() -> Iterator[object]:
+    """One Chromium for this package's tests, closed before the next package (tests/chromium.py)."""
+    with chromium() as opened:
+        yield opened
 
 
 @pytest.fixture

@@ -152,7 +152,7 @@ def test_notes_lead_to_sign_in_and_the_first_admin_signs_in(control_plane, brows
 
 
 def _sign_in(browser, url: str, username: str, password: str) -> None:
-    """Chromium (the session's, tests/chromium.py) opens `url`, is sent to the sign-in page (not
+    """Chromium (the package's, tests/chromium.py) opens `url`, is sent to the sign-in page (not
     to https://), signs in and lands on the dashboard; the session cookie is Secure, as
     production mode makes it."""
     from tests.browser.looks import WAIT_MS

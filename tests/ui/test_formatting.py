@@ -138,7 +138,9 @@ def test_a_stored_decision_shows_its_filter_messages_and_errors_escaped(settings
 
     settings.SCHEDWEB_CLUSTER_SOURCE = "demo"  # the page models the cycle on it
     decision, _ = record_decision(verb="filter")
-    raw = "\x1b[31mred\x00 \u202egnp.exe"  # stored before the engine escaped its messages
+    # stored before the engine escaped its messages (BEL, not NUL: PostgreSQL's jsonb refuses
+    # \u0000, so no decision there ever held one)
+    raw = "\x1b[31mred\x07 \u202egnp.exe"
     decision.nodes = {
         "scores": [],
         "weights": [],
@@ -149,5 +151,5 @@ def test_a_stored_decision_shows_its_filter_messages_and_errors_escaped(settings
     }
     Decision.objects.filter(pk=decision.pk).update(nodes=decision.nodes)
     body = client_for("viewer").get(f"/decisions/{decision.pk}/").content.decode()
-    assert "\x1b" not in body and "\x00" not in body and "\u202e" not in body
-    assert body.count("\\x1b[31mred\\x00 \\u202egnp.exe") >= 2
+    assert "\x1b" not in body and "\x07" not in body and "\u202e" not in body
+    assert body.count("\\x1b[31mred\\x07 \\u202egnp.exe") >= 2

@@ -144,14 +144,17 @@ def test_an_internal_error_follows_the_failure_policy_and_prioritize_answers_emp
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
+    # Pods no other test sends: the process's evaluation cache rightly answers a pod it has
+    # seen under the same compiled policy and snapshot without evaluating (an earlier test, in a
+    # shuffled order, left "abc" under the Fail version there), so `broken` would not be called.
     monkeypatch.setattr(served.compiled, "evaluate", broken)
-    body = orjson.loads(extender_post("filter", args_body(go_pod("abcdefg"), ["cp-1"])).content)
+    body = orjson.loads(extender_post("filter", args_body(go_pod("boom-open"), ["cp-1"])).content)
     assert body["NodeNames"] == ["cp-1"] and body["Error"] == ""  # Ignore: fail open
-    assert extender_post("prioritize", args_body(go_pod("abc"), ["cp-1"])).content == b"[]"
+    assert extender_post("prioritize", args_body(go_pod("boom-1"), ["cp-1"])).content == b"[]"
     publish(policy.replace("failurePolicy: Ignore", "failurePolicy: Fail"))
     served = runtime().registry.by_scheduler["schedweb"]
     monkeypatch.setattr(served.compiled, "evaluate", broken)
-    body = orjson.loads(extender_post("filter", args_body(go_pod("abc"), ["cp-1"])).content)
+    body = orjson.loads(extender_post("filter", args_body(go_pod("boom-closed"), ["cp-1"])).content)
     assert (
         body["NodeNames"] == []
         and body["Error"] == "schedweb internal error (details in schedweb's log)"

@@ -9,6 +9,7 @@ Either way the result is stored as a job (policies/preview_jobs.py's bookkeeping
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -38,13 +39,22 @@ __all__ = ["JobError", "backtest_job_read", "backtest_job_run", "backtest_start"
 
 
 def backtest_start(
-    *, document: str, label: str, policy_name: str, last: int, user_id: int
+    *,
+    document: str,
+    label: str,
+    policy_name: str,
+    last: int,
+    user_id: int,
+    charge: Callable[[int], None] | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """Plans a backtest of `document` (PolicyInvalid, ClusterUnavailable) and records its job:
-    judged here when small, else queued. Returns (job id, the job as backtest_job_read reads
-    it). JobError when Redis or the broker refuses."""
+    """Plans a backtest of `document` (PolicyInvalid, ClusterUnavailable), calls `charge` with
+    its size in pods (which may refuse by raising), and records its job: judged here when
+    small, else queued. Returns (job id, the job as backtest_job_read reads it). JobError when
+    Redis or the broker refuses."""
     cluster = cluster_default()
     plan = backtest_plan(document=document, cluster=cluster, last=last)
+    if charge is not None:
+        charge(plan.total)
     inline = plan.total <= INLINE_MAX_PODS
     fields = {
         "policy": policy_name,

@@ -15,16 +15,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from policies import throttle
 from policies.api.serializers import PolicySourceSerializer
 from policies.api.views import ApiView, _document, errors
-from policies.backtest.jobs import JobError, backtest_job_read, backtest_start
+from policies.backtest.jobs import (
+    BudgetSpent,
+    JobError,
+    backtest_job_read,
+    backtest_start,
+    charge_for,
+)
 from policies.backtest.run import DIFFERS, MAX_LAST, last_check
 from policies.errors import NotFound
 from policies.numbers import number_or_none
@@ -128,20 +132,6 @@ class BacktestStart(ApiView):
         if document is None:
             return label  # the 404 answer
 
-        def charge(pods: int) -> None:
-            wait = throttle.work_charge(
-                kind="backtest",
-                user_id=request.user.pk,
-                units=pods,
-                limit=_budget(),
-            )
-            if wait:
-                raise exceptions.Throttled(
-                    wait=wait,
-                    detail=f"your backtests judged their budget of {_budget()} pods in this "
-                    f"window; this one needs {pods}",
-                )
-
         try:
             job_id, job = backtest_start(
                 document=document,
@@ -149,17 +139,15 @@ class BacktestStart(ApiView):
                 policy_name=policy.name if policy is not None else "",
                 last=data["last"],
                 user_id=request.user.pk,
-                charge=charge,
+                charge=charge_for(request.user.pk),
             )
+        except BudgetSpent as exc:
+            raise exceptions.Throttled(wait=exc.retry_after, detail=exc.message) from None
         except JobError as exc:
             return _unavailable(exc)
         body = _job_body(job_id, job, 0, PAGE_DEFAULT, False)
         done = job["status"] in ("done", "error")
         return Response(body, status=status.HTTP_200_OK if done else status.HTTP_202_ACCEPTED)
-
-
-def _budget() -> int:
-    return settings.SCHEDWEB_BACKTEST_PODS_PER_WINDOW
 
 
 class BacktestDetail(ApiView):

@@ -18,6 +18,7 @@ from policies.background import BACKTEST_RUN
 from policies.backtest.run import Plan, backtest_plan, backtest_run
 from policies.cluster.sources import cluster_default
 from policies.engine.document import PolicyInvalid
+from policies.errors import ServiceError
 from policies.preview_jobs import (
     PROGRESS_EVERY_SECONDS,
     JobError,
@@ -27,6 +28,7 @@ from policies.preview_jobs import (
     job_start,
     job_update,
 )
+from policies.throttle import work_charge
 
 KIND = "backtest"
 # Judged in the request: 50 pods x a 500-node cycle is well under a second of CPU on the
@@ -35,7 +37,32 @@ INLINE_MAX_PODS = 50
 # The task's total cap (its soft time limit is 280 s): past it, the rest are "not judged".
 BACKGROUND_SECONDS = 240.0
 
-__all__ = ["JobError", "backtest_job_read", "backtest_job_run", "backtest_start"]
+
+class BudgetSpent(ServiceError):
+    """The user's backtests have judged their budget of pods in this throttle window."""
+
+    code = "throttled"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def charge_for(user_id: int) -> Callable[[int], None]:
+    """backtest_start's `charge` for one user: each backtest charged by its size in pods
+    against SCHEDWEB_BACKTEST_PODS_PER_WINDOW (throttle.work_charge); BudgetSpent past it."""
+
+    def charge(pods: int) -> None:
+        limit = settings.SCHEDWEB_BACKTEST_PODS_PER_WINDOW
+        wait = work_charge(kind=KIND, user_id=user_id, units=pods, limit=limit)
+        if wait:
+            raise BudgetSpent(
+                f"your backtests have judged their budget of {limit} pods in this window; this "
+                f"one needs {pods}: try again in {wait} s",
+                retry_after=wait,
+            )
+
+    return charge
 
 
 def backtest_start(

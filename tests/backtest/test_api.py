@@ -147,7 +147,7 @@ def test_each_request_is_charged_by_its_size_and_refused_past_the_budget(
     refused = post(clients["editor"], {"policy": "bin-packing"})
     assert refused.status_code == 429 and refused.json()["error"] == "throttled"
     assert int(refused["Retry-After"]) > 0
-    assert f"needs {size}" in refused.json()["detail"]
+    assert f"this one needs {size}" in refused.json()["detail"]
     # the budget is the user's own: another editor still runs one
     assert post(clients["publisher"], {"policy": "bin-packing"}).status_code == 200
 

@@ -119,6 +119,11 @@ def _job_response(request: HttpRequest, *, policy: Policy, job_id: str) -> HttpR
 
 
 def _row(row: dict[str, Any]) -> dict[str, Any]:
-    """A row with its class in words and the playground link that opens the pod."""
-    decision = (row["recorded"] or {}).get("decision")
-    return {**row, "words": WORDS[row["class"]], "decision": decision}
+    """A row with its class in words, its decision's id and time."""
+    recorded = row["recorded"] or {}
+    return {
+        **row,
+        "words": WORDS[row["class"]],
+        "decision": recorded.get("decision"),
+        "at": recorded.get("at", "")[:16].replace("T", " "),  # ISO, to the minute (UTC)
+    }

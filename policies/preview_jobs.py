@@ -1,6 +1,7 @@
 """Preview for all pending pods: too large for a request, so a Celery task
 (policies/tasks/previews.py) evaluates the draft for every pending pod of the snapshot while
-the page polls its progress.
+the page polls its progress. Its job bookkeeping (job_start, job_read, job_progress, ...) is
+shared by every polled background evaluation (the backtest, policies/backtest/jobs.py).
 
 A job lives in Redis for JOB_TTL seconds under schedweb:preview-job:<id> (a hash: status,
 done/total, error, the inputs) and ...:results (JSON, written once at the end). The task takes
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -91,6 +93,20 @@ def job_read(*, kind: str, job_id: str) -> dict[str, Any] | None:
 def job_update(*, kind: str, job_id: str, fields: dict[str, Any]) -> None:
     """Sets `fields` of the job's hash (status, progress)."""
     redis_client().hset(_key(job_id, kind=kind), mapping=fields)
+
+
+def job_progress(*, kind: str, job_id: str) -> Callable[[int], None]:
+    """A callback that records how many items are done, at most every PROGRESS_EVERY_SECONDS."""
+    last_write = time.monotonic()
+
+    def progress(done: int) -> None:
+        nonlocal last_write
+        now = time.monotonic()
+        if now - last_write >= PROGRESS_EVERY_SECONDS:
+            job_update(kind=kind, job_id=job_id, fields={"done": done})
+            last_write = now
+
+    return progress
 
 
 def job_finish(*, kind: str, job_id: str, results: Any, fields: dict[str, Any]) -> None:
@@ -174,7 +190,6 @@ def _pod_result(preview: Any, pod: dict[str, Any]) -> dict[str, Any]:
 
 def preview_job_run(*, job_id: str) -> None:
     """Evaluates the job's document for every pending pod, recording progress and results."""
-    client = redis_client()
     job = preview_job_read(job_id=job_id)
     if job is None:
         log.warning("preview job %s expired before it ran", job_id)
@@ -195,9 +210,10 @@ def preview_job_run(*, job_id: str) -> None:
     pending = pods_pending(cluster=cluster)
     truncated = max(0, len(pending) - MAX_PODS)
     pending = pending[:MAX_PODS]
-    client.hset(
-        _key(job_id),
-        mapping={
+    job_update(
+        kind="preview",
+        job_id=job_id,
+        fields={
             "status": "running",
             "total": len(pending),
             "started": time.time(),
@@ -207,7 +223,7 @@ def preview_job_run(*, job_id: str) -> None:
         },
     )
     results = []
-    last_write = time.monotonic()
+    progress = job_progress(kind="preview", job_id=job_id)
     stored = selectors.scheduler_profile_text()  # read once; parsed once per schedulerName
     for done, pod in enumerate(pending, start=1):
         preview = preview_run(
@@ -231,8 +247,5 @@ def preview_job_run(*, job_id: str) -> None:
                 "appliesBefore": c["appliesBefore"],
             }
         results.append(row)
-        now = time.monotonic()
-        if now - last_write >= PROGRESS_EVERY_SECONDS:
-            client.hset(_key(job_id), "done", done)
-            last_write = now
+        progress(done)
     job_finish(kind="preview", job_id=job_id, results=results, fields={"done": len(pending)})

@@ -20,10 +20,10 @@ from policies.cluster.sources import cluster_default
 from policies.engine.document import PolicyInvalid
 from policies.errors import ServiceError
 from policies.preview_jobs import (
-    PROGRESS_EVERY_SECONDS,
     JobError,
     job_fail,
     job_finish,
+    job_progress,
     job_read,
     job_start,
     job_update,
@@ -140,21 +140,13 @@ def _run(job_id: str, document: str, last: int, *, cluster, plan: Plan, seconds:
         job_id=job_id,
         fields={"status": "running", "total": plan.total, "started": time.time()},
     )
-    last_write = [time.monotonic()]
-
-    def progress(done: int) -> None:
-        now = time.monotonic()
-        if now - last_write[0] >= PROGRESS_EVERY_SECONDS:
-            job_update(kind=KIND, job_id=job_id, fields={"done": done})
-            last_write[0] = now
-
     result = backtest_run(
         document=document,
         cluster=cluster,
         plan=plan,
         last=last,
         seconds=seconds,
-        progress=progress,
+        progress=job_progress(kind=KIND, job_id=job_id),
     )
     job_finish(
         kind=KIND, job_id=job_id, results=result.to_dict(), fields={"done": len(result.rows)}

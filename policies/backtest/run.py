@@ -112,7 +112,7 @@ def _recorded(row: Any) -> Recorded:
         feasible=tuple(str(n["n"]) for n in entries if n.get("ok")),
         nodes=len(entries),
         bound=row.chosen_node,
-        errors=sum(len(n.get("errors") or []) for n in entries),
+        errors=sum(len(n["errors"]) for n in entries if isinstance(n.get("errors"), list)),
         manifest=row.pod_manifest,
     )
 
@@ -319,7 +319,8 @@ def last_check(last: Any) -> int:
     """`last` as the number of decisions to read; InputError (field `last`) when out of range."""
     if last is None or last == "":
         return DEFAULT_LAST
-    if type(last) is not int and not (isinstance(last, str) and last.isdigit()):
+    digits = isinstance(last, str) and last.isascii() and last.isdigit() and len(last) < 10
+    if type(last) is not int and not digits:
         raise InputError(
             "the backtest cannot run",
             details=[{"path": "last", "message": f"a whole number from 1 to {MAX_LAST}"}],
@@ -425,10 +426,12 @@ def _row(
     }
     try:
         pod = _pod(recorded) if recorded is not None else pending
-        assert pod is not None
-        cluster, excluded = excluder.without(uid)
     except InputError as exc:
         return {**row, "class": SKIPPED, "problem": str(exc)}
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a record read as JSON
+        return {**row, "class": SKIPPED, "problem": f"the recorded pod cannot be read: {exc}"}
+    assert pod is not None
+    cluster, excluded = excluder.without(uid)
     now = judge(
         compiled=compiled, pod=pod, cluster=cluster, stored_profile=stored, excluded_self=excluded
     )

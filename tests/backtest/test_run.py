@@ -172,3 +172,40 @@ def test_an_invalid_document_raises_policy_invalid(db):
 
     with pytest.raises(PolicyInvalid):
         backtest(with_filter(BIN_PACKING, "node.name +"))
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        "[1, 2]",  # JSON, not an object
+        "{not json",
+        '{"kind": "Pod", "metadata": "x", "spec": {"schedulerName": "schedweb"}}',
+        '{"kind": "Pod", "metadata": {}, "spec": {"schedulerName": "schedweb", "containers": 7}}',
+        '{"kind": "Service", "spec": {"schedulerName": "schedweb"}}',
+    ],
+)
+def test_a_hostile_recorded_pod_is_skipped_not_a_crash(recorded, manifest):
+    from policies.models import Decision
+
+    Decision.objects.filter(pod_uid="uid-0").update(pod_manifest=manifest)
+    rows = rows_by_uid(backtest(BIN_PACKING))
+    assert rows["uid-0"]["class"] == run.SKIPPED and rows["uid-0"]["problem"]
+    assert rows["uid-1"]["class"] == run.SAME  # the others are judged as ever
+
+
+def test_a_record_with_garbage_nodes_is_still_judged(recorded):
+    from policies.models import Decision
+
+    Decision.objects.filter(pod_uid="uid-0").update(
+        nodes={"nodes": [7, {"n": "x", "ok": True, "errors": 3}, {"ok": True}], "scores": "no"}
+    )
+    row = rows_by_uid(backtest(BIN_PACKING))["uid-0"]
+    assert row["recorded"]["feasible"] == 1 and row["recorded"]["errors"] == 0
+    assert row["class"] in (run.SAME, run.MOVED)
+
+
+@pytest.mark.parametrize("last", ["²", "1e3", " 5", "99999999999999999999"])
+def test_a_last_that_only_looks_like_a_number_is_refused(last):
+    with pytest.raises(InputError) as caught:
+        run.last_check(last)
+    assert caught.value.details[0]["path"] == "last"

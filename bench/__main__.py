@@ -17,6 +17,7 @@ SUITES = [
     "differential",
     "playground",
     "admission",
+    "backtest",
     "sizing",
 ]
 

@@ -19,6 +19,7 @@ DECISIONS_PRUNE = "schedweb.decisions_prune"
 SHARES_PRUNE = "schedweb.shares_prune"
 PODS_REQUEUE_UNBLOCKED = "schedweb.pods_requeue_unblocked"
 PREVIEW_ALL_PENDING = "schedweb.preview_all_pending"
+BACKTEST_RUN = "schedweb.backtest_run"
 CLUSTER_WATCH = "schedweb.cluster_watch"
 CLUSTER_WATCH_SUPERVISE = "schedweb.cluster_watch_supervise"
 

@@ -1,6 +1,7 @@
 """Preview for all pending pods: too large for a request, so a Celery task
 (policies/tasks/previews.py) evaluates the draft for every pending pod of the snapshot while
-the page polls its progress.
+the page polls its progress. Its job bookkeeping (job_start, job_read, job_progress, ...) is
+shared by every polled background evaluation (the backtest, policies/backtest/jobs.py).
 
 A job lives in Redis for JOB_TTL seconds under schedweb:preview-job:<id> (a hash: status,
 done/total, error, the inputs) and ...:results (JSON, written once at the end). The task takes
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -35,8 +37,97 @@ class JobError(RuntimeError):
     """A job could not be started or read (Redis is down, the broker refused it)."""
 
 
-def _key(job_id: str, suffix: str = "") -> str:
-    return KEY.format(id=job_id) + suffix
+def _key(job_id: str, suffix: str = "", kind: str = "preview") -> str:
+    return KEY.replace("preview", kind, 1).format(id=job_id) + suffix
+
+
+# --- job bookkeeping, shared by every background evaluation a page polls ----------------------
+# A job of `kind` lives under schedweb:<kind>-job:<id> (the hash) and ...:results (JSON, written
+# once); the task takes the id only. The backtest (policies/backtest/jobs.py) uses the same.
+
+
+def job_start(*, kind: str, task: str, fields: dict[str, Any], what: str) -> str:
+    """Records a job of `kind` with `fields` (status queued, done/total 0) and queues `task`
+    with its id; returns the id. JobError says why not, in words about `what`."""
+    job_id = uuid.uuid4().hex
+    fields = {"status": "queued", "done": 0, "total": 0, "created": time.time(), **fields}
+    try:
+        client = redis_client()
+        pipe = client.pipeline(transaction=True)
+        pipe.hset(_key(job_id, kind=kind), mapping=fields)
+        pipe.expire(_key(job_id, kind=kind), JOB_TTL)
+        pipe.execute()
+    except Exception as exc:  # redis errors: the page says so in words
+        raise JobError(f"Redis is unavailable, so {what} cannot run: {exc}") from None
+    if not task:
+        return job_id  # the caller runs it in the request
+    try:
+        task_queue(task, job_id)
+    except Exception as exc:  # the broker is Redis too; it may refuse while the hash was written
+        job_fail(kind=kind, job_id=job_id, message=f"could not queue the job: {exc}")
+        raise JobError(f"could not queue the {what} job: {exc}") from None
+    return job_id
+
+
+def job_read(*, kind: str, job_id: str) -> dict[str, Any] | None:
+    """The job's fields (done, total and created as numbers) and `results` once done (None
+    before), or None when unknown or expired."""
+    try:
+        client = redis_client()
+        pipe = client.pipeline(transaction=False)
+        pipe.hgetall(_key(job_id, kind=kind))
+        pipe.get(_key(job_id, ":results", kind=kind))
+        raw, results = pipe.execute()
+    except Exception as exc:
+        raise JobError(f"Redis is unavailable: {exc}") from None
+    if not raw:
+        return None
+    job = {k.decode(): v.decode() for k, v in raw.items()}
+    job["done"] = int(job.get("done", 0))
+    job["total"] = int(job.get("total", 0))
+    job["created"] = float(job.get("created", 0))
+    job["results"] = orjson.loads(results) if results else None
+    return job
+
+
+def job_update(*, kind: str, job_id: str, fields: dict[str, Any]) -> None:
+    """Sets `fields` of the job's hash (status, progress)."""
+    redis_client().hset(_key(job_id, kind=kind), mapping=fields)
+
+
+def job_progress(*, kind: str, job_id: str) -> Callable[[int], None]:
+    """A callback that records how many items are done, at most every PROGRESS_EVERY_SECONDS."""
+    last_write = time.monotonic()
+
+    def progress(done: int) -> None:
+        nonlocal last_write
+        now = time.monotonic()
+        if now - last_write >= PROGRESS_EVERY_SECONDS:
+            job_update(kind=kind, job_id=job_id, fields={"done": done})
+            last_write = now
+
+    return progress
+
+
+def job_finish(*, kind: str, job_id: str, results: Any, fields: dict[str, Any]) -> None:
+    """Stores `results` and marks the job done with `fields`, in one transaction."""
+    pipe = redis_client().pipeline(transaction=True)
+    pipe.set(_key(job_id, ":results", kind=kind), orjson.dumps(results), ex=JOB_TTL)
+    pipe.hset(
+        _key(job_id, kind=kind), mapping={"status": "done", "finished": time.time(), **fields}
+    )
+    pipe.execute()
+
+
+def job_fail(*, kind: str, job_id: str, message: str) -> None:
+    """Marks the job failed with `message` (shown on the page)."""
+    try:
+        job_update(kind=kind, job_id=job_id, fields={"status": "error", "error": message})
+    except Exception:  # nothing more to record it in; the page shows "expired"
+        log.warning("%s job %s failed and Redis is down: %s", kind, job_id, message)
+
+
+# --- "Preview all pending pods" ------------------------------------------------------------------
 
 
 def preview_job_start(
@@ -49,9 +140,7 @@ def preview_job_start(
     user_id: int,
 ) -> str:
     """Records a job and queues its task; returns the job id. JobError says why not."""
-    job_id = uuid.uuid4().hex
     fields = {
-        "status": "queued",
         "policy": policy_name,
         "user": str(user_id),
         "document": document,
@@ -59,53 +148,23 @@ def preview_job_start(
         "compare": "1" if compare_document is not None else "",
         "compare_label": compare_label,
         "cluster": cluster_key,
-        "done": 0,
-        "total": 0,
-        "created": time.time(),
     }
-    try:
-        client = redis_client()
-        pipe = client.pipeline(transaction=True)
-        pipe.hset(_key(job_id), mapping=fields)
-        pipe.expire(_key(job_id), JOB_TTL)
-        pipe.execute()
-    except Exception as exc:  # redis errors: the page says so in words
-        raise JobError(f"Redis is unavailable, so background previews cannot run: {exc}") from None
-    try:
-        task_queue(PREVIEW_ALL_PENDING, job_id)
-    except Exception as exc:  # the broker is Redis too; it may refuse while the hash was written
-        preview_job_fail(job_id, f"could not queue the job: {exc}")
-        raise JobError(f"could not queue the preview job: {exc}") from None
-    return job_id
+    return job_start(
+        kind="preview", task=PREVIEW_ALL_PENDING, fields=fields, what="background previews"
+    )
 
 
 def preview_job_read(*, job_id: str) -> dict[str, Any] | None:
     """The job's status (and results once done), or None when unknown or expired."""
-    try:
-        client = redis_client()
-        pipe = client.pipeline(transaction=False)
-        pipe.hgetall(_key(job_id))
-        pipe.get(_key(job_id, ":results"))
-        raw, results = pipe.execute()
-    except Exception as exc:
-        raise JobError(f"Redis is unavailable: {exc}") from None
-    if not raw:
-        return None
-    job = {k.decode(): v.decode() for k, v in raw.items()}
-    job["done"] = int(job.get("done", 0))
-    job["total"] = int(job.get("total", 0))
-    job["created"] = float(job.get("created", 0))
-    job["compare"] = job.get("compare") == "1"
-    job["results"] = orjson.loads(results) if results else None
+    job = job_read(kind="preview", job_id=job_id)
+    if job is not None:
+        job["compare"] = job.get("compare") == "1"
     return job
 
 
 def preview_job_fail(job_id: str, message: str) -> None:
     """Marks the job failed with `message` (shown on the page)."""
-    try:
-        redis_client().hset(_key(job_id), mapping={"status": "error", "error": message})
-    except Exception:  # nothing more to record it in; the page shows "expired"
-        log.warning("preview job %s failed and Redis is down: %s", job_id, message)
+    job_fail(kind="preview", job_id=job_id, message=message)
 
 
 def _pod_result(preview: Any, pod: dict[str, Any]) -> dict[str, Any]:
@@ -131,7 +190,6 @@ def _pod_result(preview: Any, pod: dict[str, Any]) -> dict[str, Any]:
 
 def preview_job_run(*, job_id: str) -> None:
     """Evaluates the job's document for every pending pod, recording progress and results."""
-    client = redis_client()
     job = preview_job_read(job_id=job_id)
     if job is None:
         log.warning("preview job %s expired before it ran", job_id)
@@ -152,9 +210,10 @@ def preview_job_run(*, job_id: str) -> None:
     pending = pods_pending(cluster=cluster)
     truncated = max(0, len(pending) - MAX_PODS)
     pending = pending[:MAX_PODS]
-    client.hset(
-        _key(job_id),
-        mapping={
+    job_update(
+        kind="preview",
+        job_id=job_id,
+        fields={
             "status": "running",
             "total": len(pending),
             "started": time.time(),
@@ -164,7 +223,7 @@ def preview_job_run(*, job_id: str) -> None:
         },
     )
     results = []
-    last_write = time.monotonic()
+    progress = job_progress(kind="preview", job_id=job_id)
     stored = selectors.scheduler_profile_text()  # read once; parsed once per schedulerName
     for done, pod in enumerate(pending, start=1):
         preview = preview_run(
@@ -188,14 +247,5 @@ def preview_job_run(*, job_id: str) -> None:
                 "appliesBefore": c["appliesBefore"],
             }
         results.append(row)
-        now = time.monotonic()
-        if now - last_write >= PROGRESS_EVERY_SECONDS:
-            client.hset(_key(job_id), "done", done)
-            last_write = now
-    pipe = client.pipeline(transaction=True)
-    pipe.set(_key(job_id, ":results"), orjson.dumps(results), ex=JOB_TTL)
-    pipe.hset(
-        _key(job_id),
-        mapping={"status": "done", "done": len(pending), "finished": time.time()},
-    )
-    pipe.execute()
+        progress(done)
+    job_finish(kind="preview", job_id=job_id, results=results, fields={"done": len(pending)})

@@ -193,3 +193,24 @@ def policy_version_document(*, policy_name: str, number: int) -> str | None:
         .values_list("document", flat=True)
         .first()
     )
+
+
+def policy_names_serving(*, scheduler_names: list[str]) -> list[str]:
+    """Policies any of whose versions serves one of `scheduler_names` (whose recorded decisions
+    are about pods of those schedulerNames)."""
+    wanted = set(scheduler_names)
+    return sorted(
+        {
+            name
+            for name, names in PolicyVersion.objects.values_list(
+                "policy__name", "scheduler_names"
+            ).distinct()
+            if isinstance(names, list) and wanted.intersection(names)
+        }
+    )
+
+
+def decisions_recent(*, policy_names: list[str]):
+    """Decisions recorded by these policies, newest first (iterate it in chunks: a record holds
+    up to 500 nodes)."""
+    return Decision.objects.filter(policy_name__in=policy_names).order_by("-created_at", "-pk")

@@ -7,6 +7,9 @@ default) that the key's first failure starts:
 - sign-in failures per client address (SCHEDWEB_LOGIN_FAILURES_PER_IP, 30),
 - bearer-token failures per client address (SCHEDWEB_TOKEN_FAILURES_PER_IP, 30).
 
+And one counter of work: the pods a user's backtests judge (SCHEDWEB_BACKTEST_PODS_PER_WINDOW,
+`work_charge`), charged by each request's size before it runs.
+
 While a counter is at its limit, attempts it covers are refused without checking the password or
 the token (so a guess cannot succeed then) and without counting, so the window never grows: a
 lockout ends at most one window after the failure that started it. That is the bound on what an
@@ -109,3 +112,25 @@ def token_retry_after(ip: str) -> int:
 
 def token_failed(ip: str) -> None:
     _count(_token_keys(ip))
+
+
+def work_charge(*, kind: str, user_id: int, units: int, limit: int) -> int:
+    """Charges `units` of evaluation work (a backtest's pods) to the user's counter of `kind`
+    for the window. Returns 0 when charged; when the window already holds work and this would
+    pass `limit`, nothing is charged and it returns the seconds until the window ends (429,
+    Retry-After). A first request of any size is charged, so one at the largest bound always
+    runs. If Redis does not answer, nothing is charged (the request runs; the failure is logged).
+    """
+    key = _key(f"work-{kind}", str(user_id))
+    try:
+        client = redis_client()
+        held = int(client.get(key) or 0)
+        if held and held + units > limit:
+            return max(client.ttl(key), 1)
+        pipe = client.pipeline(transaction=True)
+        pipe.set(key, 0, ex=settings.SCHEDWEB_THROTTLE_WINDOW, nx=True)
+        pipe.incrby(key, units)
+        pipe.execute()
+    except redis.RedisError as exc:
+        log.warning("throttle: Redis unavailable, work not charged: %s", exc)
+    return 0

@@ -178,6 +178,9 @@ SCHEDWEB_THROTTLE_WINDOW = env_int("SCHEDWEB_THROTTLE_WINDOW", 900)
 SCHEDWEB_LOGIN_FAILURES_PER_USER = env_int("SCHEDWEB_LOGIN_FAILURES_PER_USER", 10)
 SCHEDWEB_LOGIN_FAILURES_PER_IP = env_int("SCHEDWEB_LOGIN_FAILURES_PER_IP", 30)
 SCHEDWEB_TOKEN_FAILURES_PER_IP = env_int("SCHEDWEB_TOKEN_FAILURES_PER_IP", 30)
+# Pods a user's backtests may judge per window (each request charged by its size): 20 000 is
+# eight backtests at the largest bound (2000 recorded + 500 pending) every 15 minutes.
+SCHEDWEB_BACKTEST_PODS_PER_WINDOW = env_int("SCHEDWEB_BACKTEST_PODS_PER_WINDOW", 20_000)
 
 # Cluster state: `live` (kubeconfig or in-cluster), `file` (kubectl JSON list) or `demo`.
 SCHEDWEB_KUBECONFIG = env_path("SCHEDWEB_KUBECONFIG", None)

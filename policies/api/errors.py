@@ -76,7 +76,7 @@ ERROR_CODES = {
     "precondition_required": "If-Match is required.",
     "server_error": "An internal error; it was logged.",
     "tests_failed": "Test cases failed; `results` lists them.",
-    "throttled": "Too many failed credentials from this address; see Retry-After.",
+    "throttled": "Too many failed credentials from this address, or backtests past the user's budget of pods; see Retry-After.",
     "too_large": "The request body is over the size limit.",
     "too_slow": "The evaluation ran past the time limit and was stopped.",
     "unsupported_media_type": "The request body's Content-Type is not JSON.",
@@ -250,7 +250,7 @@ COMMON_ERRORS = {
     "401": "Not authenticated.",
     "403": "The user's role does not allow this.",
     "413": "Request body too large.",
-    "429": "Too many failed credentials from this address; see Retry-After.",
+    "429": "Too many failed credentials from this address, or backtests past the user's budget of pods; see Retry-After.",
 }
 
 

@@ -4,7 +4,7 @@ from django.urls import path
 
 from policies.numbers import id_converter_register
 
-from . import cluster, views
+from . import backtest, cluster, views
 
 id_converter_register()
 
@@ -34,4 +34,6 @@ urlpatterns = [
     path("cluster", cluster.ClusterStatusView.as_view()),
     path("cluster/nodes", cluster.ClusterNodesView.as_view()),
     path("cluster/pods", cluster.ClusterPodsView.as_view()),
+    path("backtests", backtest.BacktestStart.as_view()),
+    path("backtests/<str:job_id>", backtest.BacktestDetail.as_view()),
 ]

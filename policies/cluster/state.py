@@ -563,7 +563,10 @@ class ClusterState(_Reader):
     def apply_pod(self, obj: dict) -> PodView:
         """Adds or replaces a pod, moving its usage between nodes as it binds, changes or
         terminates; returns its new view."""
-        view = pod_view(obj)
+        return self.apply_pod_view(pod_view(obj))
+
+    def apply_pod_view(self, view: PodView) -> PodView:
+        """Adds or replaces a pod from its view (one taken out for a while, exclude.py)."""
         key = pod_key(view)
         old = self._pods.get(key)
         if old is not None and not pod_is_terminated(old):

@@ -20,6 +20,7 @@
 /policies/<name>/tests/[add|run|delete]      test cases
 /policies/<name>/tests/[expect|review|accept] edit an expectation; review and accept new results
 /policies/<name>/versions/                   history, publish, rollback, deactivate
+/policies/<name>/backtest[/<job>]            backtest: recent decisions' pods and pending pods, now
 /policies/<name>/diff/?a=&b=                 the diff pickers: on to the canonical diff URL
 /policies/<name>/versions/<a>/diff/<b>       side-by-side diff (a, b: a number or draft)
 /_dev/components/[preview]                   the component gallery (404 unless DEBUG)
@@ -30,6 +31,7 @@ from django.urls import path
 from policies.numbers import id_converter_register
 
 from . import (
+    backtest_views,
     cluster_page,
     gallery,
     ops_views,
@@ -98,6 +100,12 @@ urlpatterns = [
         name="policy-tests-accept",
     ),
     path("policies/<slug:name>/versions/", views.versions_page, name="policy-versions"),
+    path("policies/<slug:name>/backtest", backtest_views.backtest_start, name="policy-backtest"),
+    path(
+        "policies/<slug:name>/backtest/<uuid:job_id>",
+        backtest_views.backtest_status,
+        name="policy-backtest-status",
+    ),
     path("policies/<slug:name>/publish", views.publish, name="policy-publish"),
     path("policies/<slug:name>/rollback", views.rollback, name="policy-rollback"),
     path("policies/<slug:name>/deactivate", views.deactivate, name="policy-deactivate"),

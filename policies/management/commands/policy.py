@@ -11,6 +11,12 @@ NAME | deactivate NAME` for git-based workflows.
     policy publish NAME -m MESSAGE         publish the draft (its test cases must pass)
     policy rollback NAME --version N       activate an earlier version again
     policy deactivate NAME                 take the policy out of service
+    policy backtest NAME [--last N] [--version V | --file PATH] [--json] [--fail-on-change]
+                                           the draft (or version V, or a file) over the pods of
+                                           the last N recorded decisions and the pending pods,
+                                           on the current cluster: one line per pod that would
+                                           differ; exit 1 on a difference only with
+                                           --fail-on-change (CI)
 
 publish, rollback and deactivate return once every live extender process serves the change
 (at most SCHEDWEB_PUBLISH_CONFIRM_SECONDS) and print which have not confirmed; the exit status
@@ -29,6 +35,7 @@ Exit status 2 when a document is invalid (every error printed) or an input canno
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -37,6 +44,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from policies import selectors, services
+from policies.backtest.jobs import BACKGROUND_SECONDS
+from policies.backtest.run import DEFAULT_LAST, DIFFERS, MAX_LAST, backtest_now, last_check
 from policies.cluster.files import read_regular_file
 from policies.engine.cel.deadline import EvaluationTimeout, budget
 from policies.engine.document import MAX_DOCUMENT_BYTES, FieldError, PolicyInvalid
@@ -97,6 +106,26 @@ class Command(BaseCommand):
         back.add_argument("--version", type=int, required=True)
         off = sub.add_parser("deactivate", help="take a policy out of service")
         off.add_argument("name")
+        bt = sub.add_parser(
+            "backtest",
+            help="judge the draft over recent decisions' pods and the pending pods, now",
+        )
+        bt.add_argument("name")
+        bt.add_argument(
+            "--last",
+            default=None,
+            metavar="N",
+            help=f"recorded decisions to read (default {DEFAULT_LAST}, at most {MAX_LAST})",
+        )
+        bt_which = bt.add_mutually_exclusive_group()
+        bt_which.add_argument("--version", type=int, help="a published version (default: draft)")
+        bt_which.add_argument("--file", metavar="PATH", help="a document file instead")
+        bt.add_argument("--json", action="store_true", help="print the whole result as JSON")
+        bt.add_argument(
+            "--fail-on-change",
+            action="store_true",
+            help="exit 1 when any pod would differ (default: exit 0 whatever differs)",
+        )
         for parser_ in (pub, back, off):
             parser_.add_argument(
                 "--user", default="", help="username recorded in the audit log (default: system)"
@@ -303,6 +332,68 @@ class Command(BaseCommand):
         except ServiceError as exc:
             raise CommandError(f"{policy.name}: {printable(exc.message)}") from None
         self._served(f"deactivated {policy.name}", served)
+
+    def _backtest(self, options) -> None:
+        policy = self._policy(options["name"])
+        if options["file"]:
+            document, label = self._read(options["file"]), options["file"]
+        elif options["version"] is not None:
+            document = selectors.policy_version_document(
+                policy_name=policy.name, number=options["version"]
+            )
+            if document is None:
+                raise CommandError(f"{policy.name} has no version {options['version']}")
+            label = f"v{options['version']}"
+        else:
+            document, label = policy.draft, "the draft"
+        try:
+            last = last_check(options["last"])
+            result = backtest_now(document=document, last=last, seconds=BACKGROUND_SECONDS)
+        except PolicyInvalid as exc:
+            self._invalid(label, exc)
+            sys.exit(2)
+        except InputError as exc:
+            details = "; ".join(f"--{d['path']}: {d['message']}" for d in exc.details or [])
+            raise CommandError(details or printable(exc.message)) from None
+        except ServiceError as exc:
+            raise CommandError(printable(exc.message)) from None
+        body = result.to_dict()
+        if options["json"]:
+            self.stdout.write(json.dumps(body, indent=2))
+        else:
+            self._backtest_text(policy.name, label, body)
+        if options["fail_on_change"] and body["summary"]["differ"]:
+            sys.exit(1)
+
+    def _backtest_text(self, name: str, label: str, body: dict) -> None:
+        """A summary line, then one line per pod that would differ."""
+        summary = body["summary"]
+        counts = ", ".join(f"{n} {c}" for c, n in summary["counts"].items() if n)
+        self.stdout.write(
+            f"{printable(name)} {printable(label)}: {summary['recorded']} recorded pods, "
+            f"{summary['pending']} pending, {summary['differ']} would differ"
+            + (f" ({counts})" if counts else "")
+        )
+        for note in (body["empty"], summary["stopped"]):
+            if note:
+                self.stdout.write(note)
+        for row in body["rows"]:
+            if row["class"] not in DIFFERS:
+                continue
+            was, now = row["recorded"], row["now"] or {}
+            if was is None:
+                before = "pending"
+            elif was["bound"] or was["feasible"]:
+                before = was["bound"] or f"{was['feasible']} feasible"
+            else:
+                before = "unschedulable"
+            after = ", ".join(now.get("pick") or []) or "unschedulable"
+            if now.get("errors"):
+                after += f" ({now['errors']} rule errors)"
+            self.stdout.write(
+                f"{row['class']}\t{printable(row['pod'])}\t"
+                f"{printable(before)} -> {printable(after)}"
+            )
 
     def _served(self, done: str, served: ServedReport) -> None:
         """What was done, then whether every extender process serves it; exit 3 if not."""

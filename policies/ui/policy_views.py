@@ -733,8 +733,10 @@ def rollback(request: HttpRequest, name: str) -> HttpResponse:
     if number is None:
         return _versions_error(request, policy, "Say which version to roll back to.", 400)
     message = request.POST.get("message", "")
-    if len(message) > 2000:
-        return _versions_error(request, policy, "Keep the reason under 2000 characters.", 400)
+    if len(message) > services.MESSAGE_MAX_CHARS:
+        return _versions_error(
+            request, policy, f"Keep the reason under {services.MESSAGE_MAX_CHARS} characters.", 400
+        )
     try:
         result = services.policy_rollback(
             actor=request.user, policy=policy, number=number, message=message

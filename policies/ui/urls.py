@@ -7,6 +7,7 @@
 /connect/                                    kube-scheduler configuration for this installation
 /connect/scheduler-profile                    POST: the configuration previews model (admin)
 /cluster/                                    nodes and pods as the engine sees them
+/help/policies/[?policy=]                     the language reference (docs/policies.md)
 /policies/                                   list (GET), create (POST)
 /policies/import                             a policy file: new policy or draft replaced (POST)
 /policies/<name>/download                    the draft with its test cases as one YAML file
@@ -34,6 +35,7 @@ from . import (
     gallery,
     ops_views,
     preview_all_views,
+    reference,
     share_views,
     test_expect_views,
     test_views,
@@ -59,6 +61,7 @@ urlpatterns = [
         name="connect-scheduler-profile",
     ),
     path("cluster/", cluster_page.cluster_page, name="cluster"),
+    path("help/policies/", reference.reference_page, name="help-policies"),
     path("policies/", views.policy_list, name="policy-list"),
     path("policies/import", transfer_views.policy_upload, name="policy-import"),
     path("policies/<slug:name>/", views.playground, name="policy-playground"),

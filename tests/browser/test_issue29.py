@@ -23,6 +23,7 @@ import pytest
 
 from policies import services
 from policies.models import AuditEvent
+from policies.ui.reference import reference
 from tests.browser.latency import playground_ready
 from tests.browser.looks import fits, sign_in_cookie
 from tests.browser.test_playground import replace_text, wait_for_preview
@@ -254,3 +255,41 @@ def test_the_versions_diff_pairs_lines_by_rule(live_server, look, context, page,
     assert page.locator("#diff tr.pg-diff-insert").count() == 3
     fits(page)
     screenshot(page, f"rule-aligned-diff-{look.id}")
+
+
+def test_the_reference_is_one_click_from_the_playground_searchable_and_its_examples_run(
+    live_server, look, context, page, screenshot
+):
+    seed003_playground(context, page, live_server)
+    page.click("#reference-link")
+    page.wait_for_url("**/help/policies/?policy=seed-003-name-length")
+    page.wait_for_selector("#reference-body h2[id='3-functions']")
+    fits(page)
+    screenshot(page, f"reference-{look.id}")
+    page.fill("#reference-search", "asApproximateFloat")
+    page.wait_for_function(
+        "document.querySelector('#reference-count').textContent.endsWith('match')"
+    )
+    assert page.locator("#quantities").is_visible()
+    assert not page.locator("#worked-example").is_visible()
+    assert not page.locator("#reference-toc a[href='#worked-example']").is_visible()
+    marks = page.locator("#reference-body mark")
+    assert marks.count() >= 2 and marks.first.inner_text() == "asApproximateFloat"
+    fits(page)
+    screenshot(page, f"reference-search-{look.id}")
+    page.press("#reference-search", "Escape")
+    page.locator("#worked-example").wait_for()
+    assert marks.count() == 0
+    # the quantities section's first CEL block, run in the playground
+    example = next(
+        e for e in reference()[1].values() if e.block.section == "quantities" and e.kind == "cel"
+    )
+    page.goto(f"{live_server.url}/help/policies/?policy=seed-003-name-length#quantities")
+    page.click(f"[data-try='{example.number}']")
+    page.wait_for_url(f"**/policies/seed-003-name-length/?example={example.number}")
+    playground_ready(page)
+    assert page.input_value("#policy-editor") == example.document(name="seed-003-name-length")
+    assert page.locator("#example-banner").is_visible()
+    assert page.locator("#dirty-flag").is_visible()  # unsaved: the draft is as it was
+    fits(page)
+    assert page.console_errors == []

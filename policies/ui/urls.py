@@ -14,6 +14,7 @@
 /policies/<name>/                            playground
 /policies/<name>/preview                     live preview fragment (POST)
 /policies/<name>/pods?q=                     pod search for the playground's picker (fragment)
+/policies/<name>/node-edit                   the node editor's form and its what-if edits (POST)
 /policies/<name>/share                       a share link of the playground's state (POST)
 /s/<token>/                                  a share link: opens its state in the playground
 /policies/<name>/draft                       save the draft with If-Match (POST)
@@ -33,6 +34,7 @@ from policies.numbers import id_converter_register
 from . import (
     cluster_page,
     gallery,
+    node_editor,
     ops_views,
     preview_all_views,
     reference,
@@ -68,6 +70,7 @@ urlpatterns = [
     path("policies/<slug:name>/preview", views.preview, name="policy-preview"),
     path("policies/<slug:name>/pods", views.pod_search, name="policy-pod-search"),
     path("policies/<slug:name>/download", transfer_views.policy_download, name="policy-download"),
+    path("policies/<slug:name>/node-edit", node_editor.node_edit, name="policy-node-edit"),
     path("policies/<slug:name>/share", share_views.share_create, name="policy-share"),
     path("s/<str:token>/", share_views.share_open, name="share-open"),
     path("policies/<slug:name>/draft", views.draft_save, name="policy-draft-save"),

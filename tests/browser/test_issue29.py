@@ -293,3 +293,61 @@ def test_the_reference_is_one_click_from_the_playground_searchable_and_its_examp
     assert page.locator("#dirty-flag").is_visible()  # unsaved: the draft is as it was
     fits(page)
     assert page.console_errors == []
+
+
+def _in_dialog(page) -> bool:
+    return page.evaluate("!!document.activeElement.closest('#node-editor')")
+
+
+def test_the_node_editor_writes_what_if_edits_and_works_on_a_phone_and_by_keyboard(
+    live_server, look, context, page, screenshot
+):
+    seed003_playground(context, page, live_server)
+    dialog = page.locator("#node-editor")
+    page.click("#nodes [data-edit-node='b-large-1']")  # the row action
+    dialog.locator("#node-editor-form").wait_for()
+    assert _in_dialog(page)
+    for _ in range(40):  # focus stays in the dialog, however far one tabs
+        page.keyboard.press("Tab")
+        assert _in_dialog(page)
+    page.click("#node-editor [data-row-add='label']")
+    page.keyboard.type("disk")
+    page.keyboard.press("Tab")
+    page.keyboard.type("ssd")
+    page.check("#ne-unschedulable")
+    page.fill("#ne-cpu", "lots")
+    page.fill("#ne-copy-name", "b-large-1-with-a-long-name-for-the-copy-of-it")
+    page.click("#node-editor-apply")
+    error = dialog.locator("#ne-cpu-err")
+    error.wait_for()
+    assert (
+        error.inner_text()
+        == "cpu: 'lots': expected a number with an optional suffix such as m, Ki, Mi, Gi, k, M, G or e3"
+    )
+    assert page.evaluate("document.activeElement.id") == "ne-cpu"  # the wrong field first
+    fits(page)
+    screenshot(page, f"node-editor-error-{look.id}")
+    page.fill("#ne-cpu", "8")
+    page.click("#node-editor-apply")
+    dialog.wait_for(state="hidden")
+    lines = page.input_value("#what-if").splitlines()
+    assert lines == [
+        "- label: {node: b-large-1, key: disk, value: ssd}",
+        "- cordon: b-large-1",
+        "- allocatable: {node: b-large-1, cpu: '8'}",
+        "- addNode: {name: b-large-1-with-a-long-name-for-the-copy-of-it, like: b-large-1}",
+    ]
+    page.locator("#preview-result .pg-what-if-edit").nth(3).wait_for()
+    page.locator("#nodes tr[data-node='b-large-1-with-a-long-name-for-the-copy-of-it']").wait_for()
+    fits(page)
+    # the drill-down's button opens the node as the edits left it; Escape closes
+    page.click("#nodes .pg-drill-open[data-node='b-large-1']")
+    page.click("#node-drill [data-edit-node='b-large-1']")
+    dialog.locator("#node-editor-form").wait_for()
+    assert page.is_checked("#ne-unschedulable") and page.input_value("#ne-cpu") == "8"
+    fits(page)
+    screenshot(page, f"node-editor-{look.id}")
+    page.keyboard.press("Escape")
+    dialog.wait_for(state="hidden")
+    assert page.evaluate("document.activeElement.dataset.editNode") == "b-large-1"
+    assert [e for e in page.console_errors if "status of 422" not in e] == []

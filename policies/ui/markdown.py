@@ -132,9 +132,9 @@ class _Renderer:
         self.blocks.append(block)
         lang = f' data-lang="{html.escape(language)}"' if language else ""
         actions = self.code_actions(block) if self.code_actions else ""
-        out.append(
+        out.append(  # tabindex: a block wider than the screen scrolls by keyboard too (axe)
             f'<div class="md-code" id="example-{block.index}"{lang}>'
-            f"<pre><code>{html.escape(block.text)}</code></pre>{actions}</div>"
+            f'<pre tabindex="0"><code>{html.escape(block.text)}</code></pre>{actions}</div>'
         )
         return end + 1
 

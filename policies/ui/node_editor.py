@@ -107,19 +107,23 @@ def _answer(
     """The fragment; each row and field carries its own error (the field path says which)."""
     errors = errors or {}
     if form is not None:
+        labels = [
+            {"key": k, "value": v, "errors": _row_errors(errors, f"labels[{i}]")}
+            for i, (k, v) in enumerate(form.labels)
+        ]
+        taints = [
+            {
+                "key": k,
+                "value": v,
+                "effect": e,
+                "errors": _row_errors(errors, f"taints[{i}]", ("key", "value", "effect")),
+            }
+            for i, (k, v, e) in enumerate(form.taints)
+        ]
         context.update(
-            labels=[
-                {"key": k, "value": v, "errors": _row_errors(errors, f"labels[{i}]")}
-                for i, (k, v) in enumerate(form.labels)
-            ],
-            taints=[
-                {
-                    "key": k,
-                    "value": v,
-                    "effect": e,
-                    "errors": _row_errors(errors, f"taints[{i}]", ("key", "value", "effect")),
-                }
-                for i, (k, v, e) in enumerate(form.taints)
+            groups=[
+                {"kind": "label", "title": "Label", "rows": labels, "error": errors.get("labels")},
+                {"kind": "taint", "title": "Taint", "rows": taints, "error": errors.get("taints")},
             ],
             resources=[
                 {"name": r, "value": form.allocatable.get(r, ""), "error": errors.get(r, "")}
@@ -134,7 +138,6 @@ def _answer(
         effects=EFFECTS,
         problem=context.get("problem") or errors.get("form", ""),
         copy_error=errors.get("copyName", ""),
-        list_error=errors.get("labels") or errors.get("taints") or "",
         error_count=len(errors),
     )
     return render(request, "policies/_node_editor.html", context, status=status)

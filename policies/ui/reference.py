@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import html
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,6 +104,52 @@ def reference() -> tuple[Rendered, dict[int, Example]]:
 
     rendered = markdown_render(REFERENCE.read_text(encoding="utf-8"), code_actions=actions)
     return rendered, examples
+
+
+# What a type error names -> the reference's section about it (policies/engine/cel/plain.py and
+# the checker word them): operators, a resource, a field of pod or node, a type's methods.
+_OPERATOR = re.compile(r"^'[^']+' (cannot|does not)|^'in' |both sides must|cannot be indexed")
+_METHODS_OF = {
+    "string": "strings-and-regex-the-kubernetes-cel-libraries",
+    "Quantity": "quantities",
+    "list": "lists-and-math",
+    "Cluster": "cluster-helpers",
+}
+_CALLED = re.compile(r"\b(\w+)\(\.{0,3}\)")  # size(...), math.greatest(), Cluster.countPods(...)
+
+
+def section_for(message: str) -> str:
+    """The slug of the reference's section that explains a type error, or ""."""
+    if message.startswith("unknown resource"):
+        return "resources"
+    if field := re.match(r"undefined field '\w+' on (Pod|Node)\b", message):
+        return field.group(1).lower()
+    if _OPERATOR.search(message):
+        return "4-semantics-worth-knowing"
+    if method := re.match(r"unknown method '\w+' on (\w+)", message):
+        return _METHODS_OF.get(method.group(1), "3-functions")
+    if message.startswith("unknown function"):
+        return "3-functions"
+    called = _CALLED.search(message)
+    return _function_sections().get(called.group(1), "") if called else ""
+
+
+@functools.cache
+def _function_sections() -> dict[str, str]:
+    """Each function or method name -> the first section of "3. Functions" that lists it."""
+    rendered, _ = reference()
+    headings = iter(rendered.headings)
+    slug, inside, fenced, index = "", False, False, {}
+    for line in REFERENCE.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(r"#{1,6}\s", line):
+            slug = next(headings).slug
+            inside = slug == "3-functions" or (inside and not line.startswith("## "))
+        elif inside and line.startswith("|"):
+            for name in re.findall(r"`[^`]*?\b(\w+)\(", line):
+                index.setdefault(name, slug)
+    return index
 
 
 def example_get(number: int) -> Example:

@@ -110,8 +110,9 @@ def test_code_blocks_are_listed_with_their_language_line_section_and_actions():
         "funcs",
     )
     assert (second.index, second.language, second.line) == (1, "sh", 7)
-    assert '<div class="md-code" id="example-0" data-lang="cel"><pre><code>1 + 1 // =&gt; 2\n' in (
-        rendered.html
+    assert (
+        '<div class="md-code" id="example-0" data-lang="cel"><pre tabindex="0"><code>1 + 1 // =&gt; 2\n'
+        in (rendered.html)
     )
     assert "</code></pre><b>0</b></div>" in rendered.html
 

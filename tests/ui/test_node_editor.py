@@ -138,3 +138,10 @@ def test_the_table_and_the_drill_down_offer_to_edit_each_node(viewer):
     assert 'class="pg-node-edit" data-edit-node="b-large-1"' in page
     assert 'class="btn btn--sm pg-drill-edit" data-edit-node="b-large-1"' in page
     assert '<dialog id="node-editor"' in page
+
+
+def test_more_rows_than_a_node_carries_are_refused_in_words(viewer):
+    keys = [f"k{i}" for i in range(101)]
+    answer = viewer.post(URL, _form("b-large-1", label_key=keys, label_value=keys), **HTMX)
+    assert answer.status_code == 422
+    assert '<p class="field-error">Labels: at most 100</p>' in answer.content.decode()

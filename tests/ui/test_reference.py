@@ -152,3 +152,47 @@ def test_the_playground_links_to_the_reference(clients, seed003):
     page = clients["viewer"].get("/policies/seed-003-name-length/").content.decode()
     assert 'id="reference-link"' in page
     assert 'href="/help/policies/?policy=seed-003-name-length"' in page
+
+
+@pytest.mark.parametrize(
+    ("expression", "section"),
+    [
+        ("timestamp(1) > 0", "3-functions"),
+        ('"a".format([]) == ""', "strings-and-regex-the-kubernetes-cel-libraries"),
+        ('quantity("1").foo() == 1', "quantities"),
+        ("pod.requests.cpuu > 1", "resources"),
+        ('node.labelz["a"] == "b"', "node"),
+        ('pod.labelz["a"] == "b"', "pod"),
+        ('pod.labels["a"] < 3', "4-semantics-worth-knowing"),
+        ("1 + 1.0 > 0", "4-semantics-worth-knowing"),
+        ('math.greatest("a") == 1', "lists-and-math"),
+        ("[1].sum(2) == 1", "lists-and-math"),
+        ("cluster.countPods(1, {}) > 0", "cluster-helpers"),
+        ("size(1) > 0", "standard-cel"),
+    ],
+)
+def test_a_type_error_links_to_the_section_that_explains_what_it_names(expression, section):
+    from policies.ui.reference import section_for
+
+    document = (
+        "name: x\nschedulerNames: [schedweb]\nfilters:\n  - name: f\n"
+        f"    expression: '{expression}'\n"
+    )
+    [error] = validate_policy(document)
+    assert error.kind == "type"
+    assert section_for(error.message) == section
+    assert section in {h.slug for h in reference()[0].headings}
+
+
+def test_the_playgrounds_problem_list_links_a_type_error_to_the_reference(clients, seed003):
+    document = seed003.draft.replace("size(pod.name) < 5", "pod.labels['tier'] < 5")
+    answer = clients["viewer"].post(
+        "/policies/seed-003-name-length/preview",
+        {"document": document, "pod": "default/abc"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert answer.status_code == 422
+    assert (
+        '<a class="pg-problem-help" href="/help/policies/?policy=seed-003-name-length'
+        '#4-semantics-worth-knowing" target="_blank" rel="noopener"'
+    ) in answer.content.decode()

@@ -53,6 +53,8 @@ from policies.schedmodel.profile import ProfileInvalid, profile_parse
 
 log = logging.getLogger(__name__)
 
+MESSAGE_MAX_CHARS = 2000  # a publish message or a rollback reason: what the audit log keeps
+
 
 def _audit(
     *, actor, action: str, policy_name: str = "", version: int | None = None, **detail: Any
@@ -266,8 +268,8 @@ def policy_publish(
             "a publish message is required: say what changed and why",
             details=[FieldError("message", "required").to_dict()],
         )
-    if len(message) > 2000:
-        raise ServiceError("the publish message is longer than 2000 characters")
+    if len(message) > MESSAGE_MAX_CHARS:
+        raise ServiceError(f"the publish message is longer than {MESSAGE_MAX_CHARS} characters")
     with transaction.atomic():
         _lock_publishing()
         locked = Policy.objects.select_for_update().get(pk=policy.pk)
@@ -331,6 +333,12 @@ def policy_revision_from_etag(
 def policy_rollback(*, actor, policy: Policy, number: int, message: str = "") -> RollbackResult:
     """Activates an earlier version again (versions are never edited); `message`, why (optional,
     like publish's), is kept in the audit log."""
+    message = message.strip()
+    if len(message) > MESSAGE_MAX_CHARS:
+        raise InputError(
+            f"the rollback reason is longer than {MESSAGE_MAX_CHARS} characters",
+            details=[FieldError("message", f"at most {MESSAGE_MAX_CHARS} characters").to_dict()],
+        )
     version = PolicyVersion.objects.filter(policy=policy, number=number).first()
     if version is None:
         raise NotFound(f"policy {policy.name} has no version {number}")
@@ -361,7 +369,7 @@ def policy_rollback(*, actor, policy: Policy, number: int, message: str = "") ->
             policy_name=policy.name,
             version=number,
             previous=current.version.number if current else None,
-            **({"message": message.strip()} if message.strip() else {}),
+            **({"message": message} if message else {}),
         )
         distribution = _distribute_after_commit()
     return RollbackResult(activation=activation, served=distribution.served())

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -264,3 +264,16 @@ def whatif_apply(
     described = [edit.apply(i, kind, arg) for i, (kind, arg) in enumerate(edits)]
     node_edits = any(kind != "podRequests" for kind, _ in edits)
     return (edit.cluster(cluster) if node_edits else cluster), edit.pod, described
+
+
+def whatif_nodes(*, cluster: LoadedCluster, text: str) -> LoadedCluster:
+    """The cluster as the what-if text's node edits leave it (its pod edits aside): what the
+    playground's node editor starts from. InputError as for a preview."""
+    edits = whatif_parse(text)
+    if all(kind == "podRequests" for kind, _ in edits):
+        return cluster
+    edit = _Edit(cluster, cast(PodView, {}))  # no pod: podRequests edits are skipped
+    for i, (kind, arg) in enumerate(edits):
+        if kind != "podRequests":
+            edit.apply(i, kind, arg)
+    return edit.cluster(cluster)

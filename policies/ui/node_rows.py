@@ -31,6 +31,11 @@ _NOT_SENT = (
     "never sees it; the verdict is the policy's over the whole snapshot\">not sent</span>"
 )
 _DETAIL = "pg-col-detail"  # hidden until "All columns" is ticked
+_PENCIL = (  # the row action that opens the node editor (policies/ui/node_editor.py)
+    '<svg width="12" height="12" viewBox="0 0 16 16" aria-hidden="true"><path d="M11 2.5l2.5 '
+    '2.5L5 13.5H2.5V11z" fill="none" stroke="currentColor" stroke-width="1.5" '
+    'stroke-linejoin="round"/></svg>'
+)
 
 
 def _ks_verdict(row: dict[str, Any]) -> str:
@@ -178,7 +183,10 @@ def node_rows_html(
             f'<td class="num faint pg-col-rank">{row["rank"]}</td>'
             f'<td class="mono pg-col-node"><button type="button" class="pg-drill-open" '
             f'data-node="{node}" aria-controls="node-drill" title="Open the node\'s arithmetic">'
-            f"{node}</button>{_PICK if row['pick'] else ''}</td>"
+            f"{node}</button>{_PICK if row['pick'] else ''}"
+            f'<button type="button" class="pg-node-edit" data-edit-node="{node}" '
+            f'aria-label="Edit node {node} (what-if)" title="Edit this node (what-if)">'
+            f"{_PENCIL}</button></td>"
             f"{_final(row, compare_label)}{_ks_verdict(row)}{_plugins_sum(row)}"
             f"{_policy(row, compare_label)}{_policy_score(row)}"
             f'<td class="num pg-col-prank" data-sort-value="{row["policy_rank"]}" '
@@ -306,7 +314,8 @@ def node_drills_html(*, drills: list[dict[str, Any]]) -> SafeString:
             f'<section class="pg-drill" data-drill="{node}" aria-label="Node {node}">'
             f"<h4 class='mono'>{node}"
             + (" <span class='pg-winner'>★</span> kube-scheduler's pick" if row["pick"] else "")
-            + "</h4>"
+            + f'<button type="button" class="btn btn--sm pg-drill-edit" data-edit-node="{node}">'
+            "Edit this node…</button></h4>"
             f"<div class='pg-drill-grid'><div><h5>Labels</h5><dl class='pg-kv'>{labels}</dl>"
             f"<h5>Taints</h5><ul class='pg-list'>{taints}</ul>"
             f"<p class='faint'>{'cordoned · ' if d['unschedulable'] else ''}{d['pods']} pods</p>"

@@ -66,6 +66,7 @@ from .preview import (
     pod_resolve,
     preview_build,
 )
+from .reference import example_from
 
 RECENT_PODS = 10
 PICKER_PENDING_MAX = 200
@@ -370,6 +371,12 @@ def playground(request: HttpRequest, name: str) -> HttpResponse:
     if share is not None:  # a share link: its text, pod and cluster (the draft stays as it is)
         document, editing = share.document, None
         state = {"cluster": share.cluster, "pod": share.pod, "pasted": share.pasted}
+    example = example_from(request)
+    if example is not None:  # a reference example, unsaved in the editor (the draft stays)
+        if example.kind == "pod":
+            state = {**state, "pod": "pasted", "pasted": example.block.text}
+        else:
+            document, editing = example.document(name=policy.name), None
     cluster_key = request.GET.get("cluster", state.get("cluster", ""))
     if cluster_key not in CLUSTER_KEYS:
         cluster_key = ""
@@ -424,6 +431,7 @@ def playground(request: HttpRequest, name: str) -> HttpResponse:
         "options": options,
         "share": share,
         "share_note": share_note,
+        "example": example,
         "what_if": what_if,
         "recorded_pod": bool(recorded),
         "choice": choice,
@@ -733,8 +741,10 @@ def rollback(request: HttpRequest, name: str) -> HttpResponse:
     if number is None:
         return _versions_error(request, policy, "Say which version to roll back to.", 400)
     message = request.POST.get("message", "")
-    if len(message) > 2000:
-        return _versions_error(request, policy, "Keep the reason under 2000 characters.", 400)
+    if len(message) > services.MESSAGE_MAX_CHARS:
+        return _versions_error(
+            request, policy, f"Keep the reason under {services.MESSAGE_MAX_CHARS} characters.", 400
+        )
     try:
         result = services.policy_rollback(
             actor=request.user, policy=policy, number=number, message=message

@@ -46,6 +46,7 @@ from policies.schedmodel.pipeline import SCORE_PLUGINS
 from .forms import PodChoice
 from .markers import error_markers, evaluation_markers
 from .node_rows import node_drills_html, node_rows_html
+from .reference import section_for
 
 MAX_ROWS = 1000  # node rows rendered; bigger clusters show the best passing nodes first
 MAX_DRILLS = 200  # rows with a drill-down (variables are evaluated again per node)
@@ -492,6 +493,7 @@ def _problem_dicts(errors: list[FieldError]) -> list[dict[str, Any]]:
             "message": e.message,
             "cel_message": e.cel_message,
             "kind": e.kind,
+            "section": section_for(e.message) if e.kind == "type" else "",
             "where": f"line {e.doc_line}" + (f", column {e.doc_column}" if e.doc_column else "")
             if e.doc_line
             else "",

@@ -7,12 +7,14 @@
 /connect/                                    kube-scheduler configuration for this installation
 /connect/scheduler-profile                    POST: the configuration previews model (admin)
 /cluster/                                    nodes and pods as the engine sees them
+/help/policies/[?policy=]                     the language reference (docs/policies.md)
 /policies/                                   list (GET), create (POST)
 /policies/import                             a policy file: new policy or draft replaced (POST)
 /policies/<name>/download                    the draft with its test cases as one YAML file
 /policies/<name>/                            playground
 /policies/<name>/preview                     live preview fragment (POST)
 /policies/<name>/pods?q=                     pod search for the playground's picker (fragment)
+/policies/<name>/node-edit                   the node editor's form and its what-if edits (POST)
 /policies/<name>/share                       a share link of the playground's state (POST)
 /s/<token>/                                  a share link: opens its state in the playground
 /policies/<name>/draft                       save the draft with If-Match (POST)
@@ -34,8 +36,10 @@ from . import (
     backtest_views,
     cluster_page,
     gallery,
+    node_editor,
     ops_views,
     preview_all_views,
+    reference,
     share_views,
     test_expect_views,
     test_views,
@@ -61,12 +65,14 @@ urlpatterns = [
         name="connect-scheduler-profile",
     ),
     path("cluster/", cluster_page.cluster_page, name="cluster"),
+    path("help/policies/", reference.reference_page, name="help-policies"),
     path("policies/", views.policy_list, name="policy-list"),
     path("policies/import", transfer_views.policy_upload, name="policy-import"),
     path("policies/<slug:name>/", views.playground, name="policy-playground"),
     path("policies/<slug:name>/preview", views.preview, name="policy-preview"),
     path("policies/<slug:name>/pods", views.pod_search, name="policy-pod-search"),
     path("policies/<slug:name>/download", transfer_views.policy_download, name="policy-download"),
+    path("policies/<slug:name>/node-edit", node_editor.node_edit, name="policy-node-edit"),
     path("policies/<slug:name>/share", share_views.share_create, name="policy-share"),
     path("s/<str:token>/", share_views.share_open, name="share-open"),
     path("policies/<slug:name>/draft", views.draft_save, name="policy-draft-save"),

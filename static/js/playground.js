@@ -264,6 +264,73 @@
     area.dispatchEvent(new Event("input", { bubbles: true }));
   });
 
+  // The node editor (policies/ui/node_editor.py): a row's or a drill-down's [data-edit-node]
+  // loads the node's form into the modal <dialog> (showModal: the page behind is inert, so
+  // focus stays in it; Escape closes it); an applied form answers with what-if lines, appended
+  // to the what-if text (the one source of truth), which reruns the preview.
+  let nodeEditorOpener = null;
+  document.addEventListener("click", (e) => {
+    const opener = e.target.closest("[data-edit-node]");
+    const dialog = $("#node-editor");
+    if (opener && dialog) {
+      nodeEditorOpener = opener.closest("#node-drill") ? null : opener;
+      $("#node-editor-node").value = opener.dataset.editNode;
+      htmx.trigger("#node-editor-open", "submit");
+      return;
+    }
+    const add = e.target.closest("[data-row-add]");
+    if (add) {
+      const row = $(`#ne-row-${add.dataset.rowAdd}`).content.firstElementChild.cloneNode(true);
+      $(`[data-rows="${add.dataset.rowAdd}"]`).append(row);
+      row.querySelector("input").focus();
+      return;
+    }
+    const remove = e.target.closest("[data-row-remove]");
+    if (remove) {
+      const group = remove.closest("fieldset");
+      remove.closest("[data-row]").remove();
+      group.querySelector("[data-row-add]").focus();
+    }
+  });
+
+  document.body.addEventListener("htmx:afterSwap", (e) => {
+    const dialog = $("#node-editor");
+    if (!dialog || e.detail.target !== dialog) return;
+    const edits = $("#node-editor-edits");
+    if (edits) {
+      const area = $("#what-if");
+      const text = area.value.replace(/\s+$/, "");
+      area.value = (text ? `${text}\n` : "") + JSON.parse(edits.textContent).replace(/\n$/, "");
+      $("#what-if-panel").open = true;
+      dialog.close();
+      area.dispatchEvent(new Event("input", { bubbles: true }));
+      return;
+    }
+    if (!dialog.open) dialog.showModal();
+    const first = dialog.querySelector("[aria-invalid='true']") || dialog.querySelector("input:not([type=hidden]), button");
+    if (first) first.focus();
+  });
+
+  // Tab and Shift+Tab wrap around inside the dialog (showModal makes the page inert, but Tab
+  // past the last control would leave for the browser's own UI).
+  document.addEventListener("keydown", (e) => {
+    const dialog = e.key === "Tab" && e.target.closest?.("#node-editor");
+    if (!dialog) return;
+    const stops = [...dialog.querySelectorAll("button, input:not([type=hidden]), select, a[href]")]
+      .filter((el) => !el.disabled && el.offsetParent !== null);
+    const [first, last] = [stops[0], stops[stops.length - 1]];
+    if (e.shiftKey ? e.target === first : e.target === last) {
+      e.preventDefault();
+      (e.shiftKey ? last : first).focus();
+    }
+  });
+
+  document.addEventListener("close", (e) => {
+    if (e.target.id !== "node-editor") return;
+    const back = nodeEditorOpener && document.contains(nodeEditorOpener) ? nodeEditorOpener : null;
+    (back || $(`[data-edit-node="${CSS.escape($("#node-editor-node").value)}"]`))?.focus();
+  }, true);
+
   // Pod search: a found pod becomes the picker's choice (in a "Found" group) and is previewed.
   document.addEventListener("click", (e) => {
     const match = e.target.closest(".pg-pod-match");

@@ -18,7 +18,7 @@ from django.db import transaction
 from policies import services
 from policies.extender import runtime as runtime_module
 from policies.extender.runtime import reset_runtime, runtime
-from policies.models import Policy
+from policies.models import AuditEvent, Policy
 from policies.publishing import served_record
 from tests.conftest import make_user
 from tests.redisdb import redis_database
@@ -209,6 +209,30 @@ def test_the_cli_exits_3_naming_a_process_that_did_not_confirm(stalled):
     assert code == 3 and out == "published least v1 (0 test cases passed)\n"
     assert err.splitlines()[0].startswith("not confirmed within 0.3 s by 1 of 2 extender processes")
     assert err.splitlines()[-1] == f"  not confirmed: {stalled}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_cli_rollback_keeps_its_optional_reason_in_the_audit_log_as_the_page_does(extender):
+    _published(versions=2)
+    code, out, _ = _cli("rollback", "least", "--version", "1", "-m", "  v2 broke gpu pods  ")
+    assert code == 0 and out.startswith("rolled back least to v1\n")
+    event = AuditEvent.objects.get(action="policy.rollback")
+    assert (event.version, event.detail["message"]) == (1, "v2 broke gpu pods")
+    assert _cli("rollback", "least", "--version", "2")[0] == 0  # no reason: none recorded
+    assert "message" not in AuditEvent.objects.filter(action="policy.rollback").latest("pk").detail
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_cli_refuses_a_rollback_reason_over_2000_characters_and_changes_nothing(extender):
+    from django.core.management.base import CommandError
+
+    from policies.selectors import policy_get_active
+
+    policy = _published(versions=2)
+    with pytest.raises(CommandError, match="least: the rollback reason is longer than 2000"):
+        call_command("policy", "rollback", "least", "--version", "1", "--message", "x" * 2001)
+    assert policy_get_active(policy=policy).number == 2
+    assert not AuditEvent.objects.filter(action="policy.rollback").exists()
 
 
 @pytest.mark.django_db

@@ -34,6 +34,8 @@ PAGES = [
     "/policies/?pod=default/abc",  # the Cluster page's Preview…: choose a policy
     "/api/docs/",
     "/policies/no-such-policy/",  # the 404 page inside the app's chrome
+    "/help/policies/?policy=bin-packing",  # the language reference
+    "/policies/bin-packing/?example=0",  # a reference example in the playground, unsaved
 ]
 
 

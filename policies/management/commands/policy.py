@@ -9,7 +9,8 @@ NAME | deactivate NAME` for git-based workflows.
                                            FILE); exit 1 on a failure or when there is no test
                                            case at all (CI)
     policy publish NAME -m MESSAGE         publish the draft (its test cases must pass)
-    policy rollback NAME --version N       activate an earlier version again
+    policy rollback NAME --version N [-m REASON]   activate an earlier version again; the
+                                           reason (optional) is kept in the audit log
     policy deactivate NAME                 take the policy out of service
     policy backtest NAME [--last N] [--version V | --file PATH] [--json] [--fail-on-change]
                                            the draft (or version V, or a file) over the pods of
@@ -104,6 +105,12 @@ class Command(BaseCommand):
         back = sub.add_parser("rollback", help="activate an earlier version again")
         back.add_argument("name")
         back.add_argument("--version", type=int, required=True)
+        back.add_argument(
+            "-m",
+            "--message",
+            default="",
+            help="why (optional, like publish's message); kept in the audit log",
+        )
         off = sub.add_parser("deactivate", help="take a policy out of service")
         off.add_argument("name")
         bt = sub.add_parser(
@@ -319,7 +326,10 @@ class Command(BaseCommand):
         policy = self._policy(options["name"])
         try:
             result = services.policy_rollback(
-                actor=self._actor(options), policy=policy, number=options["version"]
+                actor=self._actor(options),
+                policy=policy,
+                number=options["version"],
+                message=options["message"],
             )
         except ServiceError as exc:
             raise CommandError(f"{policy.name}: {printable(exc.message)}") from None

@@ -270,9 +270,12 @@ class Offload:
             answer = await reader.readexactly(length)
             reusable = True
             return status, answer, policy
-        except (OSError, asyncio.IncompleteReadError, struct.error):
+        except (OSError, RuntimeError, asyncio.IncompleteReadError, struct.error):
             # A worker died (killed, out of memory): this request fails, a new one takes its
-            # place. A cancelled request also lands in `finally` with reusable False: the
+            # place. uvloop raises RuntimeError ("the handler is closed") on a write once the
+            # channel's transport has seen the dead worker's EOF and closed, where asyncio's own
+            # loop drops the write and fails the drain: which one depends on whether the loop ran
+            # between the death and the write (on a loaded machine, 3 of 8 runs got a 500). A cancelled request also lands in `finally` with reusable False: the
             # worker may still answer it, so it is not given another request.
             log.error("extender offload: a worker process died or broke its channel; replacing it")
             return BUSY, protocol.error_body("the large-body worker failed; retry", code="busy"), ""

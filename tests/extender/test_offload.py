@@ -418,7 +418,8 @@ def test_a_worker_that_dies_fails_only_its_body_and_is_replaced(listener):
         time.sleep(0.05)
     body = _padded_filter(go_pod("abc"))
     status, answer, _policy = _post(listener, "filter", body)
-    assert (status, orjson.loads(answer)["error"]) == (503, "busy")
+    assert status == 503, answer  # never a 500 (uvloop's closed transport, issue 22's stress)
+    assert orjson.loads(answer)["error"] == "busy"
     status, answer, _policy = _post(listener, "filter", body)  # a new worker's
     assert (status, answer) == (200, runtime().extender.filter(body).body)
     assert _workers(server) and worker not in _workers(server)

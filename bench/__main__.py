@@ -18,6 +18,7 @@ SUITES = [
     "playground",
     "admission",
     "sizing",
+    "shadow",
 ]
 
 

@@ -174,6 +174,12 @@ def shadow_judge(
     error = ""
     try:
         with deadline(slice_seconds, clock=clock):
+            if job.evaluation.applies and not job.evaluation.scored:
+                # filter answered without scores (full Node objects, a pod too large to
+                # cache): the active version's preferred node needs them, within the slice
+                job.evaluation = job.active.compiled.evaluate(
+                    job.pod, job.nodes, job.state, memo=True
+                )
             evaluation = job.shadow.compiled.evaluate(job.pod, job.nodes, job.state, memo=True)
         difference = compare(job.evaluation, evaluation)
     except EvaluationTimeout:

@@ -251,3 +251,48 @@ def test_shadow_records_are_stored_beside_decisions_bounded_and_kept_out_of_thei
     Decision.objects.update(created_at=first.created_at.replace(year=2000))
     services.decisions_prune(older_than_days=7)
     assert not Decision.objects.exists()
+
+
+def test_a_filter_answered_without_scores_is_compared_by_preferred_node_too(extender_redis):
+    # full Node objects (nodeCacheCapable false): filter evaluates without scores
+    _install(extender_redis, shadow=PACKING)
+    state = runtime_by_hand()
+    state.decisions.take()
+    _answer("filter", args_body(go_pod("web-1"), full=True))
+    (record,) = _records(state)
+    assert record["outcome"] == "moved"
+    assert record["shadow"]["difference"]["activeTop"] != []
+
+
+# Quadratic in the pod's labels: within its estimate for the 64 labels declared, far over the
+# cost budget for a pod with 2000 (the exact path counts cost: 2000 x 2000 steps).
+COSTLY = ROOM.replace(
+    "filters:\n",
+    "filters:\n  - name: costly\n"
+    "    expression: 'pod.labels.all(k, pod.labels.exists(j, j == k + \"x\") || true)'\n",
+)
+
+
+def test_a_shadow_over_the_cel_budget_on_every_pod_changes_no_answer_and_stays_in_its_slice(
+    extender_redis, settings
+):
+    from tests.clocks import cpu_bound
+
+    settings.SCHEDWEB_CEL_COST_LIMIT = 300_000  # the estimate for 64 labels: 287 107
+    labels = {f"l{i}": "v" for i in range(2000)}
+    pods = [go_pod(f"many-{i}", labels=labels) for i in range(4)]
+    _install(extender_redis, shadow=None)
+    state = runtime_by_hand()
+    without = [_answer("filter", args_body(p)) for p in pods]
+    _install(extender_redis, shadow=COSTLY)
+    state.extender.shared.clear()
+    state.decisions.take()
+    # Each shadow evaluation stops at its slice (25 ms of CPU) or the cost budget, whichever
+    # first: the four pods' answers and shadow work stay far below what the shadow alone would
+    # take unbounded (the budget on each of the 36 nodes, seconds per pod).
+    with cpu_bound(2.0):
+        with_shadow = [_answer("filter", args_body(p)) for p in pods]
+    assert with_shadow == without
+    records = _records(state)
+    assert [r["outcome"] for r in records] == ["error"] * len(pods)
+    assert all(r["shadow"].get("error") or r["shadow"]["difference"]["errors"] for r in records)

@@ -387,3 +387,31 @@ def test_recent_changes_say_each_shadow_step_in_words():
     assert "pub published a shadow version of least v2 try v2 beside v1" in text
     assert "pub promoted the shadow version of least v2 v2 rejects nothing new" in text
     assert "pub ended the shadow version of least v3 discarded: too strict" in text
+
+
+@pytest.mark.django_db
+def test_a_huge_shadow_document_is_refused_as_publish_refuses_it():
+    from policies.engine.document import MAX_DOCUMENT_BYTES, PolicyInvalid
+
+    publisher = make_user("pub", "publisher")
+    policy = services.policy_create(actor=publisher, document=document())
+    services.policy_publish(
+        actor=publisher, policy=policy, message="v1", revision=policy.draft_revision
+    )
+    # a draft past the limit (written around the draft's own check, as an old row could be)
+    huge = document() + "# " + "x" * MAX_DOCUMENT_BYTES + "\n"
+    policy = _draft(Policy.objects.get(pk=policy.pk), huge)
+    refusals = []
+    for shadow in (False, True):
+        with pytest.raises(PolicyInvalid) as raised:
+            services.policy_publish(
+                actor=publisher,
+                policy=policy,
+                message="m",
+                revision=policy.draft_revision,
+                shadow=shadow,
+            )
+        refusals.append([e.to_dict() for e in raised.value.errors])
+    assert refusals[0] == refusals[1]
+    assert refusals[0][0]["message"] == "the document is larger than 256 KiB"
+    assert policy.versions.count() == 1

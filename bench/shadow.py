@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from .engine import POLICY
-from .extender import _rounds
+from .extender import _rounds, nodes_create
 
 NODES = int(os.environ.get("SCHEDWEB_BENCH_SHADOW_NODES", "500"))
 PODS = int(os.environ.get("SCHEDWEB_BENCH_SHADOW_PODS", "1000"))
@@ -53,7 +53,6 @@ def run() -> dict[str, float]:
     import yaml
 
     from tests.e2e.stack import RedisServer, SchedwebStack
-    from tests.harness import resources
     from tests.harness.binaries import BinariesMissing, binaries_find
     from tests.harness.controlplane import ControlPlane
 
@@ -68,17 +67,7 @@ def run() -> dict[str, float]:
     )
     workdir = Path(tempfile.mkdtemp(prefix="schedweb-bench-shadow-"))
     with ControlPlane(workdir / "plane") as plane:
-        zones = ["zone-a", "zone-b", "zone-c"]
-        for i in range(NODES):
-            resources.node_create(
-                api=plane.api,
-                manifest=resources.node_manifest(
-                    name=f"bench-node-{i:03d}",
-                    cpu="32",
-                    memory="128Gi",
-                    labels={"topology.kubernetes.io/zone": zones[i % 3]},
-                ),
-            )
+        nodes_create(plane, NODES)
         redis = RedisServer(workdir / "redis").start()
         from django.conf import settings
 

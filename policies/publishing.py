@@ -68,20 +68,18 @@ def active_policies_entries() -> list[dict[str, Any]]:
     entries: dict[int, dict[str, Any]] = {}
     shadows: dict[int, dict[str, Any]] = {}
     for a in activations:
+        version = {
+            "version": a.version.number,
+            "document": a.version.document,
+            "contentHash": a.version.content_hash,
+            "schedulerNames": a.version.scheduler_names,
+        }
         if a.role == PolicyActivation.Role.SHADOW:
-            shadows[a.policy_id] = {
-                "version": a.version.number,
-                "document": a.version.document,
-                "contentHash": a.version.content_hash,
-                "schedulerNames": a.version.scheduler_names,
-            }
+            shadows[a.policy_id] = version
         elif a.role == PolicyActivation.Role.ACTIVE:
             entries[a.policy_id] = {
                 "name": a.policy.name,
-                "version": a.version.number,
-                "document": a.version.document,
-                "contentHash": a.version.content_hash,
-                "schedulerNames": a.version.scheduler_names,
+                **version,
                 "activatedAt": a.activated_at.isoformat(),
             }
     for policy_id, shadow in shadows.items():

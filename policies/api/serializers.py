@@ -613,6 +613,11 @@ class ShadowRecordSerializer(serializers.Serializer):
     error = serializers.CharField(allow_blank=True)
     difference = serializers.DictField(allow_null=True)
     chosenNode = serializers.CharField(allow_blank=True)
+    pick = serializers.DictField(
+        allow_null=True,
+        help_text="kube-scheduler's pick (its tie group) under each version, from the model, "
+        "added seconds after the record: {active, shadow, differs} or {error}.",
+    )
     breakdowns = serializers.BooleanField(help_text="Both node breakdowns were kept.")
     nodes = serializers.DictField(help_text="{shadow, active}: scores, nodes, winners.")
 

@@ -175,6 +175,8 @@ def shadow_record_dict(record: Decision, *, nodes: bool = True) -> dict[str, Any
         "error": shadow.get("error", ""),
         "difference": shadow.get("difference"),
         "chosenNode": record.chosen_node,
+        # kube-scheduler's pick under each version, from the model (services.shadow_picks_fill)
+        "pick": shadow.get("pick"),
         "breakdowns": bool(stored.get("nodes")),
     }
     if nodes:

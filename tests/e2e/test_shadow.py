@@ -25,6 +25,7 @@ from policies.evaluation import policy_compile
 from tests.harness import resources
 
 from .conftest import make_nodes, wait_nodes_known, wait_until
+from .test_never_behind import scheduler  # noqa: F401 (the fixture: weight 10, every node)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -70,16 +71,6 @@ scores:
       (int(node.labels["rank"]) - int(pod.labels["slot"]) + 8) % 8
       == (pod.labels["kind"] == "odd" ? 3 : 0) ? 100 : 0
 """
-
-
-@pytest.fixture(scope="module")
-def scheduler(plane, stack):
-    config = stack.scheduler_config(
-        "--scheduler-name", "schedweb", "--weight", "10", "--all-nodes", "--timeout", "30s"
-    )
-    process = plane.start_scheduler(config)
-    yield process
-    process.stop()
 
 
 @pytest.fixture(scope="module")
@@ -174,8 +165,9 @@ def _expected(pod: dict, node_views: list, active, shadow) -> dict:
     }
 
 
+@pytest.mark.usefixtures("scheduler")
 def test_the_shadow_report_equals_an_offline_evaluation_and_changes_no_placement(
-    plane, stack, scheduler, nodes
+    plane, stack, nodes
 ):
     api = plane.api
     stack.publish(ACTIVE, "A")
@@ -236,6 +228,24 @@ def test_the_shadow_report_equals_an_offline_evaluation_and_changes_no_placement
     outcomes = {r["outcome"] for judged in records.values() for r in judged}
     assert outcomes == {"same", "nodes", "moved", "rejected", "error"}, outcomes
 
+    # kube-scheduler's pick under A, from the model (added to the records seconds after, by
+    # the worker, a bounded number at a time), is where kube-scheduler placed the pod
+    def picked() -> list[dict] | None:
+        found = [
+            r
+            for outcome in ("nodes", "moved", "rejected")
+            for r in _report(stack, outcome)
+            if r["pick"] and "active" in r["pick"]
+        ]
+        return found if len(found) >= 10 else None
+
+    wrong_picks = [
+        f"{r['pod']['name']}: model {r['pick']['active']}, placed on {with_shadow[r['pod']['name']]}"
+        for r in wait_until(picked, timeout=120, what="the model's picks of 10 records")
+        if r["pick"]["active"] != [with_shadow[r["pod"]["name"]]]
+    ]
+    assert wrong_picks == [], wrong_picks
+
     # the same pods on the same cluster without the shadow: the same nodes
     _delete_all(api, with_shadow)
     status, body = stack.request("POST", "/api/v1/policies/shadowed/shadow/discard", {})
@@ -251,9 +261,8 @@ def test_the_shadow_report_equals_an_offline_evaluation_and_changes_no_placement
     _delete_all(api, without_shadow)
 
 
-def test_promote_and_discard_are_served_by_every_extender_process_when_they_return(
-    plane, stack, scheduler, nodes
-):
+@pytest.mark.usefixtures("scheduler", "nodes")
+def test_promote_and_discard_are_served_by_every_extender_process_when_they_return(plane, stack):
     version = stack.publish(SHADOW, "B2 beside A", shadow=True)
     assert stack.served["servedByAll"], stack.served["summary"]
     status, body = stack.request(

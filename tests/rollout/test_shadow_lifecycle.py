@@ -3,8 +3,8 @@ per schedulerName (service and database), promoted through the gate, discarded, 
 its active version; each change served by every extender process when the call returns, audited,
 and allowed to publishers only.
 
-An extender runtime runs in this process (role listener, pushed by Redis database 14), as in
-tests/api/test_served.py.
+An extender runtime runs in this process (role listener, pushed by Redis database 14): the
+`extender` fixture (tests/rollout/conftest.py).
 """
 
 from __future__ import annotations
@@ -18,29 +18,14 @@ from django.db import IntegrityError, transaction
 
 from policies import services
 from policies.errors import Conflict, ServiceError, TestsFailed
-from policies.extender import runtime as runtime_module
-from policies.extender.runtime import reset_runtime, runtime
+from policies.extender.runtime import runtime
 from policies.models import AuditEvent, Policy, PolicyActivation
 from policies.publishing import active_policies_entries, served_record
 from policies.rollout.services import policy_shadow_discard, policy_shadow_promote
 from tests.api.conftest import document
 from tests.conftest import make_user, token_client
-from tests.redisdb import redis_database
 
 POD = "metadata: {name: web, namespace: default}\nspec: {schedulerName: schedweb}\n"
-
-
-@pytest.fixture
-def extender(settings, monkeypatch, eager_celery):
-    """This process's extender runtime, reporting what it serves."""
-    settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
-    settings.SCHEDWEB_PUBLISH_CONFIRM_SECONDS = 60.0  # a confirmation ends the wait, not time
-    monkeypatch.setattr(runtime_module, "_role", "listener")
-    with redis_database(settings, 14) as client:
-        reset_runtime()
-        runtime()
-        yield client
-        reset_runtime()
 
 
 def _draft(policy: Policy, text: str) -> Policy:

@@ -168,3 +168,31 @@ def test_the_versions_page_names_the_shadow_and_links_its_report():
     body = client_for("viewer").get("/policies/least/versions/").content.decode()
     line = body.split('id="shadow-line"', 1)[1].split("</p>", 1)[0]
     assert "v2 shadow" in line and 'href="/policies/least/shadow/"' in line
+
+
+@pytest.mark.django_db
+def test_the_model_s_pick_under_each_version_is_added_to_recent_records_as_a_preview_gives_it():
+    import json
+
+    from policies.cluster.loaded import LoadedCluster
+    from policies.cluster.manifest import pod_view_from_object
+    from policies.evaluation import preview_run
+    from policies.rollout.services import shadow_picks_fill
+
+    _policy_with_shadow()
+    _store(["web-1", "web-2"])
+    _store(["alike"], strict=False)  # judged the same: no pick needed
+    cluster = LoadedCluster(demo_state().freeze(), "demo", "demo")
+    assert shadow_picks_fill(cluster=cluster, limit=1) == 1  # bounded per run, newest first
+    assert shadow_picks_fill(cluster=cluster) == 1
+    assert shadow_picks_fill(cluster=cluster) == 0  # each record once
+    for record in Decision.objects.filter(role="shadow").exclude(shadow_outcome="same"):
+        pick = record.nodes["shadow"]["pick"]
+        pod = pod_view_from_object(json.loads(record.pod_manifest))
+        for side, text in (("active", document()), ("shadow", STRICT)):
+            expected = preview_run(document=text, pod=pod, cluster=cluster).placement.pick
+            assert pick[side] == sorted(expected), side
+        assert pick["differs"] is (pick["active"] != pick["shadow"])
+    api = token_client(make_user("vic", "viewer"))
+    listed = api.get("/api/v1/policies/least/shadow").json()["results"]
+    assert all(set(r["pick"]) == {"active", "shadow", "differs"} for r in listed)

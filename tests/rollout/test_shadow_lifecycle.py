@@ -9,10 +9,8 @@ An extender runtime runs in this process (role listener, pushed by Redis databas
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 from django.db import IntegrityError, transaction
 
 from policies import services
@@ -22,6 +20,7 @@ from policies.models import AuditEvent, Policy, PolicyActivation
 from policies.publishing import active_policies_entries
 from policies.rollout.services import policy_shadow_discard, policy_shadow_promote
 from tests.api.conftest import document
+from tests.api.test_served import _cli
 from tests.conftest import make_user, token_client
 
 POD = "metadata: {name: web, namespace: default}\nspec: {schedulerName: schedweb}\n"
@@ -304,17 +303,6 @@ def test_the_rest_api_publishes_promotes_and_discards_a_shadow(users_and_policy)
     assert promoted.status_code == 200, promoted.content
     assert (promoted.json()["number"], promoted.json()["active"]) == (2, True)
     assert api.post("/api/v1/policies/least/shadow/discard", {}, format="json").status_code == 409
-
-
-def _cli(*args: str) -> tuple[int, str, str]:
-    """`manage.py policy ARGS`: (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        call_command("policy", *args, stdout=out, stderr=err)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.mark.django_db(transaction=True)

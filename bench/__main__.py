@@ -19,6 +19,7 @@ SUITES = [
     "admission",
     "backtest",
     "sizing",
+    "shadow",
 ]
 
 

@@ -400,6 +400,21 @@ def _paused(roots: list[int]):
                 os.kill(pid, signal.SIGCONT)
 
 
+def nodes_create(plane, count: int) -> list[str]:
+    """`count` nodes bench-node-NNN of 32 CPUs and 128 GiB, in zones a, b, c by turn."""
+    from tests.harness import resources
+
+    names = [f"bench-node-{i:03d}" for i in range(count)]
+    zones = ["zone-a", "zone-b", "zone-c"]
+    for i, name in enumerate(names):
+        labels = {"topology.kubernetes.io/zone": zones[i % 3]}
+        resources.node_create(
+            api=plane.api,
+            manifest=resources.node_manifest(name=name, cpu="32", memory="128Gi", labels=labels),
+        )
+    return names
+
+
 def _pods_create(plane, tag: str, scheduler_name: str, count: int) -> None:
     """`count` pending pods labelled run=<tag>, created by 8 threads (not timed)."""
     from tests.harness import resources
@@ -546,7 +561,6 @@ def run() -> dict[str, float]:
     import yaml
 
     from tests.e2e.stack import RedisServer, SchedwebStack
-    from tests.harness import resources
     from tests.harness.binaries import BinariesMissing, binaries_find
     from tests.harness.controlplane import ControlPlane
 
@@ -573,16 +587,7 @@ def run() -> dict[str, float]:
         return results
     workdir = Path(tempfile.mkdtemp(prefix="schedweb-bench-"))
     with ControlPlane(workdir / "plane") as plane:
-        names = [f"bench-node-{i:03d}" for i in range(NODES)]
-        zones = ["zone-a", "zone-b", "zone-c"]
-        for i, name in enumerate(names):
-            labels = {"topology.kubernetes.io/zone": zones[i % 3]}
-            resources.node_create(
-                api=plane.api,
-                manifest=resources.node_manifest(
-                    name=name, cpu="32", memory="128Gi", labels=labels
-                ),
-            )
+        names = nodes_create(plane, NODES)
         redis = RedisServer(workdir / "redis").start()
         # The extender's listener as `make run` starts it (mutual TLS), and a plain-HTTP one on
         # loopback beside it for the comparison (and numbers comparable with earlier runs).

@@ -65,19 +65,29 @@ class PolicyVersion(models.Model):
 
 
 class PolicyActivation(models.Model):
-    """Which version serves, and since when: the activation history.
+    """Which version serves, in which rollout role, and since when: the activation history.
 
-    Exactly one active row per policy at most, enforced by a partial unique constraint (NetBox's
-    ConfigRevision pattern); deactivating a policy leaves none.
+    `role` (issue 25): `active` answers kube-scheduler; `shadow` is evaluated beside it after
+    each answer and only recorded (canary, next, will decide a share). `active` (the flag) says
+    the row is in force. At most one row in force per policy and role, enforced by a partial
+    unique constraint (NetBox's ConfigRevision pattern): since a policy owns its schedulerNames
+    (one active policy per schedulerName) and a shadow is a version of the active version's own
+    policy, this is also at most one shadow per schedulerName. Deactivating a policy leaves none.
     """
 
     class Reason(models.TextChoices):
         PUBLISH = "publish"
         ROLLBACK = "rollback"
+        PROMOTE = "promote"
+
+    class Role(models.TextChoices):
+        ACTIVE = "active"
+        SHADOW = "shadow"
 
     policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="activations")
     version = models.ForeignKey(PolicyVersion, on_delete=models.PROTECT, related_name="activations")
-    active = models.BooleanField(default=True)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.ACTIVE)
+    active = models.BooleanField(default=True, help_text="In force (in its role).")
     reason = models.CharField(max_length=16, choices=Reason.choices)
     activated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -89,12 +99,15 @@ class PolicyActivation(models.Model):
         ordering = ["-activated_at", "-pk"]
         constraints = [
             models.UniqueConstraint(
-                fields=["policy"], condition=Q(active=True), name="one_active_version_per_policy"
+                fields=["policy", "role"],
+                condition=Q(active=True),
+                name="one_version_in_force_per_policy_and_role",
             ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.policy_id}: version {self.version_id} ({'active' if self.active else 'inactive'})"
+        state = self.role if self.active else "inactive"
+        return f"{self.policy_id}: version {self.version_id} ({state})"
 
 
 class PolicyTestCase(models.Model):
@@ -203,6 +216,18 @@ class Decision(models.Model):
     policy_name = models.CharField(max_length=63, db_index=True)
     policy_version = models.PositiveIntegerField()
     verb = models.CharField(max_length=16)
+    role = models.CharField(
+        max_length=16,
+        default="active",
+        help_text="The judging version's rollout role: active (it answered) or shadow (it was "
+        "only evaluated after the answer; `nodes` then also holds the active version's).",
+    )
+    shadow_outcome = models.CharField(
+        max_length=16,
+        blank=True,
+        help_text="A shadow record's outcome against the active version: same, nodes, moved, "
+        "rejected (no feasible node), error, or skipped (not judged: the process was busy).",
+    )
     nodes = models.JSONField(
         help_text="Per-node verdict, failing rule, message, scores, total, extender score."
     )
@@ -216,6 +241,9 @@ class Decision(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-pk"]
+        indexes = [
+            models.Index(fields=["role", "policy_name", "created_at"], name="decision_role_window")
+        ]
 
     def __str__(self) -> str:
         return f"{self.pod_namespace}/{self.pod_name} by {self.policy_name} v{self.policy_version}"

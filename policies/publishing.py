@@ -2,7 +2,8 @@
 which extender processes serve them.
 
     schedweb:policies:active      hash    policy name -> JSON {name, version, document,
-                                          contentHash, schedulerNames, activatedAt}
+                                          contentHash, schedulerNames, activatedAt, shadow?}
+                                          (shadow: its shadow version, issue 25)
     schedweb:policies:counter     int     bumped on every change; readers reload only when it
                                           moved (seeded from the clock: it never repeats after
                                           a flush)
@@ -57,23 +58,34 @@ FORGET_AFTER_SECONDS = 3600.0  # a process silent this long is dropped from the 
 
 
 def active_policies_entries() -> list[dict[str, Any]]:
-    """The active version of every policy, as stored in Redis."""
+    """The active version of every policy, as stored in Redis, with its shadow (issue 25) as
+    `shadow`: {version, document, contentHash, schedulerNames}, when it has one in force."""
     activations = (
         PolicyActivation.objects.filter(active=True)
         .select_related("policy", "version")
-        .order_by("policy__name")
+        .order_by("policy__name", "role")
     )
-    return [
-        {
-            "name": a.policy.name,
+    entries: dict[int, dict[str, Any]] = {}
+    shadows: dict[int, dict[str, Any]] = {}
+    for a in activations:
+        version = {
             "version": a.version.number,
             "document": a.version.document,
             "contentHash": a.version.content_hash,
             "schedulerNames": a.version.scheduler_names,
-            "activatedAt": a.activated_at.isoformat(),
         }
-        for a in activations
-    ]
+        if a.role == PolicyActivation.Role.SHADOW:
+            shadows[a.policy_id] = version
+        elif a.role == PolicyActivation.Role.ACTIVE:
+            entries[a.policy_id] = {
+                "name": a.policy.name,
+                **version,
+                "activatedAt": a.activated_at.isoformat(),
+            }
+    for policy_id, shadow in shadows.items():
+        if policy_id in entries:  # a shadow is judged only beside its active version
+            entries[policy_id]["shadow"] = shadow
+    return list(entries.values())
 
 
 def publishing_lock() -> None:

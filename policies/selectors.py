@@ -32,7 +32,7 @@ def policy_get_active(*, policy) -> Any:
     """The active PolicyVersion of `policy`, or None."""
 
     activation = (
-        PolicyActivation.objects.filter(policy=policy, active=True)
+        PolicyActivation.objects.filter(policy=policy, active=True, role="active")
         .select_related("version")
         .first()
     )
@@ -42,9 +42,9 @@ def policy_get_active(*, policy) -> Any:
 def policy_list(*, search: str = "", active: bool | None = None, scheduler_name: str = ""):
     """Policies with their active and latest version numbers annotated."""
 
-    active_number = PolicyActivation.objects.filter(policy=OuterRef("pk"), active=True).values(
-        "version__number"
-    )[:1]
+    active_number = PolicyActivation.objects.filter(
+        policy=OuterRef("pk"), active=True, role="active"
+    ).values("version__number")[:1]
     queryset = Policy.objects.select_related("owner").annotate(
         active_number=Subquery(active_number), latest_number=Max("versions__number")
     )
@@ -55,7 +55,9 @@ def policy_list(*, search: str = "", active: bool | None = None, scheduler_name:
     if scheduler_name:
         ids = [
             a.policy_id
-            for a in PolicyActivation.objects.filter(active=True).select_related("version")
+            for a in PolicyActivation.objects.filter(active=True, role="active").select_related(
+                "version"
+            )
             if scheduler_name in a.version.scheduler_names
         ]
         queryset = queryset.filter(pk__in=ids)
@@ -141,7 +143,7 @@ def scheduler_name_conflict(*, policy, names: list[str]) -> dict[str, Any] | Non
     {"policy", "version", "schedulerNames"} (the overlap), or None: one active policy per
     schedulerName, checked at review and again under the publishing lock."""
     others = (
-        PolicyActivation.objects.filter(active=True)
+        PolicyActivation.objects.filter(active=True, role="active")
         .exclude(policy=policy)
         .select_related("policy", "version")
         .order_by("policy__name")
@@ -161,15 +163,18 @@ def scheduler_names_active() -> list[str]:
     """Every schedulerName served by an active policy version."""
 
     names: set[str] = set()
-    for activation in PolicyActivation.objects.filter(active=True).select_related("version"):
+    for activation in PolicyActivation.objects.filter(active=True, role="active").select_related(
+        "version"
+    ):
         names.update(activation.version.scheduler_names)
     return sorted(names)
 
 
 def decision_list(*, pod: str = "", namespace: str = "", policy: str = "", node: str = ""):
-    """Recorded extender decisions, newest first, filtered."""
+    """Recorded extender decisions (the answering version's; shadow records are the shadow
+    report's), newest first, filtered."""
 
-    queryset = Decision.objects.all()
+    queryset = Decision.objects.filter(role="active")
     if pod:
         queryset = queryset.filter(pod_name=pod)
     if namespace:

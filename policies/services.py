@@ -49,6 +49,12 @@ from policies.models import (
 )
 from policies.numbers import number_or_none
 from policies.publishing import Distribution, ServedReport, publishing_lock
+from policies.rollout.records import (  # noqa: F401 (the bounds are services' too)
+    DECISION_MAX_MESSAGE,
+    DECISION_MAX_NODES,
+)
+from policies.rollout.records import decision_nodes as _decision_nodes
+from policies.rollout.records import shadow_fields as _shadow_fields
 from policies.schedmodel.profile import ProfileInvalid, profile_parse
 
 log = logging.getLogger(__name__)
@@ -189,7 +195,7 @@ def policy_delete(*, actor, policy: Policy) -> None:
     """Deletes a policy with its versions, unless a version of it is serving."""
     with transaction.atomic():
         active = (
-            PolicyActivation.objects.filter(policy=policy, active=True)
+            PolicyActivation.objects.filter(policy=policy, active=True, role="active")
             .select_related("version")
             .first()
         )
@@ -237,25 +243,95 @@ def _check_scheduler_names(*, policy: Policy, names: list[str]) -> None:
         )
 
 
-def _activate(*, actor, policy: Policy, version: PolicyVersion, reason: str) -> PolicyActivation:
+def _activate(
+    *,
+    actor,
+    policy: Policy,
+    version: PolicyVersion,
+    reason: str,
+    role: str = PolicyActivation.Role.ACTIVE,
+) -> PolicyActivation:
+    """`version` in force in `role`, replacing the one that was (the history keeps it)."""
     now = timezone.now()
-    PolicyActivation.objects.filter(policy=policy, active=True).update(
+    PolicyActivation.objects.filter(policy=policy, active=True, role=role).update(
         active=False, deactivated_at=now
     )
     return PolicyActivation.objects.create(
         policy=policy,
         version=version,
+        role=role,
         active=True,
         reason=reason,
         activated_by=actor if getattr(actor, "pk", None) else None,
     )
 
 
+def _shadow_in_force(*, policy: Policy) -> PolicyActivation | None:
+    return (
+        PolicyActivation.objects.filter(
+            policy=policy, active=True, role=PolicyActivation.Role.SHADOW
+        )
+        .select_related("version")
+        .first()
+    )
+
+
+def _shadow_end(*, actor, policy: Policy, why: str, message: str = "") -> PolicyActivation | None:
+    """Takes the policy's shadow out of force (audited, `why`: discarded, deactivated, promoted,
+    active); None when it had none. Called under the publishing lock, in the transaction."""
+    shadow = _shadow_in_force(policy=policy)
+    if shadow is None:
+        return None
+    PolicyActivation.objects.filter(pk=shadow.pk).update(
+        active=False, deactivated_at=timezone.now()
+    )
+    if why != "promoted":  # a promotion's own audit row says it
+        _audit(
+            actor=actor,
+            action="policy.shadow_discard",
+            policy_name=policy.name,
+            version=shadow.version.number,
+            why=why,
+            **({"message": message} if message else {}),
+        )
+    return shadow
+
+
+def _shadow_target(*, policy: Policy, names: list[str]) -> PolicyActivation:
+    """The active activation a new shadow of `policy` is judged beside: the shadow serves only
+    schedulerNames its active version serves (a pod is judged by the shadow only where the
+    active version answers it), so one shadow per policy is one per schedulerName."""
+    current = (
+        PolicyActivation.objects.filter(
+            policy=policy, active=True, role=PolicyActivation.Role.ACTIVE
+        )
+        .select_related("version")
+        .first()
+    )
+    if current is None:
+        raise Conflict(
+            f"policy {policy.name} has no active version: a shadow is judged beside the active "
+            "version of its schedulerName; publish it (without --shadow) first"
+        )
+    extra = sorted(set(names) - set(current.version.scheduler_names))
+    if extra:
+        raise Conflict(
+            f"the draft targets schedulerName {extra[0]!r}, which the active version "
+            f"{current.version.number} does not serve: a shadow is judged only where the active "
+            "version answers",
+            details={"schedulerNames": extra},
+        )
+    return current
+
+
 def policy_publish(
-    *, actor, policy: Policy, message: str, revision: int, cluster=None
+    *, actor, policy: Policy, message: str, revision: int, cluster=None, shadow: bool = False
 ) -> PublishResult:
     """Validates the draft at `revision` (the one the publisher was shown), runs its test cases,
-    then stores and activates a new version.
+    then stores and activates a new version; with `shadow`, the new version is the shadow of the
+    active version instead (issue 25: judged after every answer, recorded, never answering),
+    replacing an earlier shadow. A shadow publish has the same gate, the same message and the
+    same served confirmation.
 
     All or nothing: a failure at any step leaves the previous version active and serving. The
     draft is read, compared with `revision` (412 when it moved on) and tested under the
@@ -288,7 +364,9 @@ def policy_publish(
                 details=results,
             )
         names = list(compiled.spec.scheduler_names)
-        _check_scheduler_names(policy=locked, names=names)
+        current = _shadow_target(policy=locked, names=names) if shadow else None
+        if not shadow:
+            _check_scheduler_names(policy=locked, names=names)
         number = (locked.versions.aggregate(n=Max("number"))["n"] or 0) + 1
         version = PolicyVersion.objects.create(
             policy=locked,
@@ -299,16 +377,23 @@ def policy_publish(
             author=actor if getattr(actor, "pk", None) else None,
             message=message,
         )
+        replaced = _shadow_in_force(policy=locked) if shadow else None
         _activate(
-            actor=actor, policy=locked, version=version, reason=PolicyActivation.Reason.PUBLISH
+            actor=actor,
+            policy=locked,
+            version=version,
+            reason=PolicyActivation.Reason.PUBLISH,
+            role=PolicyActivation.Role.SHADOW if shadow else PolicyActivation.Role.ACTIVE,
         )
         _audit(
             actor=actor,
-            action="policy.publish",
+            action="policy.shadow" if shadow else "policy.publish",
             policy_name=policy.name,
             version=number,
             message=message,
             tests=len(results),
+            **({"active": current.version.number} if current else {}),
+            **({"replaced": replaced.version.number} if replaced else {}),
         )
         distribution = _distribute_after_commit()
     return PublishResult(version=version, test_results=results, served=distribution.served())
@@ -354,7 +439,7 @@ def policy_rollback(*, actor, policy: Policy, number: int, message: str = "") ->
         locked = Policy.objects.select_for_update().get(pk=policy.pk)
         _check_scheduler_names(policy=locked, names=version.scheduler_names)
         current = (
-            PolicyActivation.objects.filter(policy=locked, active=True)
+            PolicyActivation.objects.filter(policy=locked, active=True, role="active")
             .select_related("version")
             .first()
         )
@@ -363,6 +448,11 @@ def policy_rollback(*, actor, policy: Policy, number: int, message: str = "") ->
         activation = _activate(
             actor=actor, policy=locked, version=version, reason=PolicyActivation.Reason.ROLLBACK
         )
+        shadow = _shadow_in_force(policy=locked)
+        if shadow is not None and shadow.version_id == version.pk:
+            # Compared with itself, a shadow has nothing to say. Any other shadow stays, judged
+            # beside whatever is active now (the least surprising: nobody asked to end it).
+            _shadow_end(actor=actor, policy=locked, why="active")
         _audit(
             actor=actor,
             action="policy.rollback",
@@ -381,13 +471,15 @@ def policy_deactivate(*, actor, policy: Policy) -> ServedReport:
         _lock_publishing()
         now = timezone.now()
         current = (
-            PolicyActivation.objects.filter(policy=policy, active=True)
+            PolicyActivation.objects.filter(policy=policy, active=True, role="active")
             .select_related("version")
             .first()
         )
         if current is None:
             raise Conflict(f"policy {policy.name} is not active")
         PolicyActivation.objects.filter(pk=current.pk).update(active=False, deactivated_at=now)
+        # Nothing left to compare with: the shadow ends too, with its own audit row.
+        _shadow_end(actor=actor, policy=policy, why="deactivated")
         _audit(
             actor=actor,
             action="policy.deactivate",
@@ -564,25 +656,6 @@ def api_token_revoke(*, actor, token: ApiToken) -> ApiToken:
 # --- extender decisions ---------------------------------------------------------------------------
 
 
-# A stored decision is bounded whatever the request carried: the first DECISION_MAX_NODES nodes
-# (in the scheduler's order; the record says how many more there were) and messages cut at
-# DECISION_MAX_MESSAGE characters. 500 nodes x about 300 bytes = about 150 KB at most.
-DECISION_MAX_NODES = 500
-DECISION_MAX_MESSAGE = 300
-
-
-def _decision_nodes(nodes: list[Any]) -> dict[str, Any]:
-    kept = []
-    for entry in nodes[:DECISION_MAX_NODES]:
-        if isinstance(entry.get("msg"), str) and len(entry["msg"]) > DECISION_MAX_MESSAGE:
-            entry = {**entry, "msg": entry["msg"][:DECISION_MAX_MESSAGE] + "..."}
-        kept.append(entry)
-    return {
-        "nodes": kept,
-        **({"truncated": len(nodes) - len(kept)} if len(nodes) > len(kept) else {}),
-    }
-
-
 def _bounded_manifest(value: Any) -> str:
     """A decision's pod manifest as queued: JSON text of at most 64 KiB, else nothing."""
     if not isinstance(value, str) or len(value) > 64 * 1024:
@@ -607,7 +680,10 @@ def _decision_row(item: dict[str, Any]):
             raise TypeError("a field has the wrong type")
         if not all(isinstance(n, dict) for n in item["nodes"]):
             raise TypeError("a node entry is not an object")
+        role, outcome, shadow = _shadow_fields(item)
         return Decision(
+            role=role,
+            shadow_outcome=outcome,
             created_at=datetime.fromtimestamp(float(item["at"]), tz=UTC),
             pod_namespace=pod["namespace"][:253],
             pod_name=pod["name"][:253],
@@ -623,6 +699,7 @@ def _decision_row(item: dict[str, Any]):
                 **({"winners": list(item["winners"])[:64]} if "winners" in item else {}),
                 # the request waited for the snapshot to catch up (issue 24)
                 **_catch_up_record(item.get("catchUp")),
+                **shadow,
             },
             pod_manifest=_bounded_manifest(item.get("podManifest")),
         )

@@ -54,7 +54,8 @@ app.steps["worker"].add(Heartbeat)
 #   back within a minute);
 # - create the PriorityClasses of the active policies' queue keys (policies/queue_classes.py);
 # - detect the Workload API and create the Workloads of linked gangs (policies/gangs.py);
-# - record where decided pods were bound, and forget decisions past their retention.
+# - record where decided pods were bound, and forget decisions past their retention;
+# - add the model's kube-scheduler pick under both versions to recent shadow records (issue 25).
 app.conf.beat_schedule = {
     "cluster-watch-supervise": {
         "task": "schedweb.cluster_watch_supervise",
@@ -77,6 +78,11 @@ app.conf.beat_schedule = {
     },
     "resolve-decision-nodes": {"task": "schedweb.decisions_resolve_chosen", "schedule": 30.0},
     "prune-decisions": {"task": "schedweb.decisions_prune", "schedule": 3600.0},
+    "shadow-picks": {
+        "task": "schedweb.shadow_picks",
+        "schedule": 5.0,
+        "options": {"expires": 10.0},
+    },
     "prune-shares": {"task": "schedweb.shares_prune", "schedule": 3600.0},
 }
 

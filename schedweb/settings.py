@@ -331,6 +331,21 @@ SCHEDWEB_EXTENDER_URL = env_str(
 # Each costs about a millisecond per 500 nodes to build and more to queue and store: at 20 a
 # second kube-scheduler's throughput through the extender fell by a quarter on 2 cores (make bench).
 SCHEDWEB_DECISIONS_PER_SECOND = env_float("SCHEDWEB_DECISIONS_PER_SECOND", 2.0)
+# A shadow version (issue 25) is judged after each filter answer, off its path, bounded: one
+# evaluation stops after SCHEDWEB_SHADOW_SLICE_MS of CPU (recorded as a shadow error), and shadows may
+# take at most SCHEDWEB_SHADOW_SHARE of a process's time (CPU seconds per second; past it pods
+# are skipped, counted and shown as not judged). Records of pods the shadow judged differently
+# keep both versions' node breakdowns at most SCHEDWEB_SHADOW_DETAILS_PER_SECOND a second (the
+# others keep the outcome and the differing nodes).
+SCHEDWEB_SHADOW_SLICE_MS = env_float("SCHEDWEB_SHADOW_SLICE_MS", 25.0)
+SCHEDWEB_SHADOW_SHARE = env_float("SCHEDWEB_SHADOW_SHARE", 0.25)
+SCHEDWEB_SHADOW_DETAILS_PER_SECOND = env_float("SCHEDWEB_SHADOW_DETAILS_PER_SECOND", 20.0)
+if not SCHEDWEB_SHADOW_SLICE_MS > 0 or not 0 <= SCHEDWEB_SHADOW_SHARE <= 1:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "SCHEDWEB_SHADOW_SLICE_MS must be positive and SCHEDWEB_SHADOW_SHARE between 0 and 1."
+    )
 # Decision records older than this are deleted (beat, hourly).
 SCHEDWEB_DECISIONS_KEEP_DAYS = env_int("SCHEDWEB_DECISIONS_KEEP_DAYS", 7)
 # Share links of the playground (/s/<token>/) open for this long, then are deleted (hourly).

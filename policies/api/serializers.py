@@ -76,8 +76,39 @@ class PolicyWriteSerializer(StrictSerializer):
         return attrs
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """true or false, and only those (DRF's would take "yes", 1 and "on")."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
 class PublishSerializer(StrictSerializer):
     message = StrictCharField(max_length=2000, help_text="What changed and why (required).")
+    shadow = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Publish as the shadow of the active version (issue 25): evaluated after "
+        "every answer and recorded, never answering.",
+    )
+
+
+class ShadowPromoteSerializer(StrictSerializer):
+    message = StrictCharField(max_length=2000, help_text="Why it is promoted (required).")
+    version = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=2**31 - 1,
+        help_text="The shadow version reviewed: 409 when another shadow replaced it since.",
+    )
+
+
+class ShadowDiscardSerializer(StrictSerializer):
+    message = StrictCharField(
+        required=False, allow_blank=True, max_length=2000, help_text="Why (optional)."
+    )
 
 
 class RollbackSerializer(StrictSerializer):
@@ -491,6 +522,9 @@ class ServedSerializer(serializers.Serializer):
 
 class PublishResultSerializer(serializers.Serializer):
     version = VersionSummarySerializer()
+    role = serializers.ChoiceField(
+        choices=["active", "shadow"], help_text="The new version's rollout role."
+    )
     tests = TestResultSerializer(many=True)
     served = ServedSerializer()
 
@@ -557,3 +591,44 @@ class DecisionSerializer(serializers.Serializer):
         "did not hold yet): waitedMs, outcome (caught-up, timed-out: failurePolicy applied), the "
         "nodes and whether the pod was waited for.",
     )
+
+
+class ShadowStatusSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    message = serializers.CharField(allow_blank=True)
+    schedulerNames = serializers.ListField(child=serializers.CharField())
+    since = serializers.DateTimeField()
+    by = serializers.CharField(allow_null=True)
+
+
+class ShadowRecordSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    at = serializers.DateTimeField()
+    pod = PodRefSerializer()
+    outcome = serializers.CharField()
+    shadowVersion = serializers.IntegerField()
+    activeVersion = serializers.IntegerField(allow_null=True)
+    candidates = serializers.IntegerField()
+    evalMs = serializers.FloatField(allow_null=True)
+    error = serializers.CharField(allow_blank=True)
+    difference = serializers.DictField(allow_null=True)
+    chosenNode = serializers.CharField(allow_blank=True)
+    pick = serializers.DictField(
+        allow_null=True,
+        help_text="kube-scheduler's pick (its tie group) under each version, from the model, "
+        "added seconds after the record: {active, shadow, differs} or {error}.",
+    )
+    breakdowns = serializers.BooleanField(help_text="Both node breakdowns were kept.")
+    nodes = serializers.DictField(help_text="{shadow, active}: scores, nodes, winners.")
+
+
+class ShadowReportSerializer(serializers.Serializer):
+    policy = serializers.CharField()
+    shadow = ShadowStatusSerializer(allow_null=True)
+    version = serializers.IntegerField(allow_null=True)
+    window = serializers.DictField()
+    summary = serializers.DictField(child=serializers.IntegerField())
+    count = serializers.IntegerField()
+    next = serializers.CharField(allow_null=True)
+    previous = serializers.CharField(allow_null=True)
+    results = ShadowRecordSerializer(many=True)

@@ -4,7 +4,7 @@ from django.urls import path
 
 from policies.numbers import id_converter_register
 
-from . import backtest, cluster, views
+from . import backtest, cluster, shadow, views
 
 id_converter_register()
 
@@ -15,6 +15,9 @@ urlpatterns = [
     path("policies/<str:name>/publish", views.PolicyPublish.as_view()),
     path("policies/<str:name>/rollback", views.PolicyRollback.as_view()),
     path("policies/<str:name>/deactivate", views.PolicyDeactivate.as_view()),
+    path("policies/<str:name>/shadow", shadow.ShadowReport.as_view()),
+    path("policies/<str:name>/shadow/promote", shadow.ShadowPromote.as_view()),
+    path("policies/<str:name>/shadow/discard", shadow.ShadowDiscard.as_view()),
     path("policies/<str:name>/versions", views.VersionList.as_view()),
     path("policies/<str:name>/versions/<id:number>", views.VersionDetail.as_view()),
     path("policies/<str:name>/versions/<id:a>/diff/<id:b>", views.VersionDiff.as_view()),

@@ -249,7 +249,7 @@ class PolicyPublish(ApiView):
 
     @extend_schema(
         operation_id="policies_publish",
-        description="Validates the draft, runs the policy's test cases on the current snapshot and, if all pass, stores and activates a new version. Send the ETag of the draft you reviewed in If-Match: a draft that changed since gets 412 and nothing is published. Returns once every live extender process serves the new version (at most SCHEDWEB_PUBLISH_CONFIRM_SECONDS); `served` says which have not confirmed.",
+        description="Validates the draft, runs the policy's test cases on the current snapshot and, if all pass, stores and activates a new version (with `shadow`: as the shadow of the active version, issue 25). Send the ETag of the draft you reviewed in If-Match: a draft that changed since gets 412 and nothing is published. Returns once every live extender process serves the new version (at most SCHEDWEB_PUBLISH_CONFIRM_SECONDS); `served` says which have not confirmed.",
         parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=True)],
         request=s.PublishSerializer,
         responses={
@@ -264,11 +264,17 @@ class PolicyPublish(ApiView):
             policy=policy, if_match=request.headers.get("If-Match")
         )
         result = services.policy_publish(
-            actor=request.user, policy=policy, message=data["message"], revision=revision
+            actor=request.user,
+            policy=policy,
+            message=data["message"],
+            revision=revision,
+            shadow=data["shadow"],
         )
+        active = selectors.policy_get_active(policy=policy) if data["shadow"] else result.version
         return Response(
             {
-                "version": version_dict(result.version, active_number=result.version.number),
+                "version": version_dict(result.version, active_number=active.number),
+                "role": "shadow" if data["shadow"] else "active",
                 "tests": result.test_results,
                 "served": result.served.to_dict(),
             },

@@ -101,8 +101,14 @@ async def extender_answer_after_wait(waiting: Waiting) -> tuple[int, bytes, str]
 
 
 def after_answer() -> None:
-    """The last verb's deferred work (Extender.after_answer), once its answer is written."""
-    runtime().extender.after_answer()
+    """The last verb's deferred work (Extender.after_answer), once its answer is written; under
+    the serve lock when it judges a shadow (which reads the snapshot)."""
+    state = runtime()
+    if state.extender.shadows.job is None:
+        state.extender.after_answer()
+        return
+    with state.serve_lock:
+        state.extender.after_answer()
 
 
 def admission_answer(body: bytes) -> tuple[int, bytes, str]:

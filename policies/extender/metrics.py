@@ -92,6 +92,22 @@ class Metrics:
         with self._lock:
             self._pending["|".join((kind, *labels))] += value
 
+    def shadow(self, outcome: str, kinds: list[str], seconds: float) -> None:
+        """A shadow judgement (issue 25): its outcome, each kind of difference, and its time."""
+        bucket = next((b for b in BUCKETS if seconds <= b), "+Inf")
+        with self._lock:
+            pending = self._pending
+            pending[f"shadow_judged|{outcome}"] += 1
+            for kind in kinds:
+                pending[f"shadow_differed|{kind}"] += 1
+            pending[f"shadow_bucket|{bucket}"] += 1
+            pending["shadow_sum"] += seconds
+
+    def shadow_skipped(self) -> None:
+        """A pod the shadow did not judge: its share of time was spent (shadow.py)."""
+        with self._lock:
+            self._pending["shadow_skipped"] += 1
+
     def catch_up(self, outcome: str, seconds: float) -> None:
         """A request that waited for the snapshot (catch_up.py): caught-up, timed-out, or
         refused (too many waiting)."""
@@ -292,6 +308,14 @@ def render_prometheus(
             sample(kind, "schedweb_extender_catch_up_total", {"outcome": labels[0]}, value)
         elif kind == "catch_up_seconds" and len(labels) == 1:
             sample(kind, "schedweb_extender_catch_up_seconds_total", {"outcome": labels[0]}, value)
+        elif kind == "shadow_judged" and len(labels) == 1:
+            sample(kind, "schedweb_extender_shadow_judged_total", {"outcome": labels[0]}, value)
+            if labels[0] == "error":
+                sample("shadow_errors", "schedweb_extender_shadow_errors_total", {}, value)
+        elif kind == "shadow_differed" and len(labels) == 1:
+            sample(kind, "schedweb_extender_shadow_differed_total", {"kind": labels[0]}, value)
+        elif kind == "shadow_skipped" and not labels:
+            sample(kind, "schedweb_extender_shadow_skipped_total", {}, value)
     verbs = sorted({k.split("|")[1] for k in totals if k.startswith("latency_count|")})
     name = "schedweb_extender_request_duration_seconds"
     for verb in verbs:
@@ -301,6 +325,14 @@ def render_prometheus(
             sample("latency", f"{name}_bucket", {"verb": verb, "le": str(bound)}, cumulative)
         sample("latency", f"{name}_sum", {"verb": verb}, totals.get(f"latency_sum|{verb}", 0.0))
         sample("latency", f"{name}_count", {"verb": verb}, cumulative)
+    if any(k.startswith("shadow_bucket|") for k in totals):
+        name = "schedweb_extender_shadow_duration_seconds"
+        cumulative = 0.0
+        for bound in (*BUCKETS, "+Inf"):
+            cumulative += totals.get(f"shadow_bucket|{bound}", 0.0)
+            sample("shadow_time", f"{name}_bucket", {"le": str(bound)}, cumulative)
+        sample("shadow_time", f"{name}_sum", {}, totals.get("shadow_sum", 0.0))
+        sample("shadow_time", f"{name}_count", {}, cumulative)
     headers = {
         "requests": (
             "schedweb_extender_requests_total",
@@ -346,6 +378,31 @@ def render_prometheus(
             "schedweb_extender_catch_up_seconds_total",
             "counter",
             "Seconds those requests waited, by outcome.",
+        ),
+        "shadow_judged": (
+            "schedweb_extender_shadow_judged_total",
+            "counter",
+            "Pods a shadow version judged after the answer, by outcome against the active one.",
+        ),
+        "shadow_differed": (
+            "schedweb_extender_shadow_differed_total",
+            "counter",
+            "Shadow judgements that differed, by kind (a pod may count under several).",
+        ),
+        "shadow_errors": (
+            "schedweb_extender_shadow_errors_total",
+            "counter",
+            "Shadow judgements that failed or ran past their slice.",
+        ),
+        "shadow_skipped": (
+            "schedweb_extender_shadow_skipped_total",
+            "counter",
+            "Pods a shadow did not judge: its share of the process's time was spent.",
+        ),
+        "shadow_time": (
+            "schedweb_extender_shadow_duration_seconds",
+            "histogram",
+            "CPU time of each shadow evaluation.",
         ),
     }
     for key, (metric, kind, text) in headers.items():

@@ -76,27 +76,45 @@ class PolicyRegistry:
         by_scheduler: dict[str, ServedPolicy] = {}
         compiled_cache: dict[str, Any] = {}
         for entry in entries:
-            key = entry["contentHash"]
-            compiled = self._compiled.get(key)
+            compiled = self._compile(entry, entry["name"], compiled_cache)
             if compiled is None:
-                try:
-                    compiled = policy_compile(entry["document"])
-                except PolicyInvalid as exc:
-                    log.error(
-                        "active policy %s v%s does not compile here: %s",
-                        entry["name"],
-                        entry["version"],
-                        exc,
-                    )
-                    continue
-            compiled_cache[key] = compiled
-            served = ServedPolicy(entry["name"], entry["version"], compiled)
+                continue
+            shadow_entry = entry.get("shadow")
+            shadow_compiled = (
+                self._compile(shadow_entry, entry["name"], compiled_cache)
+                if isinstance(shadow_entry, dict)
+                else None
+            )
             for scheduler_name in compiled.spec.scheduler_names:
-                by_scheduler[scheduler_name] = served
+                shadow = None
+                if (
+                    shadow_compiled is not None
+                    and scheduler_name in shadow_compiled.spec.scheduler_names
+                ):
+                    shadow = ServedPolicy(entry["name"], shadow_entry["version"], shadow_compiled)
+                by_scheduler[scheduler_name] = ServedPolicy(
+                    entry["name"], entry["version"], compiled, shadow
+                )
         self._compiled = compiled_cache
         self.by_scheduler = by_scheduler  # one reference swap: requests see old or new, never half
         self.loaded_from = source
         self.installed_at = time.time()
+
+    def _compile(self, entry: dict[str, Any], name: str, cache: dict[str, Any]) -> Any:
+        """The compiled document of an entry (or its shadow), reused by content hash; None (and
+        logged) when it does not compile here. A shadow of the same text shares the active
+        version's compiled object and its per-node memo: the same results, and the memo's
+        entries are replaced whole, so a shadow stopped past its slice leaves none half made."""
+        key = entry["contentHash"]
+        compiled = cache.get(key) or self._compiled.get(key)
+        if compiled is None:
+            try:
+                compiled = policy_compile(entry["document"])
+            except PolicyInvalid as exc:
+                log.error("policy %s v%s does not compile here: %s", name, entry["version"], exc)
+                return None
+        cache[key] = compiled
+        return compiled
 
     def refresh_from_redis(self) -> bool:
         from policies.publishing import active_counter_read, active_entries_read
@@ -109,6 +127,14 @@ class PolicyRegistry:
         self.counter = counter
         return True
 
+    def shadows(self) -> dict[str, str]:
+        """The shadow version judged beside each schedulerName's active one (issue 25)."""
+        return {
+            name: served.shadow.label
+            for name, served in sorted(self.by_scheduler.items())
+            if served.shadow is not None
+        }
+
     def load_from_database(self) -> None:
         """Start-up fallback when Redis cannot be read (never on a request)."""
         from policies.publishing import active_policies_entries
@@ -116,18 +142,17 @@ class PolicyRegistry:
         self.install(active_policies_entries(), source="database")
 
 
-class DecisionBuffer:
-    """Sampled decisions waiting to be written by a Celery task, at most `per_second` a second."""
+class Rate:
+    """At most `per_second` yes a second (a token bucket)."""
 
-    def __init__(self, *, per_second: float, capacity: int = 2000) -> None:
-        self._items: deque[dict[str, Any]] = deque(maxlen=capacity)
+    def __init__(self, *, per_second: float) -> None:
         self._per_second = per_second
         self._allowance = per_second
         self._last = time.monotonic()
 
     def wanted(self) -> bool:
-        """Whether to record the next decision (a token bucket): asked BEFORE building the record,
-        which costs about a millisecond for 500 nodes."""
+        """Whether to do the next one: asked BEFORE building a record, which costs about a
+        millisecond for 500 nodes."""
         now = time.monotonic()
         self._allowance = min(
             self._per_second, self._allowance + (now - self._last) * self._per_second
@@ -137,6 +162,15 @@ class DecisionBuffer:
             self._allowance -= 1
             return True
         return False
+
+
+class DecisionBuffer(Rate):
+    """Sampled decisions waiting to be written by a Celery task, at most `per_second` a second
+    (`wanted`); shadow records (issue 25) are bounded by the shadow's share of time instead."""
+
+    def __init__(self, *, per_second: float, capacity: int = 2000) -> None:
+        super().__init__(per_second=per_second)
+        self._items: deque[dict[str, Any]] = deque(maxlen=capacity)
 
     def append(self, decision: dict[str, Any] | Callable[[], dict[str, Any]]) -> None:
         self._items.append(decision)
@@ -200,6 +234,7 @@ class ExtenderRuntime:
             binder=binder(),
             rejected=self.rejections.append,
             catch_up=self.catch_up,
+            shadow_details=Rate(per_second=settings.SCHEDWEB_SHADOW_DETAILS_PER_SECOND).wanted,
         )
         self._report(confirm=True)
         self._stop = threading.Event()
@@ -370,6 +405,7 @@ class ExtenderRuntime:
             "policies": {
                 name: served.label for name, served in sorted(self.registry.by_scheduler.items())
             },
+            "shadows": self.registry.shadows(),
             "snapshotVersion": snapshot.version if snapshot is not None else None,
             "at": time.time(),
             "since": self.started_at,
@@ -483,6 +519,7 @@ class ExtenderRuntime:
             "policies": {
                 name: served.label for name, served in sorted(self.registry.by_scheduler.items())
             },
+            "shadows": self.registry.shadows(),
             "policiesFrom": self.registry.loaded_from,
             "served": self.served(),
             "redis": "ok" if self.redis_ok else "down",

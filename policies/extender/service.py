@@ -37,6 +37,7 @@ from policies.schedmodel.plugins import (
 from . import protocol
 from .catch_up import Attempt, Behind, CatchUp, behind_of, policy_reads_pods
 from .metrics import Metrics
+from .shadow import ShadowGovernor, ShadowJob, Shadows
 from .shared import SharedEvaluations
 
 log = logging.getLogger(__name__)
@@ -45,11 +46,13 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class ServedPolicy:
     """An active policy version as an extender serves it. `reads_pods`: its answer depends on
-    the cluster's pods in the snapshot (catch_up.policy_reads_pods)."""
+    the cluster's pods in the snapshot (catch_up.policy_reads_pods). `shadow`: its shadow."""
 
     name: str
     version: int
     compiled: CompiledPolicy
+    # The version judged beside this one after each answer, never answering (issue 25).
+    shadow: ServedPolicy | None = None
     reads_pods: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -138,6 +141,9 @@ class Extender:
         bind_excluded: Iterable[str] | None = None,
         inline_limits: protocol.Limits | None = None,
         catch_up: CatchUp | None = None,
+        shadow_governor: ShadowGovernor | None = None,
+        shadow_slice: float | None = None,
+        shadow_details: Callable[[], bool] | None = None,
     ) -> None:
         self._policies = policies
         # Waits for a lagging snapshot: only with an Attempt, from callers that can wait.
@@ -174,6 +180,15 @@ class Extender:
         # is written (while kube-scheduler runs its own score plugins): (evaluation, body).
         self._scores_ahead: tuple[Any, bytes] | None = None
         self._ahead: Any = None  # the evaluation whose body after_answer is to build
+        # The shadow (issue 25): filter leaves a job, after_answer judges it, bounded.
+        self.shadows = Shadows(
+            metrics=metrics,
+            record=self._record,
+            decision=_decision,
+            governor=shadow_governor,
+            slice_seconds=shadow_slice,
+            details=shadow_details,
+        )
 
     def after_answer(self) -> None:
         """Work that need not delay the answer, done once it is written (issue 13): freeing
@@ -182,6 +197,7 @@ class Extender:
         nothing: the lists are bounded and prioritize builds its answer itself."""
         self._replaced.clear()
         self.shared.evicted.clear()
+        self.shadows.run()
         evaluation, self._ahead = self._ahead, None
         if evaluation is not None:
             try:
@@ -405,6 +421,10 @@ class Extender:
             ),
             served.label,
         )
+        if served.shadow is not None:  # judged once this answer is written (after_answer)
+            self.shadows.leave(
+                ShadowJob(served, served.shadow, pod, known, state, evaluation, time.time())
+            )
         decision = None
         if evaluation.applies and (len(passed) <= 1 or waited) and self._sample():
             # No prioritize call follows when at most one node is left (protocol section 3.0);

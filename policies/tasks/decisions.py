@@ -6,7 +6,12 @@ from celery import shared_task
 from django.conf import settings
 
 from policies import services
-from policies.background import DECISIONS_PRUNE, DECISIONS_RECORD, DECISIONS_RESOLVE_CHOSEN
+from policies.background import (
+    DECISIONS_PRUNE,
+    DECISIONS_RECORD,
+    DECISIONS_RESOLVE_CHOSEN,
+    SHADOW_PICKS,
+)
 from policies.cluster.sources import cluster_default
 from policies.errors import ClusterUnavailable
 
@@ -38,3 +43,16 @@ def decisions_resolve_chosen() -> int:
 def decisions_prune() -> int:
     """Deletes decision records past SCHEDWEB_DECISIONS_KEEP_DAYS (beat, hourly)."""
     return services.decisions_prune(older_than_days=settings.SCHEDWEB_DECISIONS_KEEP_DAYS)
+
+
+@shared_task(name=SHADOW_PICKS, time_limit=60)
+def shadow_picks() -> int:
+    """Adds the model's kube-scheduler pick under both versions to recent shadow records (beat,
+    every 5 s; a bounded number per run)."""
+    from policies.rollout.services import shadow_picks_fill
+
+    try:
+        cluster = cluster_default()
+    except ClusterUnavailable:
+        return 0
+    return shadow_picks_fill(cluster=cluster)

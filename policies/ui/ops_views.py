@@ -21,6 +21,7 @@ import shlex
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -33,6 +34,7 @@ from django.core.paginator import Paginator
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 
 from policies import selectors, services, throttle
 from policies.cluster.loaded import pod_from_cluster
@@ -47,6 +49,7 @@ from policies.formatting import number_format
 from policies.health import database_check, redis_check
 from policies.models import AuditEvent, Decision, PolicyActivation
 from policies.redis import redis_client
+from policies.rollout.selectors import shadows_overview
 from policies.schedmodel.pipeline import SCORE_PLUGINS
 from policies.schedulerconfig import (
     IN_CLUSTER_EXTENDER_URL,
@@ -194,7 +197,7 @@ def _section(load: Callable[[], list[Any]], *, what: str) -> Section:
 def active_policies() -> list[dict[str, Any]]:
     """Every active policy version with who activated it and when, by policy name."""
     activations = (
-        PolicyActivation.objects.filter(active=True)
+        PolicyActivation.objects.filter(active=True, role="active")
         .select_related("policy", "version", "version__author", "activated_by")
         .order_by("policy__name")
     )
@@ -221,6 +224,9 @@ _AUDIT_VERBS = {
     "policy.publish": "published",
     "policy.rollback": "rolled back",
     "policy.deactivate": "deactivated",
+    "policy.shadow": "published a shadow version of",
+    "policy.promote": "promoted the shadow version of",
+    "policy.shadow_discard": "ended the shadow version of",
     "policy.delete": "deleted",
     "testcase.create": "added a test case to",
     "testcase.update": "changed a test case of",
@@ -230,6 +236,14 @@ _AUDIT_VERBS = {
     "share.create": "shared a playground link of",
     "token.create": "created an API token",
     "token.revoke": "revoked an API token",
+}
+
+
+# Why a shadow ended (services._shadow_end), as the note of its audit row.
+_SHADOW_ENDS = {
+    "discarded": "discarded",
+    "deactivated": "the policy was deactivated",
+    "active": "it became the active version",
 }
 
 
@@ -243,8 +257,14 @@ def audit_row(*, event: AuditEvent) -> dict[str, Any]:
         note = f"to v{event.version}"
         if detail.get("message"):
             note += f": {detail['message']}"
-    elif event.action == "policy.publish" and detail.get("message"):
+    elif event.action in ("policy.publish", "policy.shadow", "policy.promote") and detail.get(
+        "message"
+    ):
         note = str(detail["message"])
+    elif event.action == "policy.shadow_discard":
+        note = _SHADOW_ENDS.get(detail.get("why"), "")
+        if detail.get("message"):
+            note = f"{note}: {detail['message']}" if note else str(detail["message"])
     elif event.action.startswith("testcase.") and detail.get("name"):
         note = str(detail["name"])
     elif event.action.startswith("token.") and detail.get("user"):
@@ -328,6 +348,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "audit": _section(
             lambda: [audit_row(event=e) for e in selectors.audit_list()[:RECENT]],
             what="the audit log",
+        ),
+        "shadows": _section(
+            lambda: shadows_overview(since=timezone.now() - timedelta(hours=1)),
+            what="the shadow versions",
         ),
     }
     return _page(request, "ops/dashboard.html", context)

@@ -53,6 +53,7 @@ from policies.models import (
 )
 from policies.numbers import number_or_none
 from policies.roles import has_role
+from policies.rollout.selectors import shadow_get
 
 from .access import is_htmx, page_access
 from .completions import policy_completions
@@ -99,7 +100,7 @@ def _policy_rows(*, search: str) -> list[dict[str, Any]]:
     active = {
         a.policy_id: a
         for a in PolicyActivation.objects.filter(
-            active=True, policy__in=[p.pk for p in policies]
+            active=True, role="active", policy__in=[p.pk for p in policies]
         ).select_related("version", "activated_by")
     }
     rows = []
@@ -595,7 +596,7 @@ def _run_tests(policy: Policy, document: str) -> tuple[list[dict[str, Any]] | No
 def _versions_context(request: HttpRequest, policy: Policy) -> dict[str, Any]:
     active = selectors.policy_get_active(policy=policy)
     activation = (
-        PolicyActivation.objects.filter(policy=policy, active=True)
+        PolicyActivation.objects.filter(policy=policy, active=True, role="active")
         .select_related("activated_by")
         .first()
     )
@@ -614,6 +615,8 @@ def _versions_context(request: HttpRequest, policy: Policy) -> dict[str, Any]:
         "next_number": (versions[0].number + 1) if versions else 1,
         "draft_changed": active is None or active.document != policy.draft,
         "form": PublishForm(),
+        # the shadow version judged beside the active one (issue 25), for the Serving card
+        "shadow": shadow_get(policy=policy),
         **_abilities(request),
     }
 

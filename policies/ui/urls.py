@@ -23,6 +23,7 @@
 /policies/<name>/tests/[expect|review|accept] edit an expectation; review and accept new results
 /policies/<name>/versions/                   history, publish, rollback, deactivate
 /policies/<name>/backtest[/<job>]            backtest: recent decisions' pods and pending pods, now
+/policies/<name>/shadow/[promote|discard]    the shadow version's report; promote, discard (POST)
 /policies/<name>/diff/?a=&b=                 the diff pickers: on to the canonical diff URL
 /policies/<name>/versions/<a>/diff/<b>       side-by-side diff (a, b: a number or draft)
 /_dev/components/[preview]                   the component gallery (404 unless DEBUG)
@@ -40,6 +41,7 @@ from . import (
     ops_views,
     preview_all_views,
     reference,
+    shadow_views,
     share_views,
     test_expect_views,
     test_views,
@@ -116,6 +118,17 @@ urlpatterns = [
     path("policies/<slug:name>/rollback", views.rollback, name="policy-rollback"),
     path("policies/<slug:name>/deactivate", views.deactivate, name="policy-deactivate"),
     path("policies/<slug:name>/delete", views.policy_delete, name="policy-delete"),
+    path("policies/<slug:name>/shadow/", shadow_views.shadow_page, name="policy-shadow"),
+    path(
+        "policies/<slug:name>/shadow/promote",
+        shadow_views.shadow_promote,
+        name="policy-shadow-promote",
+    ),
+    path(
+        "policies/<slug:name>/shadow/discard",
+        shadow_views.shadow_discard,
+        name="policy-shadow-discard",
+    ),
     # with a trailing slash like versions/ and tests/; without one too (the old address)
     path("policies/<slug:name>/diff/", views.diff_pick, name="policy-diff-pick"),
     path("policies/<slug:name>/diff", views.diff_pick),

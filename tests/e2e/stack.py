@@ -358,8 +358,9 @@ class SchedwebStack:
         except ValueError:
             return status, raw.decode(errors="replace")
 
-    def publish(self, document: str, message: str = "e2e") -> int:
-        """Creates or updates the policy named in `document` and publishes it; returns the version."""
+    def publish(self, document: str, message: str = "e2e", *, shadow: bool = False) -> int:
+        """Creates or updates the policy named in `document` and publishes it (`shadow`: as
+        the shadow of its active version, issue 25); returns the version."""
         import yaml
 
         name = yaml.safe_load(document)["name"]
@@ -380,7 +381,7 @@ class SchedwebStack:
         status, body = self.request(
             "POST",
             f"/api/v1/policies/{name}/publish",
-            {"message": message},
+            {"message": message, "shadow": shadow},
             headers={"If-Match": body["etag"]},  # the revision just created or saved
         )
         if status != 201:

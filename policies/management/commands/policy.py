@@ -18,8 +18,14 @@ NAME | deactivate NAME` for git-based workflows.
                                            on the current cluster: one line per pod that would
                                            differ; exit 1 on a difference only with
                                            --fail-on-change (CI)
+    policy publish NAME --shadow -m MSG    publish the draft as the shadow of the active version
+                                           (judged after every answer and recorded, never
+                                           answering; issue 25)
+    policy shadow promote NAME -m MSG      the shadow becomes the active version (its test
+                                           cases must pass)
+    policy shadow discard NAME [-m MSG]    end the shadow
 
-publish, rollback and deactivate return once every live extender process serves the change
+publish, rollback, deactivate and shadow promote|discard return once every live extender process serves the change
 (at most SCHEDWEB_PUBLISH_CONFIRM_SECONDS) and print which have not confirmed; the exit status
 is then 3 (the change itself is made), so a pipeline that creates pods next can stop.
 
@@ -102,6 +108,11 @@ class Command(BaseCommand):
         pub = sub.add_parser("publish", help="publish a policy's draft")
         pub.add_argument("name")
         pub.add_argument("-m", "--message", required=True, help="what changed and why")
+        pub.add_argument(
+            "--shadow",
+            action="store_true",
+            help="publish as the shadow of the active version: judged and recorded, never answering",
+        )
         back = sub.add_parser("rollback", help="activate an earlier version again")
         back.add_argument("name")
         back.add_argument("--version", type=int, required=True)
@@ -133,7 +144,11 @@ class Command(BaseCommand):
             action="store_true",
             help="exit 1 when any pod would differ (default: exit 0 whatever differs)",
         )
-        for parser_ in (pub, back, off):
+        shadow = sub.add_parser("shadow", help="promote or discard a policy's shadow version")
+        shadow.add_argument("shadow_action", choices=("promote", "discard"))
+        shadow.add_argument("name")
+        shadow.add_argument("-m", "--message", default="", help="why (required to promote)")
+        for parser_ in (pub, back, off, shadow):
             parser_.add_argument(
                 "--user", default="", help="username recorded in the audit log (default: system)"
             )
@@ -303,13 +318,10 @@ class Command(BaseCommand):
                 policy=policy,
                 message=options["message"],
                 revision=policy.draft_revision,
+                shadow=options.get("shadow", False),
             )
         except TestsFailed as exc:
-            self.stderr.write(f"{policy.name}: {printable(exc.message)}")
-            for case in exc.details:
-                for problem in case["failures"]:
-                    self.stderr.write(f"  {printable(str(case['name']))}: {printable(problem)}")
-            sys.exit(1)
+            self._tests_failed(policy, exc)
         except PolicyInvalid as exc:
             self._invalid(policy.name, exc)
             sys.exit(2)
@@ -317,7 +329,8 @@ class Command(BaseCommand):
             raise CommandError(f"{policy.name}: {printable(exc.message)}") from None
         count = len(result.test_results)
         self._served(
-            f"published {policy.name} v{result.version.number} ({count} test case"
+            f"published {policy.name} v{result.version.number}"
+            f"{' as its shadow' if options.get('shadow') else ''} ({count} test case"
             f"{'s' if count != 1 else ''} passed)",
             result.served,
         )
@@ -404,6 +417,36 @@ class Command(BaseCommand):
                 f"{row['class']}\t{printable(row['pod'])}\t"
                 f"{printable(before)} -> {printable(after)}"
             )
+
+    def _shadow(self, options) -> None:
+        from policies.rollout.services import policy_shadow_discard, policy_shadow_promote
+
+        policy = self._policy(options["name"])
+        try:
+            if options["shadow_action"] == "promote":
+                result = policy_shadow_promote(
+                    actor=self._actor(options), policy=policy, message=options["message"]
+                )
+                done = f"promoted {policy.name} v{result.activation.version.number} to active"
+                served = result.served
+            else:
+                served = policy_shadow_discard(
+                    actor=self._actor(options), policy=policy, message=options["message"]
+                )
+                done = f"discarded the shadow of {policy.name}"
+        except TestsFailed as exc:
+            self._tests_failed(policy, exc)
+        except ServiceError as exc:
+            raise CommandError(f"{policy.name}: {printable(exc.message)}") from None
+        self._served(done, served)
+
+    def _tests_failed(self, policy: Policy, exc: TestsFailed) -> None:
+        """The gate refused: each failing case's problems on stderr, exit 1."""
+        self.stderr.write(f"{policy.name}: {printable(exc.message)}")
+        for case in exc.details:
+            for problem in case["failures"]:
+                self.stderr.write(f"  {printable(str(case['name']))}: {printable(problem)}")
+        sys.exit(1)
 
     def _served(self, done: str, served: ServedReport) -> None:
         """What was done, then whether every extender process serves it; exit 3 if not."""

@@ -218,4 +218,6 @@ def policy_names_serving(*, scheduler_names: list[str]) -> list[str]:
 def decisions_recent(*, policy_names: list[str]):
     """Decisions recorded by these policies, newest first (iterate it in chunks: a record holds
     up to 500 nodes)."""
-    return Decision.objects.filter(policy_name__in=policy_names).order_by("-created_at", "-pk")
+    return Decision.objects.filter(role="active", policy_name__in=policy_names).order_by(
+        "-created_at", "-pk"
+    )

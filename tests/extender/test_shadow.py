@@ -287,6 +287,13 @@ def test_a_shadow_over_the_cel_budget_on_every_pod_changes_no_answer_and_stays_i
     _install(extender_redis, shadow=COSTLY)
     state.extender.shared.clear()
     state.decisions.take()
+    # The share is not what this test is about: a governor whose clock gains a second per
+    # reading always has a slice to give, whatever the machine's speed (with wall time, a fast
+    # answer after a 25 ms slice left the bucket empty and the pod was skipped).
+    ticks = iter(range(1_000_000))
+    state.extender.shadows.governor = ShadowGovernor(
+        share=settings.SCHEDWEB_SHADOW_SHARE, burst=0.025, clock=lambda: float(next(ticks))
+    )
     # Each shadow evaluation stops at its slice (25 ms of CPU) or the cost budget, whichever
     # first: the four pods' answers and shadow work stay far below what the shadow alone would
     # take unbounded (the budget on each of the 36 nodes, seconds per pod).

@@ -41,6 +41,7 @@ from django.conf import settings
 from policies.background import DECISIONS_RECORD, task_queue
 from policies.engine.document import PolicyInvalid
 from policies.evaluation import policy_compile
+from policies.rollout.split import Split
 
 from .catch_up import CatchUp
 from .metrics import Metrics
@@ -85,6 +86,11 @@ class PolicyRegistry:
                 if isinstance(shadow_entry, dict)
                 else None
             )
+            canary_entry = entry.get("canary")
+            canary_compiled, split = None, None
+            if isinstance(canary_entry, dict):
+                canary_compiled = self._compile(canary_entry, entry["name"], compiled_cache)
+                split = _split(canary_entry, entry["name"])
             for scheduler_name in compiled.spec.scheduler_names:
                 shadow = None
                 if (
@@ -92,8 +98,23 @@ class PolicyRegistry:
                     and scheduler_name in shadow_compiled.spec.scheduler_names
                 ):
                     shadow = ServedPolicy(entry["name"], shadow_entry["version"], shadow_compiled)
+                canary = None
+                if (
+                    canary_compiled is not None
+                    and split is not None
+                    and scheduler_name in canary_compiled.spec.scheduler_names
+                ):
+                    canary = ServedPolicy(
+                        entry["name"], canary_entry["version"], canary_compiled, arm="canary"
+                    )
                 by_scheduler[scheduler_name] = ServedPolicy(
-                    entry["name"], entry["version"], compiled, shadow
+                    entry["name"],
+                    entry["version"],
+                    compiled,
+                    shadow,
+                    canary=canary,
+                    split=split if canary is not None else None,
+                    arm="stable" if canary is not None else "",
                 )
         self._compiled = compiled_cache
         self.by_scheduler = by_scheduler  # one reference swap: requests see old or new, never half
@@ -127,6 +148,14 @@ class PolicyRegistry:
         self.counter = counter
         return True
 
+    def canaries(self) -> dict[str, str]:
+        """The canary version deciding a share of each schedulerName's pods (issue 25)."""
+        return {
+            name: served.canary.label
+            for name, served in sorted(self.by_scheduler.items())
+            if served.canary is not None
+        }
+
     def shadows(self) -> dict[str, str]:
         """The shadow version judged beside each schedulerName's active one (issue 25)."""
         return {
@@ -140,6 +169,16 @@ class PolicyRegistry:
         from policies.publishing import active_policies_entries
 
         self.install(active_policies_entries(), source="database")
+
+
+def _split(entry: dict[str, Any], name: str) -> Split | None:
+    """A canary entry's share; None (and logged: the stable version then decides every pod)
+    when it is not one this process can read."""
+    try:
+        return Split.of(entry.get("share") or {})
+    except (KeyError, TypeError, ValueError) as exc:
+        log.error("canary of %s v%s has no share here: %s", name, entry.get("version"), exc)
+        return None
 
 
 class Rate:
@@ -406,6 +445,7 @@ class ExtenderRuntime:
                 name: served.label for name, served in sorted(self.registry.by_scheduler.items())
             },
             "shadows": self.registry.shadows(),
+            "canaries": self.registry.canaries(),
             "snapshotVersion": snapshot.version if snapshot is not None else None,
             "at": time.time(),
             "since": self.started_at,
@@ -520,6 +560,7 @@ class ExtenderRuntime:
                 name: served.label for name, served in sorted(self.registry.by_scheduler.items())
             },
             "shadows": self.registry.shadows(),
+            "canaries": self.registry.canaries(),
             "policiesFrom": self.registry.loaded_from,
             "served": self.served(),
             "redis": "ok" if self.redis_ok else "down",

@@ -27,6 +27,7 @@ import orjson
 from policies.cluster.convert import ConversionError, node_view, pod_view
 from policies.engine.inputs import NodeView, PodView, ResourceMap
 from policies.engine.policy import CompiledPolicy
+from policies.rollout.split import Split
 from policies.schedmodel.plugins import (
     filter_node_name,
     filter_node_unschedulable,
@@ -46,13 +47,18 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class ServedPolicy:
     """An active policy version as an extender serves it. `reads_pods`: its answer depends on
-    the cluster's pods in the snapshot (catch_up.policy_reads_pods). `shadow`: its shadow."""
+    the cluster's pods in the snapshot (catch_up.policy_reads_pods). `shadow`: its shadow;
+    `canary`: the version that judges the pods `split` gives it (`judging`)."""
 
     name: str
     version: int
     compiled: CompiledPolicy
     # The version judged beside this one after each answer, never answering (issue 25).
     shadow: ServedPolicy | None = None
+    # The version deciding `split`'s share of the pods instead of this one (issue 25's canary).
+    canary: ServedPolicy | None = None
+    split: Split | None = None
+    arm: str = ""  # during a canary: "canary" or "stable" (recorded with each decision)
     reads_pods: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -61,6 +67,23 @@ class ServedPolicy:
     @property
     def label(self) -> str:
         return f"{self.name}/v{self.version}"
+
+    def judging(self, pod: dict[str, Any]) -> ServedPolicy:
+        """The version that judges this raw Pod: the canary for its share, else this one. A
+        function of the pod's uid (or labels and namespace) only, so every call about the pod
+        (filter, prioritize, bind), in every process and replica, gets the same version."""
+        if self.canary is not None and self.split is not None and self.split.canary_of_object(pod):
+            return self.canary
+        return self
+
+    def judging_view(self, pod: PodView) -> ServedPolicy:
+        """`judging` for a pod of the snapshot (bind's re-check)."""
+        split = self.split
+        if self.canary is not None and split is not None:
+            return (
+                self.canary if split.canary(pod["uid"], pod["namespace"], pod["labels"]) else self
+            )
+        return self
 
 
 WAIT = 0  # Answer.status of a request that waits for the snapshot (never sent)
@@ -209,7 +232,12 @@ class Extender:
     # -- helpers -------------------------------------------------------------------------------
 
     def _served(self, pod: dict[str, Any]) -> ServedPolicy | None:
-        return self._policies().get(protocol.scheduler_name(pod))
+        """The version judging the pod: its schedulerName's, or that one's canary (issue 25);
+        every answering path (direct, ASGI, the offload pool's processes, after a catch-up
+        wait, prioritize's reuse of filter's evaluation, whose key holds the version) comes
+        through here."""
+        served = self._policies().get(protocol.scheduler_name(pod))
+        return served.judging(pod) if served is not None else None
 
     def _pod_view(self, args: protocol.ExtenderArgs | protocol.PreemptionArgs) -> PodView:
         """The engine's view of the request's pod; a ProtocolError naming the field when the
@@ -618,6 +646,7 @@ class Extender:
             state = snapshot.state if snapshot is not None else None
             pod = state.pod(args.pod_uid) if state is not None else None
             served = self._policies().get(pod["schedulerName"]) if pod is not None else None
+            served = served.judging_view(pod) if served is not None else None
             try:
                 reason = self._bind_refusal(args, pod, served, state)
             except Exception as exc:  # a policy that fails here refuses, as a check would
@@ -767,6 +796,7 @@ def _decision(
         "podManifest": _pod_manifest(pod),
         "policy": served.name,
         "version": served.version,
+        **({"arm": served.arm} if served.arm else {}),  # during a canary: who judged
         "verb": verb,
         "scores": evaluation.score_names if scored else [],
         "weights": evaluation.weights if scored else [],

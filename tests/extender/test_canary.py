@@ -1,0 +1,108 @@
+"""The canary in the extender (issue 25, item 3): the version judging a pod is a function of its
+uid (or labels and namespace), the same on every call and every path, and answers say which."""
+
+from __future__ import annotations
+
+import hashlib
+
+import orjson
+
+from policies.extender import entry
+from policies.extender.runtime import runtime
+from policies.publishing import active_entries_write
+from policies.rollout.split import Split, bucket
+
+from .conftest import ROOM, active_entry, args_body, go_pod, runtime_by_hand
+
+# The canary: ROOM, but no node for any pod.
+REJECT_ALL = ROOM.replace(
+    "filters:\n", "filters:\n  - name: nothing\n    expression: pod.name == ''\n"
+)
+
+
+def _install(share: dict) -> None:
+    entry_ = active_entry(ROOM, 1)
+    entry_["canary"] = {
+        "version": 2,
+        "document": REJECT_ALL,
+        "contentHash": hashlib.sha256(REJECT_ALL.encode()).hexdigest(),
+        "schedulerNames": ["schedweb"],
+        "share": share,
+    }
+    active_entries_write([entry_])
+    runtime().registry.refresh_from_redis()
+
+
+def _answer(verb: str, body: bytes) -> tuple[int, bytes, str]:
+    answer = entry.extender_answer_or_wait(verb, body, inline=True)
+    entry.after_answer()
+    return answer
+
+
+def _uid(i: int) -> str:
+    digest = hashlib.sha256(f"pod-{i}".encode()).hexdigest()
+    return f"{digest[:8]}-{digest[8:12]}-4{digest[13:16]}-8{digest[17:20]}-{digest[20:32]}"
+
+
+def test_a_percentage_gives_the_canary_about_its_share_of_uids_and_a_uid_always_the_same():
+    split = Split(percent=25)
+    uids = [_uid(i) for i in range(4000)]
+    chosen = [split.canary(u, "default", {}) for u in uids]
+    assert 0.23 < sum(chosen) / len(uids) < 0.27
+    # the bucket is sha256(uid) mod 10000: the same in any process, on any call
+    assert [split.canary(u, "other", {"x": "y"}) for u in uids] == chosen
+    assert all(bucket(u) == bucket(u) < 10000 for u in uids[:50])
+    assert not any(Split(percent=1).canary(u, "d", {}) for u in uids if bucket(u) >= 100)
+
+
+def test_a_selector_share_matches_labels_and_the_namespace_a_pod_cannot_claim():
+    split = Split.of({"selector": "team in (a,b), kubernetes.io/metadata.name=prod, !legacy"})
+    assert split.canary("u", "prod", {"team": "a"})
+    assert not split.canary("u", "prod", {"team": "c"})
+    assert not split.canary("u", "prod", {"team": "a", "legacy": ""})
+    # a pod's own label does not make it part of another namespace
+    assert not split.canary("u", "dev", {"team": "a", "kubernetes.io/metadata.name": "prod"})
+
+
+def test_the_canary_answers_for_its_share_and_the_stable_version_for_the_rest(extender_redis):
+    _install({"percent": 25})
+    state = runtime_by_hand()
+    state.decisions.take()
+    pods = [go_pod(f"web-{i}", uid=_uid(i)) for i in range(40)]
+    canary = [Split(percent=25).canary(p["metadata"]["uid"], "default", {}) for p in pods]
+    assert 4 <= sum(canary) <= 16
+    for pod, is_canary in zip(pods, canary, strict=True):
+        status, body, label = _answer("filter", args_body(pod))
+        result = orjson.loads(body)
+        assert status == 200
+        assert label == ("room/v2" if is_canary else "room/v1")
+        assert bool(result["NodeNames"]) is not is_canary
+        # prioritize (reusing filter's evaluation or not) answers with the same version
+        assert _answer("prioritize", args_body(pod))[2] == label
+        state.extender.shared.clear()
+        assert _answer("prioritize", args_body(pod))[2] == label
+        assert _answer("filter", args_body(pod))[2] == label
+    arms = {r["pod"]["name"]: (r["arm"], r["version"]) for r in state.decisions.take()}
+    assert arms, "decisions were sampled"
+    for name, (arm, version) in arms.items():
+        i = int(name.split("-")[1])
+        assert (arm, version) == (("canary", 2) if canary[i] else ("stable", 1))
+
+
+def test_the_full_node_form_and_a_selector_share_choose_the_same_way(extender_redis):
+    _install({"selector": "track=canary"})
+    runtime_by_hand()
+    yes = go_pod("web-a", labels={"track": "canary"})
+    no = go_pod("web-b", labels={"track": "stable"})
+    assert _answer("filter", args_body(yes, full=True))[2] == "room/v2"
+    assert _answer("filter", args_body(no, full=True))[2] == "room/v1"
+
+
+def test_a_canary_entry_whose_share_does_not_parse_leaves_the_stable_version_deciding(
+    extender_redis,
+):
+    _install({"selector": "a in (("})
+    runtime_by_hand()
+    served = runtime().registry.by_scheduler["schedweb"]
+    assert served.canary is None and served.label == "room/v1"
+    assert _answer("filter", args_body(go_pod("web-1")))[2] == "room/v1"

@@ -80,7 +80,12 @@ def active_policies_entries() -> list[dict[str, Any]]:
         if a.role == PolicyActivation.Role.SHADOW:
             shadows[a.policy_id] = version
         elif a.role == PolicyActivation.Role.CANARY:
-            canaries[a.policy_id] = {**version, "share": (a.rollout or {}).get("share") or {}}
+            rollout = a.rollout or {}
+            canaries[a.policy_id] = {
+                **version,
+                "share": rollout.get("share") or {},
+                "guard": rollout.get("guard") or {},
+            }
         elif a.role == PolicyActivation.Role.ACTIVE:
             entries[a.policy_id] = {
                 "name": a.policy.name,

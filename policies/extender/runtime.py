@@ -25,6 +25,7 @@ follow the policies' changes and confirm them like the listener's workers.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import logging
 import os
@@ -71,6 +72,9 @@ class PolicyRegistry:
         self.loaded_from = "nothing yet"
         self.installed_at: float | None = None  # Unix time the set now served was installed
         self._compiled: dict[str, Any] = {}  # contentHash -> CompiledPolicy
+        # Canaries the guard rolled back, (policy, version): never judging here again, even
+        # before the rollback's distribution arrives.
+        self.tripped: set[tuple[str, int]] = set()
 
     def install(self, entries: list[dict[str, Any]], *, source: str) -> None:
         """Compiles what is new (by content hash) and swaps the whole mapping at once."""
@@ -103,9 +107,14 @@ class PolicyRegistry:
                     canary_compiled is not None
                     and split is not None
                     and scheduler_name in canary_compiled.spec.scheduler_names
+                    and (entry["name"], canary_entry["version"]) not in self.tripped
                 ):
                     canary = ServedPolicy(
-                        entry["name"], canary_entry["version"], canary_compiled, arm="canary"
+                        entry["name"],
+                        canary_entry["version"],
+                        canary_compiled,
+                        arm="canary",
+                        guard=canary_entry.get("guard") or {},
                     )
                 by_scheduler[scheduler_name] = ServedPolicy(
                     entry["name"],
@@ -147,6 +156,21 @@ class PolicyRegistry:
         self.install(list(entries.values()), source="redis")
         self.counter = counter
         return True
+
+    def trip(self, name: str, version: int) -> None:
+        """The guard rolled canary `version` of `name` back: the stable version judges every
+        pod from now on (one reference swap, as install)."""
+        self.tripped.add((name, version))
+        self.by_scheduler = {
+            scheduler: (
+                dataclasses.replace(served, canary=None, split=None, arm="")
+                if served.name == name
+                and served.canary is not None
+                and served.canary.version == version
+                else served
+            )
+            for scheduler, served in self.by_scheduler.items()
+        }
 
     def canaries(self) -> dict[str, str]:
         """The canary version deciding a share of each schedulerName's pods (issue 25)."""
@@ -369,6 +393,8 @@ class ExtenderRuntime:
                     self._follow(entries)
             if self.rejections:
                 self._flush_rejections()
+            if self.extender.canary_counts:
+                self.canary_flush()
             if pushed and (gap := WAKE_GAP_SECONDS - (time.monotonic() - woke)) > 0:
                 self._stop.wait(gap)
             now = time.monotonic()
@@ -473,6 +499,28 @@ class ExtenderRuntime:
             # no full collection (tens of ms over a big cluster) lands in a request. Objects
             # are still freed by reference counting when a later snapshot replaces them.
             gc.freeze()
+
+    def canary_flush(self) -> None:
+        """The canary counts to Redis and the guard on the totals (policies/extender/canary.py):
+        a canary that trips stops judging here at once, and the first process to see it queues
+        the rollback."""
+        from policies.background import CANARY_GUARD
+        from policies.rollout.guard import trip_claim
+
+        try:
+            trips = self.extender.canary_counts.flush(self.redis)
+        except Exception as exc:  # kept for the next flush
+            self.redis_ok, self.last_error = False, f"redis: {exc}"
+            return
+        for name, version, why in trips:
+            self.registry.trip(name, version)
+            self.metrics.count("canary_guard_trips", name)
+            log.warning("canary %s/v%s tripped its guard: %s", name, version, why["reason"])
+            try:
+                if trip_claim(self.redis, name, version, why):
+                    task_queue(CANARY_GUARD, name, version)
+            except Exception as exc:  # the worker's periodic check rolls it back anyway
+                log.error("canary %s/v%s: cannot queue the rollback (%s)", name, version, exc)
 
     def _flush_rejections(self) -> None:
         from policies.extender.requeue import rejections_record

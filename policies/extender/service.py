@@ -36,6 +36,7 @@ from policies.schedmodel.plugins import (
 )
 
 from . import protocol
+from .canary import CanaryCounts
 from .catch_up import Attempt, Behind, CatchUp, behind_of, policy_reads_pods
 from .metrics import Metrics
 from .shadow import ShadowGovernor, ShadowJob, Shadows
@@ -59,6 +60,7 @@ class ServedPolicy:
     canary: ServedPolicy | None = None
     split: Split | None = None
     arm: str = ""  # during a canary: "canary" or "stable" (recorded with each decision)
+    guard: Any = None  # a canary's guard (policies/rollout/guard.py)
     reads_pods: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -203,6 +205,8 @@ class Extender:
         # is written (while kube-scheduler runs its own score plugins): (evaluation, body).
         self._scores_ahead: tuple[Any, bytes] | None = None
         self._ahead: Any = None  # the evaluation whose body after_answer is to build
+        # The canary's counts for its guard (issue 25): flushed by the runtime.
+        self.canary_counts = CanaryCounts()
         # The shadow (issue 25): filter leaves a job, after_answer judges it, bounded.
         self.shadows = Shadows(
             metrics=metrics,
@@ -449,6 +453,12 @@ class Extender:
             ),
             served.label,
         )
+        if served.arm:  # during a canary: counted for its guard
+            rejected = evaluation.applies and not passed
+            errors = bool(evaluation.errors)
+            self.canary_counts.count(served, rejected=rejected, errors=errors)
+            outcome = "error" if errors else "rejected" if rejected else "passed"
+            self.metrics.count("canary_judged", served.arm, outcome)
         if served.shadow is not None:  # judged once this answer is written (after_answer)
             self.shadows.leave(
                 ShadowJob(served, served.shadow, pod, known, state, evaluation, time.time())

@@ -9,8 +9,10 @@ like publish.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
+import orjson
 from django.db import transaction
 
 from policies.engine.document import FieldError
@@ -28,6 +30,7 @@ from policies.services import (
     _shadow_in_force,
 )
 
+from .guard import TRIPPED, rates, totals_read
 from .services import _message
 from .split import SelectorInvalid, selector_parse
 
@@ -159,3 +162,138 @@ def policy_canary_abort(
         _shadow_end(actor=actor, policy=locked, why=why, message=message, role=CANARY, **detail)
         distribution = _distribute_after_commit()
     return distribution.served()
+
+
+# --- the guard's and the quiet period's side, in the worker ------------------------------------
+
+# The audit rows' actor when the product acts by itself (actor_name "guard", no user).
+GUARD = SimpleNamespace(username="guard", pk=None)
+
+
+def _trip_read(client, name: str, version: int) -> dict[str, Any] | None:
+    raw = client.get(TRIPPED.format(policy=name, version=version))
+    return orjson.loads(raw) if raw else None
+
+
+def canary_guard_rollback(*, name: str, version: int, client=None) -> bool:
+    """Rolls canary `version` of policy `name` back because an extender process saw it trip its
+    guard (the figures it saw are in Redis): audited with the guard as actor and the figures.
+    False when that canary is no longer in force (promoted, aborted, replaced)."""
+    from policies.redis import redis_client
+
+    client = client or redis_client()
+    why = _trip_read(client, name, version)
+    policy = Policy.objects.filter(name=name).first()
+    canary = _shadow_in_force(policy=policy, role=CANARY) if policy else None
+    if why is None or canary is None or canary.version.number != version:
+        return False
+    try:
+        policy_canary_abort(
+            actor=GUARD,
+            policy=policy,
+            why="guard",
+            reason=why.get("reason", ""),
+            canary=why.get("canary"),
+            stable=why.get("stable"),
+            threshold=why.get("threshold"),
+        )
+    except Conflict:  # ended meanwhile by hand
+        return False
+    return True
+
+
+def canary_check(*, now=None, client=None) -> dict[str, int]:
+    """The worker's periodic pass over the canaries in force: one whose trip no queued rollback
+    has acted on yet is rolled back (the queue lost it, or the worker was down), and one quiet
+    for its promoteAfterSeconds (no trip) is promoted, audited with the guard as actor."""
+    from django.utils import timezone
+
+    from policies.redis import redis_client
+
+    client = client or redis_client()
+    now = now or timezone.now()
+    done = {"rolledBack": 0, "promoted": 0}
+    canaries = PolicyActivation.objects.filter(active=True, role=CANARY).select_related(
+        "policy", "version"
+    )
+    for canary in canaries:
+        name, version = canary.policy.name, canary.version.number
+        if _trip_read(client, name, version) is not None:
+            done["rolledBack"] += canary_guard_rollback(name=name, version=version, client=client)
+            continue
+        after = (canary.rollout or {}).get("promoteAfterSeconds")
+        if after and (now - canary.activated_at).total_seconds() >= after:
+            try:
+                policy_canary_promote(
+                    actor=GUARD, policy=canary.policy, expect_version=version, why="quiet"
+                )
+            except Conflict:
+                continue
+            done["promoted"] += 1
+    return done
+
+
+def canary_from_request(raw: Any) -> dict[str, Any] | None:
+    """A publish request's `canary` object ({percent | selector, guard?, promoteAfterSeconds?})
+    as canary_rollout checks it; None when absent."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise _invalid("canary", "must be an object")
+    unknown = sorted(set(raw) - {"percent", "selector", "guard", "promoteAfterSeconds"})
+    if unknown:
+        raise _invalid(f"canary.{str(unknown[0])[:40]}", "unknown field")
+    return canary_rollout(
+        percent=raw.get("percent"),
+        selector=raw.get("selector"),
+        guard=raw.get("guard"),
+        promote_after=raw.get("promoteAfterSeconds"),
+    )
+
+
+def canary_status(*, policy: Policy, client=None) -> dict[str, Any] | None:
+    """The canary in force as the REST API, the pages and the CLI say it: its version and the
+    stable one, share, guard, quiet period, since when, and how each arm is doing (the counts
+    every extender process added, policies/rollout/guard.py); None without one."""
+    from policies.redis import redis_client
+
+    canary = _shadow_in_force(policy=policy, role=CANARY)
+    if canary is None:
+        return None
+    stable = _shadow_in_force(policy=policy, role=PolicyActivation.Role.ACTIVE)
+    rollout = canary.rollout or {}
+    try:
+        client = client or redis_client()
+        arms = rates(totals_read(client, policy.name, canary.version.number))
+        tripped = _trip_read(client, policy.name, canary.version.number)
+    except Exception:  # Redis down: the status without the counts
+        arms, tripped = None, None
+    return {
+        "version": canary.version.number,
+        "stable": stable.version.number if stable else None,
+        "message": canary.version.message,
+        "share": rollout.get("share") or {},
+        "guard": rollout.get("guard") or {},
+        "promoteAfterSeconds": rollout.get("promoteAfterSeconds"),
+        "since": canary.activated_at.isoformat(),
+        "by": canary.activated_by.get_username() if canary.activated_by else None,
+        "arms": arms,
+        "tripped": tripped,
+    }
+
+
+def canary_last_rollback(*, policy: Policy) -> dict[str, Any] | None:
+    """The guard's last rollback of this policy's canary, for the notice on the dashboard and
+    the policy page: the audit row's version, time and figures; None when it never acted."""
+    from policies.models import AuditEvent
+
+    event = (
+        AuditEvent.objects.filter(
+            action="policy.canary_abort", policy_name=policy.name, detail__why="guard"
+        )
+        .order_by("-pk")
+        .first()
+    )
+    if event is None:
+        return None
+    return {"version": event.version, "at": event.created_at.isoformat(), **event.detail}

@@ -6,10 +6,12 @@ from __future__ import annotations
 import hashlib
 
 import orjson
+import pytest
 
 from policies.extender import entry
 from policies.extender.runtime import runtime
 from policies.publishing import active_entries_write
+from policies.rollout.guard import TRIPPED, totals_read
 from policies.rollout.split import Split, bucket
 
 from .conftest import ROOM, active_entry, args_body, go_pod, runtime_by_hand
@@ -20,7 +22,7 @@ REJECT_ALL = ROOM.replace(
 )
 
 
-def _install(share: dict) -> None:
+def _install(share: dict, guard: dict | None = None) -> None:
     entry_ = active_entry(ROOM, 1)
     entry_["canary"] = {
         "version": 2,
@@ -28,6 +30,7 @@ def _install(share: dict) -> None:
         "contentHash": hashlib.sha256(REJECT_ALL.encode()).hexdigest(),
         "schedulerNames": ["schedweb"],
         "share": share,
+        **({"guard": guard} if guard else {}),
     }
     active_entries_write([entry_])
     runtime().registry.refresh_from_redis()
@@ -106,3 +109,42 @@ def test_a_canary_entry_whose_share_does_not_parse_leaves_the_stable_version_dec
     served = runtime().registry.by_scheduler["schedweb"]
     assert served.canary is None and served.label == "room/v1"
     assert _answer("filter", args_body(go_pod("web-1")))[2] == "room/v1"
+
+
+@pytest.mark.django_db
+def test_a_canary_that_rejects_every_pod_trips_its_guard_at_its_min_pods_th_pod(
+    extender_redis,
+):
+    _install({"selector": "app=web"}, {"rejectedRate": 5, "errorRate": 5, "minPods": 5})
+    runtime_by_hand()
+    labels = [_answer("filter", args_body(go_pod(f"web-{i}")))[2] for i in range(8)]
+    # the 5th pod's counts cross the threshold; from the 6th on, the stable version judges
+    assert labels == ["room/v2"] * 5 + ["room/v1"] * 3
+    totals = totals_read(extender_redis, "room", 2)
+    # the canary's life is over: the pods after it are not counted for it
+    assert (totals["canary:judged"], totals["canary:rejected"], totals["stable:judged"]) == (
+        5,
+        5,
+        0,
+    )
+    why = orjson.loads(extender_redis.get(TRIPPED.format(policy="room", version=2)))
+    assert (why["reason"], why["canary"]["rejectedRate"], why["threshold"]["minPods"]) == (
+        "rejected",
+        100.0,
+        5,
+    )
+    text = entry.metrics_text().decode()
+    assert "schedweb_extender_canary_guard_trips_total" in text
+    # a refresh of the same set (another policy published) does not bring the canary back
+    runtime().registry.counter = None
+    runtime().registry.refresh_from_redis()
+    assert _answer("filter", args_body(go_pod("web-9")))[2] == "room/v1"
+
+
+def test_a_canary_no_worse_than_stable_holds_past_its_min_pods(extender_redis):
+    _install({"percent": 50}, {"rejectedRate": 100, "errorRate": 5, "minPods": 3})
+    runtime_by_hand()
+    pods = [go_pod(f"web-{i}", uid=_uid(i)) for i in range(30)]
+    labels = {_answer("filter", args_body(p))[2] for p in pods}
+    assert labels == {"room/v1", "room/v2"}  # rejecting 100 points more is within 100
+    assert extender_redis.get(TRIPPED.format(policy="room", version=2)) is None

@@ -5,6 +5,8 @@ publish ends it."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from policies import services
@@ -12,7 +14,15 @@ from policies.errors import Conflict, ServiceError
 from policies.extender.runtime import runtime
 from policies.models import AuditEvent, Policy, PolicyActivation
 from policies.publishing import active_policies_entries
-from policies.rollout.canary import canary_rollout, policy_canary_abort, policy_canary_promote
+from policies.rollout.canary import (
+    canary_check,
+    canary_guard_rollback,
+    canary_rollout,
+    policy_canary_abort,
+    policy_canary_promote,
+)
+from policies.rollout.guard import trip_claim
+from policies.ui.ops_views import audit_row
 from tests.api.conftest import document
 from tests.conftest import make_user
 
@@ -198,3 +208,77 @@ def test_a_plain_publish_or_a_rollback_ends_the_canary_with_an_audit_row(extende
         .values_list("detail__why", flat=True)
     )
     assert whys == ["rollback", "published"]
+
+
+TRIP = {
+    "reason": "rejected",
+    "canary": {"judged": 20, "rejected": 20, "errors": 0, "rejectedRate": 100.0, "errorRate": 0.0},
+    "stable": {"judged": 60, "rejected": 0, "errors": 0, "rejectedRate": 0.0, "errorRate": 0.0},
+    "threshold": {"rejectedRate": 5.0, "minPods": 20},
+}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tripped_guard_rolls_the_canary_back_audited_with_the_guard_as_actor(extender):
+    publisher = make_user("pub", "publisher")
+    policy = _active_and_canary(publisher)
+    assert trip_claim(extender, "least", 2, TRIP)
+    assert not trip_claim(extender, "least", 2, TRIP)  # one process queues the rollback
+    assert canary_guard_rollback(name="least", version=2, client=extender)
+    assert _served() == ("least/v1", None)
+    event = AuditEvent.objects.filter(action="policy.canary_abort").get()
+    assert (event.actor_name, event.version, event.detail["why"]) == ("guard", 2, "guard")
+    assert event.detail["canary"]["rejectedRate"] == 100.0
+    assert event.detail["threshold"] == {"rejectedRate": 5.0, "minPods": 20}
+    # Recent changes says it in words
+    assert audit_row(event=event)["note"] == (
+        "the guard rolled it back: pods rejected on every node 100.0% of 20 pods against the "
+        "stable version's 0.0% (threshold 5.0 points, after 20 pods)"
+    )
+    # once rolled back, nothing more to do; a stale trip of another version is ignored
+    assert not canary_guard_rollback(name="least", version=2, client=extender)
+    assert not PolicyActivation.objects.filter(policy=policy, role="canary", active=True).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_periodic_check_rolls_back_a_lost_trip_and_promotes_a_quiet_canary(extender):
+    publisher = make_user("pub", "publisher")
+    policy = services.policy_create(actor=publisher, document=document())
+    services.policy_publish(
+        actor=publisher, policy=policy, message="v1", revision=policy.draft_revision
+    )
+    policy = _draft(policy, document().replace("test policy", "candidate"))
+    services.policy_publish(
+        actor=publisher,
+        policy=policy,
+        message="v2",
+        revision=policy.draft_revision,
+        canary=canary_rollout(percent=10, promote_after="3600"),
+    )
+    activated = PolicyActivation.objects.get(role="canary", active=True).activated_at
+    # not quiet for long enough yet: nothing happens
+    assert canary_check(now=activated + timedelta(seconds=3599), client=extender) == {
+        "rolledBack": 0,
+        "promoted": 0,
+    }
+    assert _served() == ("least/v1", "least/v2")
+    assert canary_check(now=activated + timedelta(seconds=3600), client=extender) == {
+        "rolledBack": 0,
+        "promoted": 1,
+    }
+    assert _served() == ("least/v2", None)
+    event = AuditEvent.objects.filter(action="policy.canary_promote").get()
+    assert (event.actor_name, event.detail["why"]) == ("guard", "quiet")
+    # a canary whose trip was never acted on is rolled back by the next check
+    policy = _draft(Policy.objects.get(pk=policy.pk), document().replace("test policy", "v3"))
+    services.policy_publish(
+        actor=publisher,
+        policy=policy,
+        message="v3",
+        revision=policy.draft_revision,
+        canary=canary_rollout(percent=10, promote_after=60),
+    )
+    trip_claim(extender, "least", 3, TRIP)
+    later = activated + timedelta(days=1)
+    assert canary_check(now=later, client=extender) == {"rolledBack": 1, "promoted": 0}
+    assert _served() == ("least/v2", None)

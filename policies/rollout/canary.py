@@ -297,3 +297,52 @@ def canary_last_rollback(*, policy: Policy) -> dict[str, Any] | None:
     if event is None:
         return None
     return {"version": event.version, "at": event.created_at.isoformat(), **event.detail}
+
+
+def canary_words(status: dict[str, Any]) -> dict[str, Any]:
+    """A canary status as the pages show it: the share and each arm's figures in words."""
+    share = status.get("share") or {}
+    if share.get("selector"):
+        share_text = f"pods matching {share['selector']}"
+    else:
+        share_text = f"{share.get('percent', 0):g}% of pods"
+    guard = status.get("guard") or {}
+    return {
+        **status,
+        "shareText": share_text,
+        "guardText": (
+            f"rolled back when {guard.get('rejectedRate', '?'):g} points more of its pods are "
+            f"rejected everywhere, or {guard.get('errorRate', '?'):g} more error, than the "
+            f"stable version's, after {guard.get('minPods', '?')} pods"
+            if guard
+            else ""
+        ),
+    }
+
+
+def canaries_overview(*, client=None) -> dict[str, Any]:
+    """Every canary in force and the guard's rollbacks of the last day, for the dashboard."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from policies.models import AuditEvent
+
+    rows = []
+    for canary in (
+        PolicyActivation.objects.filter(active=True, role=CANARY)
+        .select_related("policy")
+        .order_by("policy__name")
+    ):
+        status = canary_status(policy=canary.policy, client=client)
+        if status is not None:
+            rows.append({"policy": canary.policy.name, **canary_words(status)})
+    trips = [
+        {"policy": e.policy_name, "version": e.version, "at": e.created_at, "detail": e.detail}
+        for e in AuditEvent.objects.filter(
+            action="policy.canary_abort",
+            detail__why="guard",
+            created_at__gte=timezone.now() - timedelta(days=1),
+        ).order_by("-pk")[:10]
+    ]
+    return {"items": rows, "trips": trips}

@@ -362,6 +362,20 @@ def health_context() -> dict[str, Any]:
     }
 
 
+def _canaries() -> dict[str, Any]:
+    """The canaries in force and the guard's rollbacks of the last day (issue 25)."""
+    from policies.rollout.canary import canaries_overview
+
+    try:
+        overview = canaries_overview()
+    except Exception as exc:  # the dashboard shows what it can
+        log.exception("dashboard: the canaries")
+        return {"items": [], "trips": [], "error": f"The canaries cannot be read: {exc}"[:300]}
+    for trip in overview["trips"]:
+        trip["words"] = guard_words(trip["detail"])
+    return overview
+
+
 @page_access(roles={"GET": "viewer"})
 def dashboard(request: HttpRequest) -> HttpResponse:
     """The landing page: what serves, what the cluster looks like, how the extender does."""
@@ -380,6 +394,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             lambda: shadows_overview(since=timezone.now() - timedelta(hours=1)),
             what="the shadow versions",
         ),
+        "canaries": _canaries(),
     }
     return _page(request, "ops/dashboard.html", context)
 

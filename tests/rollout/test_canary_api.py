@@ -12,6 +12,7 @@ from policies.models import Policy, PolicyActivation
 from tests.api.conftest import document
 from tests.api.test_served import _cli
 from tests.conftest import make_user
+from tests.redisdb import redis_database
 
 from .test_shadow_lifecycle import _draft
 
@@ -56,8 +57,13 @@ def test_a_canary_out_of_range_or_malformed_is_a_400_naming_the_field(
 
 
 @pytest.mark.django_db
-def test_the_rest_api_starts_shows_promotes_and_aborts_a_canary(users_and_policy):
+def test_the_rest_api_starts_shows_promotes_and_aborts_a_canary(users_and_policy, settings):
     clients, policy = users_and_policy
+    with redis_database(settings, 14):  # the counts the status reads
+        _rest_lifecycle(clients, policy)
+
+
+def _rest_lifecycle(clients, policy) -> None:
     api, viewer = clients["publisher"], clients["viewer"]
     policy = _draft(policy, document().replace("test policy", "v2"))
     published = _publish(

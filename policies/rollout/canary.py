@@ -296,7 +296,12 @@ def canary_last_rollback(*, policy: Policy) -> dict[str, Any] | None:
     )
     if event is None:
         return None
-    return {"version": event.version, "at": event.created_at.isoformat(), **event.detail}
+    return {
+        "version": event.version,
+        "at": event.created_at.isoformat(),
+        "by": event.actor_name,
+        **event.detail,
+    }
 
 
 def canary_words(status: dict[str, Any]) -> dict[str, Any]:

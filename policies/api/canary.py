@@ -18,7 +18,8 @@ from policies.rollout.canary import (
 )
 
 from . import serializers as s
-from .views import ApiView, _detail, _policy, errors, version_dict
+from .shadow import promoted_response
+from .views import ApiView, _detail, _policy, errors
 
 
 class CanaryStatus(ApiView):
@@ -63,13 +64,7 @@ class CanaryPromote(ApiView):
             message=data.get("message", ""),
             expect_version=data.get("version"),
         )
-        version = result.activation.version
-        return Response(
-            {
-                **version_dict(version, active_number=version.number),
-                "served": result.served.to_dict(),
-            }
-        )
+        return promoted_response(result)
 
 
 class CanaryAbort(ApiView):

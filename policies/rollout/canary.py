@@ -21,9 +21,6 @@ from policies.models import Policy, PolicyActivation
 from policies.publishing import ServedReport
 from policies.services import (
     RollbackResult,
-    _activate,
-    _audit,
-    _check_scheduler_names,
     _distribute_after_commit,
     _lock_publishing,
     _shadow_end,
@@ -31,7 +28,7 @@ from policies.services import (
 )
 
 from .guard import TRIPPED, rates, totals_read
-from .services import _message
+from .services import _message, _promote, _rollout_or_conflict
 from .split import SelectorInvalid, selector_parse
 
 CANARY = PolicyActivation.Role.CANARY
@@ -106,11 +103,10 @@ def canary_rollout(
     return rollout
 
 
-def _canary_or_conflict(policy: Policy) -> PolicyActivation:
-    canary = _shadow_in_force(policy=policy, role=CANARY)
-    if canary is None:
-        raise Conflict(f"policy {policy.name} has no canary in flight")
-    return canary
+def _canary_or_conflict(policy: Policy, expect_version: int | None = None) -> PolicyActivation:
+    return _rollout_or_conflict(
+        policy, role=CANARY, expect_version=expect_version, absent="has no canary in flight"
+    )
 
 
 def policy_canary_promote(
@@ -123,28 +119,15 @@ def policy_canary_promote(
     with transaction.atomic():
         _lock_publishing()
         locked = Policy.objects.select_for_update().get(pk=policy.pk)
-        canary = _canary_or_conflict(locked)
-        version = canary.version
-        if expect_version is not None and version.number != expect_version:
-            raise Conflict(
-                f"the canary of {policy.name} is version {version.number} now, not {expect_version}"
-            )
-        _check_scheduler_names(policy=locked, names=version.scheduler_names)
-        stable = _shadow_in_force(policy=locked, role=PolicyActivation.Role.ACTIVE)
-        _shadow_end(actor=actor, policy=locked, why="promoted", role=CANARY)
-        activation = _activate(
-            actor=actor, policy=locked, version=version, reason=PolicyActivation.Reason.PROMOTE
-        )
-        _audit(
+        activation, distribution = _promote(
             actor=actor,
+            policy=locked,
+            version=_canary_or_conflict(locked, expect_version).version,
+            role=CANARY,
             action="policy.canary_promote",
-            policy_name=locked.name,
-            version=version.number,
-            previous=stable.version.number if stable else None,
             **({"message": message} if message else {}),
             **({"why": why} if why else {}),
         )
-        distribution = _distribute_after_commit()
     return RollbackResult(activation=activation, served=distribution.served())
 
 

@@ -13,6 +13,14 @@ from policies.numbers import number_or_none
 from policies.rollout.canary import policy_canary_abort, policy_canary_promote
 
 from .access import page_access
+from .shadow_views import _served
+
+
+def _refused(request: HttpRequest, policy: Policy, exc: ServiceError) -> HttpResponse:
+    """Back to the versions page with the refusal's words (another canary replaced it, or none
+    is in flight any more)."""
+    messages.error(request, exc.message[:1].upper() + exc.message[1:] + ".")
+    return redirect("policy-versions", name=policy.name)
 
 
 @page_access(roles={"POST": "publisher"})
@@ -27,11 +35,8 @@ def canary_promote(request: HttpRequest, name: str) -> HttpResponse:
             expect_version=number_or_none(request.POST.get("version", "")),
         )
     except ServiceError as exc:
-        messages.error(request, exc.message[:1].upper() + exc.message[1:] + ".")
-        return redirect("policy-versions", name=policy.name)
-    served = result.served
-    text = f"Promoted v{result.activation.version.number} of {policy.name}; {served.summary()}."
-    (messages.success if served.served_by_all else messages.warning)(request, text)
+        return _refused(request, policy, exc)
+    _served(request, f"Promoted v{result.activation.version.number} of {policy.name}", result)
     return redirect("policy-versions", name=policy.name)
 
 
@@ -43,8 +48,7 @@ def canary_abort(request: HttpRequest, name: str) -> HttpResponse:
             actor=request.user, policy=policy, message=request.POST.get("message", "")
         )
     except ServiceError as exc:
-        messages.error(request, exc.message[:1].upper() + exc.message[1:] + ".")
-        return redirect("policy-versions", name=policy.name)
+        return _refused(request, policy, exc)
     text = f"Aborted the canary of {policy.name}: the stable version decides; {served.summary()}."
     (messages.success if served.served_by_all else messages.warning)(request, text)
     return redirect("policy-versions", name=policy.name)

@@ -15,6 +15,7 @@ from policies.rollout.guard import TRIPPED, totals_read
 from policies.rollout.split import Split, bucket
 
 from .conftest import ROOM, active_entry, args_body, go_pod, runtime_by_hand
+from .test_shadow import _answer  # as the direct path answers: then after_answer
 
 # The canary: ROOM, but no node for any pod.
 REJECT_ALL = ROOM.replace(
@@ -34,12 +35,6 @@ def _install(share: dict, guard: dict | None = None) -> None:
     }
     active_entries_write([entry_])
     runtime().registry.refresh_from_redis()
-
-
-def _answer(verb: str, body: bytes) -> tuple[int, bytes, str]:
-    answer = entry.extender_answer_or_wait(verb, body, inline=True)
-    entry.after_answer()
-    return answer
 
 
 def _uid(i: int) -> str:

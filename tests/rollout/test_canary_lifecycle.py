@@ -29,19 +29,24 @@ from tests.conftest import make_user
 from .test_shadow_lifecycle import _draft
 
 
-def _active_and_canary(publisher, **share) -> Policy:
-    """Policy `least`: v1 stable, v2 its canary."""
+def _active_and_canary(publisher, **rollout) -> Policy:
+    """Policy `least`: v1 stable, v2 its canary (`rollout`: canary_rollout's; 25% by default)."""
     policy = services.policy_create(actor=publisher, document=document())
     services.policy_publish(
         actor=publisher, policy=policy, message="v1", revision=policy.draft_revision
     )
-    policy = _draft(policy, document().replace("test policy", "candidate"))
+    return _canary_of(publisher, policy, "candidate", **rollout)
+
+
+def _canary_of(publisher, policy: Policy, text: str, **rollout) -> Policy:
+    """The next version of `policy` (its description `text`) published as its canary."""
+    policy = _draft(Policy.objects.get(pk=policy.pk), document().replace("test policy", text))
     services.policy_publish(
         actor=publisher,
         policy=policy,
-        message="v2 for a quarter",
+        message=f"{text} for some",
         revision=policy.draft_revision,
-        canary=canary_rollout(**(share or {"percent": "25%"})),
+        canary=canary_rollout(**(rollout or {"percent": "25%"})),
     )
     return Policy.objects.get(pk=policy.pk)
 
@@ -189,14 +194,7 @@ def test_a_plain_publish_or_a_rollback_ends_the_canary_with_an_audit_row(extende
     services.policy_rollback(actor=publisher, policy=policy, number=2)
     assert _served() == ("least/v2", None)
     assert AuditEvent.objects.filter(action="policy.canary_abort").get().detail["why"] == "rollback"
-    policy = _draft(Policy.objects.get(pk=policy.pk), document().replace("test policy", "v3"))
-    services.policy_publish(
-        actor=publisher,
-        policy=policy,
-        message="v3",
-        revision=policy.draft_revision,
-        canary=canary_rollout(percent=5),
-    )
+    policy = _canary_of(publisher, policy, "v3", percent=5)
     policy = _draft(Policy.objects.get(pk=policy.pk), document().replace("test policy", "v4"))
     services.policy_publish(
         actor=publisher, policy=policy, message="v4", revision=policy.draft_revision
@@ -243,18 +241,7 @@ def test_a_tripped_guard_rolls_the_canary_back_audited_with_the_guard_as_actor(e
 @pytest.mark.django_db(transaction=True)
 def test_the_periodic_check_rolls_back_a_lost_trip_and_promotes_a_quiet_canary(extender):
     publisher = make_user("pub", "publisher")
-    policy = services.policy_create(actor=publisher, document=document())
-    services.policy_publish(
-        actor=publisher, policy=policy, message="v1", revision=policy.draft_revision
-    )
-    policy = _draft(policy, document().replace("test policy", "candidate"))
-    services.policy_publish(
-        actor=publisher,
-        policy=policy,
-        message="v2",
-        revision=policy.draft_revision,
-        canary=canary_rollout(percent=10, promote_after="3600"),
-    )
+    policy = _active_and_canary(publisher, percent=10, promote_after="3600")
     activated = PolicyActivation.objects.get(role="canary", active=True).activated_at
     # not quiet for long enough yet: nothing happens
     assert canary_check(now=activated + timedelta(seconds=3599), client=extender) == {
@@ -270,14 +257,7 @@ def test_the_periodic_check_rolls_back_a_lost_trip_and_promotes_a_quiet_canary(e
     event = AuditEvent.objects.filter(action="policy.canary_promote").get()
     assert (event.actor_name, event.detail["why"]) == ("guard", "quiet")
     # a canary whose trip was never acted on is rolled back by the next check
-    policy = _draft(Policy.objects.get(pk=policy.pk), document().replace("test policy", "v3"))
-    services.policy_publish(
-        actor=publisher,
-        policy=policy,
-        message="v3",
-        revision=policy.draft_revision,
-        canary=canary_rollout(percent=10, promote_after=60),
-    )
+    _canary_of(publisher, policy, "v3", percent=10, promote_after=60)
     trip_claim(extender, "least", 3, TRIP)
     later = activated + timedelta(days=1)
     assert canary_check(now=later, client=extender) == {"rolledBack": 1, "promoted": 0}

@@ -7,31 +7,16 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from policies import services
 from policies.models import Policy, PolicyActivation
-from policies.rollout.canary import canary_guard_rollback, canary_rollout
+from policies.rollout.canary import canary_guard_rollback
 from policies.rollout.guard import trip_claim
-from tests.api.conftest import document
 from tests.conftest import make_user
 
-from .test_canary_lifecycle import TRIP
-from .test_shadow_lifecycle import _draft
+from .test_canary_lifecycle import TRIP, _active_and_canary
 
 
 def _canary(publisher) -> Policy:
-    policy = services.policy_create(actor=publisher, document=document())
-    services.policy_publish(
-        actor=publisher, policy=policy, message="v1", revision=policy.draft_revision
-    )
-    policy = _draft(policy, document().replace("test policy", "candidate"))
-    services.policy_publish(
-        actor=publisher,
-        policy=policy,
-        message="v2",
-        revision=policy.draft_revision,
-        canary=canary_rollout(percent=25, guard={"minPods": 20}),
-    )
-    return Policy.objects.get(pk=policy.pk)
+    return _active_and_canary(publisher, percent=25, guard={"minPods": 20})
 
 
 def _client(user) -> Client:

@@ -3,18 +3,25 @@ uid (or labels and namespace), the same on every call and every path, and answer
 
 from __future__ import annotations
 
+import copy
 import hashlib
 
 import orjson
 import pytest
 
+from policies.cluster.demo import demo_objects
+from policies.cluster.loaded import LoadedCluster
+from policies.cluster.state import ClusterState
 from policies.extender import entry
 from policies.extender.runtime import runtime
 from policies.publishing import active_entries_write
 from policies.rollout.guard import TRIPPED, totals_read
 from policies.rollout.split import Split, bucket
+from tests.asgiclient import extender_post
+from tests.builders import make_pod
 
 from .conftest import ROOM, active_entry, args_body, go_pod, runtime_by_hand
+from .test_catch_up import live  # noqa: F401 (a fixture: a live snapshot in Redis)
 from .test_shadow import _answer  # as the direct path answers: then after_answer
 
 # The canary: ROOM, but no node for any pod.
@@ -143,3 +150,86 @@ def test_a_canary_no_worse_than_stable_holds_past_its_min_pods(extender_redis):
     labels = {_answer("filter", args_body(p))[2] for p in pods}
     assert labels == {"room/v1", "room/v2"}  # rejecting 100 points more is within 100
     assert extender_redis.get(TRIPPED.format(policy="room", version=2)) is None
+
+
+@pytest.mark.django_db
+def test_the_asgi_path_and_bind_s_re_check_use_the_version_that_judges_the_pod(
+    extender_redis, monkeypatch
+):
+    _install({"selector": "track=canary"})
+    canary_pod = make_pod("web-a", uid="u-canary", labels={"track": "canary"}, cpu="100m")
+    stable_pod = make_pod("web-b", uid="u-stable", labels={"track": "stable"}, cpu="100m")
+    nodes, pods = (copy.deepcopy(objects) for objects in demo_objects()[:2])
+    state = ClusterState.from_objects(nodes, [*pods, canary_pod, stable_pod]).freeze()
+    snapshot = LoadedCluster(state, "live", "test", version=1)
+    extender = runtime().extender
+    monkeypatch.setattr(extender, "_snapshot", lambda: snapshot)
+    bound: list[tuple[str, str]] = []
+    monkeypatch.setattr(extender, "_binder", lambda args: bound.append((args.pod_uid, args.node)))
+    # filter through the ASGI application, as kube-scheduler calls it
+    for pod, label in ((canary_pod, "room/v2"), (stable_pod, "room/v1")):
+        response = extender_post("filter", args_body(pod, ["a-small-1", "b-small-1"]))
+        assert response["X-Schedweb-Policy"] == label
+        assert bool(response.json()["NodeNames"]) is (label == "room/v1")
+
+    def bind(pod: dict) -> dict:
+        meta = pod["metadata"]
+        body = {
+            "PodName": meta["name"],
+            "PodNamespace": meta["namespace"],
+            "PodUID": meta["uid"],
+            "Node": "a-small-1",
+        }
+        return extender_post("bind", orjson.dumps(body)).json()
+
+    # bind re-checks with the pod's own version: the canary rejects every node
+    assert bind(stable_pod) == {"Error": ""}
+    assert bind(canary_pod) != {"Error": ""}
+    assert bound == [("u-stable", "a-small-1")]
+
+
+@pytest.mark.django_db
+def test_the_offload_pool_s_worker_processes_answer_with_the_version_that_judges_the_pod(
+    settings, tmp_path
+):
+    from tests.redisdb import redis_database
+
+    from .test_offload import REDIS_DB, _listener_process, _padded_filter, _post
+
+    with redis_database(settings, REDIS_DB):
+        _install({"selector": "track=canary"})
+        # the listener is ready when its worker answers pod "abc" (stable) with room/v1
+        with _listener_process(tmp_path, "room") as port:
+            canary_pod = go_pod("web-a", labels={"track": "canary"})
+            status, _, label = _post(port, "filter", _padded_filter(canary_pod))
+            assert (status, label) == (200, "room/v2")
+            status, _, label = _post(port, "filter", _padded_filter(go_pod("web-b")))
+            assert (status, label) == (200, "room/v1")
+
+
+def test_an_answer_after_a_catch_up_wait_comes_from_the_version_that_judges_the_pod(live):  # noqa: F811
+    from tests.builders import make_node
+
+    from .test_catch_up import _answer as answer_after_wait
+    from .test_catch_up import _decisions
+
+    entry_ = active_entry(ROOM, 1)
+    entry_["canary"] = {
+        "version": 2,
+        "document": REJECT_ALL,
+        "contentHash": hashlib.sha256(REJECT_ALL.encode()).hexdigest(),
+        "schedulerNames": ["schedweb"],
+        "share": {"selector": "track=canary"},
+    }
+    active_entries_write([entry_])
+    names = ["n1", "n2", "n3"]
+    canary_pod = go_pod("new", cpu="2", uid="uid-busy", labels={"track": "canary"})
+    body = args_body(canary_pod, names)
+    assert isinstance(entry.extender_answer_or_wait("filter", body), entry.Waiting)
+    status, answer = answer_after_wait(
+        "filter", body, then=lambda: live.add_node(make_node("n3", cpu="8"))
+    )
+    assert status == 200 and answer["NodeNames"] == []  # the canary rejects every node
+    (decision,) = _decisions()
+    assert (decision["arm"], decision["version"]) == ("canary", 2)
+    assert decision["catchUp"]["outcome"] == "caught-up"

@@ -345,6 +345,8 @@ class Extender:
         except Exception:  # never a 500: the policy's failurePolicy decides
             log.exception("extender filter failed for policy %s", served.label)
             answer = self._filter_failure(args, served)
+            if served.arm:  # an error of the version that judged, for the canary's guard
+                self.canary_counts.count(served, rejected=False, errors=True)
             return self._observe("filter", started, answer, served, "internal")
         if answer.status == WAIT:
             return answer  # answered once the snapshot caught up (or the wait ran out)

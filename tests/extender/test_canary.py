@@ -233,3 +233,25 @@ def test_an_answer_after_a_catch_up_wait_comes_from_the_version_that_judges_the_
     (decision,) = _decisions()
     assert (decision["arm"], decision["version"]) == ("canary", 2)
     assert decision["catchUp"]["outcome"] == "caught-up"
+
+
+@pytest.mark.django_db
+def test_a_canary_that_fails_internally_counts_errors_and_trips_its_guard(
+    extender_redis, monkeypatch
+):
+    _install({"selector": "app=web"}, {"rejectedRate": 100, "errorRate": 5, "minPods": 3})
+    runtime_by_hand()
+    canary = runtime().registry.by_scheduler["schedweb"].canary
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(canary.compiled, "evaluate", broken)
+    labels = [_answer("filter", args_body(go_pod(f"boom-{i}")))[2] for i in range(5)]
+    assert labels == ["room/v2"] * 3 + ["room/v1"] * 2
+    why = orjson.loads(extender_redis.get(TRIPPED.format(policy="room", version=2)))
+    assert (why["reason"], why["canary"]["errors"], why["canary"]["errorRate"]) == (
+        "errors",
+        3,
+        100.0,
+    )

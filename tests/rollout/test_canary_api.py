@@ -14,6 +14,7 @@ from tests.api.test_served import _cli
 from tests.conftest import make_user
 from tests.redisdb import redis_database
 
+from .test_canary_lifecycle import _active_and_canary
 from .test_shadow_lifecycle import _draft
 
 PUBLISH = "/api/v1/policies/least/publish"
@@ -146,3 +147,15 @@ def test_the_cli_publishes_a_canary_and_aborts_it():
     code, out, _ = _cli("canary", "abort", "least", "-m", "not yet")
     assert code == 0 and out.startswith("aborted the canary of least: the stable version decides")
     assert not PolicyActivation.objects.filter(role="canary", active=True).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_cli_promotes_and_exits_3_when_a_process_did_not_confirm(stalled):
+    # `stalled`: a second extender process that reported a moment ago and confirms nothing
+    _active_and_canary(make_user("pub", "publisher"))
+    code, out, err = _cli("canary", "promote", "least", "-m", "a quiet day")
+    assert code == 3 and out.startswith("promoted least v2 to active")
+    assert f"not confirmed: {stalled}" in err
+    assert PolicyActivation.objects.get(role="active", active=True).version.number == 2
+    with pytest.raises(CommandError, match="least: policy least has no canary in flight"):
+        _cli("canary", "abort", "least")

@@ -255,6 +255,7 @@ def canary_status(*, policy: Policy, client=None) -> dict[str, Any] | None:
         "version": canary.version.number,
         "stable": stable.version.number if stable else None,
         "message": canary.version.message,
+        "schedulerNames": canary.version.scheduler_names,
         "share": rollout.get("share") or {},
         "guard": rollout.get("guard") or {},
         "promoteAfterSeconds": rollout.get("promoteAfterSeconds"),

@@ -36,7 +36,8 @@ def test_the_versions_page_and_the_dashboard_show_the_canary_and_its_guard(exten
     assert "after 20 pods" in page
     assert 'id="canary-promote"' not in page  # viewers read only
     board = viewer.get("/").content.decode()
-    assert 'id="canary-lines"' in board and "decides 25% of pods, v1 the rest" in board
+    assert 'id="canary-lines"' in board
+    assert 'decides 25% of pods on <code class="ops-chip">schedweb</code>, v1 the rest' in board
 
 
 @pytest.mark.django_db(transaction=True)

@@ -68,7 +68,10 @@ class PolicyActivation(models.Model):
     """Which version serves, in which rollout role, and since when: the activation history.
 
     `role` (issue 25): `active` answers kube-scheduler; `shadow` is evaluated beside it after
-    each answer and only recorded (canary, next, will decide a share). `active` (the flag) says
+    each answer and only recorded; `canary` answers for a share of the pods (a percentage by
+    pod uid, or a label selector: `rollout["share"]`), the active version (then "stable") for the
+    rest, under a guard (`rollout["guard"]`) that rolls it back by itself; a schedulerName has
+    a shadow or a canary, never both at once. `active` (the flag) says
     the row is in force. At most one row in force per policy and role, enforced by a partial
     unique constraint (NetBox's ConfigRevision pattern): since a policy owns its schedulerNames
     (one active policy per schedulerName) and a shadow is a version of the active version's own
@@ -83,11 +86,18 @@ class PolicyActivation(models.Model):
     class Role(models.TextChoices):
         ACTIVE = "active"
         SHADOW = "shadow"
+        CANARY = "canary"
 
     policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="activations")
     version = models.ForeignKey(PolicyVersion, on_delete=models.PROTECT, related_name="activations")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.ACTIVE)
     active = models.BooleanField(default=True, help_text="In force (in its role).")
+    rollout = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="A canary's share {percent | selector}, guard {rejectedRate, errorRate, "
+        "minPods} and promoteAfterSeconds; empty for other roles.",
+    )
     reason = models.CharField(max_length=16, choices=Reason.choices)
     activated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -221,6 +231,12 @@ class Decision(models.Model):
         default="active",
         help_text="The judging version's rollout role: active (it answered) or shadow (it was "
         "only evaluated after the answer; `nodes` then also holds the active version's).",
+    )
+    arm = models.CharField(
+        max_length=8,
+        blank=True,
+        help_text="During a canary, which version judged the pod: canary or stable (the "
+        "active version); empty otherwise.",
     )
     shadow_outcome = models.CharField(
         max_length=16,

@@ -4,6 +4,7 @@ which extender processes serve them.
     schedweb:policies:active      hash    policy name -> JSON {name, version, document,
                                           contentHash, schedulerNames, activatedAt, shadow?}
                                           (shadow: its shadow version, issue 25)
+                                          canary?: its canary version and share
     schedweb:policies:counter     int     bumped on every change; readers reload only when it
                                           moved (seeded from the clock: it never repeats after
                                           a flush)
@@ -59,7 +60,8 @@ FORGET_AFTER_SECONDS = 3600.0  # a process silent this long is dropped from the 
 
 def active_policies_entries() -> list[dict[str, Any]]:
     """The active version of every policy, as stored in Redis, with its shadow (issue 25) as
-    `shadow`: {version, document, contentHash, schedulerNames}, when it has one in force."""
+    `shadow`: {version, document, contentHash, schedulerNames}, when it has one in force, and
+    its canary as `canary`: the same and `share` ({percent} or {selector})."""
     activations = (
         PolicyActivation.objects.filter(active=True)
         .select_related("policy", "version")
@@ -67,6 +69,7 @@ def active_policies_entries() -> list[dict[str, Any]]:
     )
     entries: dict[int, dict[str, Any]] = {}
     shadows: dict[int, dict[str, Any]] = {}
+    canaries: dict[int, dict[str, Any]] = {}
     for a in activations:
         version = {
             "version": a.version.number,
@@ -76,6 +79,13 @@ def active_policies_entries() -> list[dict[str, Any]]:
         }
         if a.role == PolicyActivation.Role.SHADOW:
             shadows[a.policy_id] = version
+        elif a.role == PolicyActivation.Role.CANARY:
+            rollout = a.rollout or {}
+            canaries[a.policy_id] = {
+                **version,
+                "share": rollout.get("share") or {},
+                "guard": rollout.get("guard") or {},
+            }
         elif a.role == PolicyActivation.Role.ACTIVE:
             entries[a.policy_id] = {
                 "name": a.policy.name,
@@ -85,6 +95,9 @@ def active_policies_entries() -> list[dict[str, Any]]:
     for policy_id, shadow in shadows.items():
         if policy_id in entries:  # a shadow is judged only beside its active version
             entries[policy_id]["shadow"] = shadow
+    for policy_id, canary in canaries.items():
+        if policy_id in entries:  # the active version is the canary's stable version
+            entries[policy_id]["canary"] = canary
     return list(entries.values())
 
 

@@ -250,6 +250,7 @@ def _activate(
     version: PolicyVersion,
     reason: str,
     role: str = PolicyActivation.Role.ACTIVE,
+    rollout: dict[str, Any] | None = None,
 ) -> PolicyActivation:
     """`version` in force in `role`, replacing the one that was (the history keeps it)."""
     now = timezone.now()
@@ -261,25 +262,36 @@ def _activate(
         version=version,
         role=role,
         active=True,
+        rollout=rollout or {},
         reason=reason,
         activated_by=actor if getattr(actor, "pk", None) else None,
     )
 
 
-def _shadow_in_force(*, policy: Policy) -> PolicyActivation | None:
+def _shadow_in_force(
+    *, policy: Policy, role: str = PolicyActivation.Role.SHADOW
+) -> PolicyActivation | None:
+    """The policy's shadow (or, with `role`, its canary) in force, if any."""
     return (
-        PolicyActivation.objects.filter(
-            policy=policy, active=True, role=PolicyActivation.Role.SHADOW
-        )
+        PolicyActivation.objects.filter(policy=policy, active=True, role=role)
         .select_related("version")
         .first()
     )
 
 
-def _shadow_end(*, actor, policy: Policy, why: str, message: str = "") -> PolicyActivation | None:
-    """Takes the policy's shadow out of force (audited, `why`: discarded, deactivated, promoted,
-    active); None when it had none. Called under the publishing lock, in the transaction."""
-    shadow = _shadow_in_force(policy=policy)
+def _shadow_end(
+    *,
+    actor,
+    policy: Policy,
+    why: str,
+    message: str = "",
+    role: str = PolicyActivation.Role.SHADOW,
+    **extra: Any,
+) -> PolicyActivation | None:
+    """Takes the policy's shadow (or, with `role`, its canary) out of force (audited, `why`:
+    discarded, deactivated, promoted, active, rollback; a canary also aborted, guard); None when
+    it had none. Called under the publishing lock, in the transaction."""
+    shadow = _shadow_in_force(policy=policy, role=role)
     if shadow is None:
         return None
     PolicyActivation.objects.filter(pk=shadow.pk).update(
@@ -288,13 +300,36 @@ def _shadow_end(*, actor, policy: Policy, why: str, message: str = "") -> Policy
     if why != "promoted":  # a promotion's own audit row says it
         _audit(
             actor=actor,
-            action="policy.shadow_discard",
+            action="policy.shadow_discard"
+            if role == PolicyActivation.Role.SHADOW
+            else "policy.canary_abort",
             policy_name=policy.name,
             version=shadow.version.number,
             why=why,
             **({"message": message} if message else {}),
+            **extra,
         )
     return shadow
+
+
+def _publish_role(*, policy: Policy, shadow: bool, canary: dict[str, Any] | None) -> str:
+    """The role a publish activates its version in; a Conflict when the other experiment of
+    the two (shadow, canary) is in flight for this policy (its schedulerNames)."""
+    if shadow and canary is not None:
+        raise ServiceError(
+            "publish either as a shadow or as a canary, not both",
+            details=[FieldError("canary", "not with shadow").to_dict()],
+        )
+    if not shadow and canary is None:
+        return PolicyActivation.Role.ACTIVE
+    role, other = ("shadow", "canary") if shadow else ("canary", "shadow")
+    running = _shadow_in_force(policy=policy, role=other)
+    if running is not None:
+        raise Conflict(
+            f"policy {policy.name} has a {other} in flight (version {running.version.number}): "
+            f"a schedulerName has a shadow or a canary, never both; end the {other} first"
+        )
+    return role
 
 
 def _shadow_target(*, policy: Policy, names: list[str]) -> PolicyActivation:
@@ -325,13 +360,24 @@ def _shadow_target(*, policy: Policy, names: list[str]) -> PolicyActivation:
 
 
 def policy_publish(
-    *, actor, policy: Policy, message: str, revision: int, cluster=None, shadow: bool = False
+    *,
+    actor,
+    policy: Policy,
+    message: str,
+    revision: int,
+    cluster=None,
+    shadow: bool = False,
+    canary: dict[str, Any] | None = None,
 ) -> PublishResult:
     """Validates the draft at `revision` (the one the publisher was shown), runs its test cases,
     then stores and activates a new version; with `shadow`, the new version is the shadow of the
     active version instead (issue 25: judged after every answer, recorded, never answering),
     replacing an earlier shadow. A shadow publish has the same gate, the same message and the
-    same served confirmation.
+    same served confirmation. With `canary` (a checked rollout: share, guard, promoteAfterSeconds,
+    policies.rollout.canary.canary_rollout), the new version decides the share of the pods and
+    the active version the rest (issue 25's canary). A schedulerName has a shadow or a canary in
+    flight, never both (409): two experiments at once would make each one's report unreadable.
+    A plain publish ends a canary (audited): the new version is what the publisher wants now.
 
     All or nothing: a failure at any step leaves the previous version active and serving. The
     draft is read, compared with `revision` (412 when it moved on) and tested under the
@@ -364,8 +410,9 @@ def policy_publish(
                 details=results,
             )
         names = list(compiled.spec.scheduler_names)
-        current = _shadow_target(policy=locked, names=names) if shadow else None
-        if not shadow:
+        role = _publish_role(policy=locked, shadow=shadow, canary=canary)
+        current = _shadow_target(policy=locked, names=names) if role != "active" else None
+        if role == "active":
             _check_scheduler_names(policy=locked, names=names)
         number = (locked.versions.aggregate(n=Max("number"))["n"] or 0) + 1
         version = PolicyVersion.objects.create(
@@ -377,17 +424,23 @@ def policy_publish(
             author=actor if getattr(actor, "pk", None) else None,
             message=message,
         )
-        replaced = _shadow_in_force(policy=locked) if shadow else None
+        replaced = _shadow_in_force(policy=locked, role=role) if role != "active" else None
+        if role == "active":
+            _shadow_end(actor=actor, policy=locked, why="published", role="canary")
         _activate(
             actor=actor,
             policy=locked,
             version=version,
             reason=PolicyActivation.Reason.PUBLISH,
-            role=PolicyActivation.Role.SHADOW if shadow else PolicyActivation.Role.ACTIVE,
+            role=role,
+            rollout=canary,
         )
         _audit(
             actor=actor,
-            action="policy.shadow" if shadow else "policy.publish",
+            action={"shadow": "policy.shadow", "canary": "policy.canary"}.get(
+                role, "policy.publish"
+            ),
+            **(canary or {}),
             policy_name=policy.name,
             version=number,
             message=message,
@@ -453,6 +506,8 @@ def policy_rollback(*, actor, policy: Policy, number: int, message: str = "") ->
             # Compared with itself, a shadow has nothing to say. Any other shadow stays, judged
             # beside whatever is active now (the least surprising: nobody asked to end it).
             _shadow_end(actor=actor, policy=locked, why="active")
+        # A canary is measured against the version it was published beside: that one is gone.
+        _shadow_end(actor=actor, policy=locked, why="rollback", role="canary")
         _audit(
             actor=actor,
             action="policy.rollback",
@@ -480,6 +535,7 @@ def policy_deactivate(*, actor, policy: Policy) -> ServedReport:
         PolicyActivation.objects.filter(pk=current.pk).update(active=False, deactivated_at=now)
         # Nothing left to compare with: the shadow ends too, with its own audit row.
         _shadow_end(actor=actor, policy=policy, why="deactivated")
+        _shadow_end(actor=actor, policy=policy, why="deactivated", role="canary")
         _audit(
             actor=actor,
             action="policy.deactivate",
@@ -684,6 +740,7 @@ def _decision_row(item: dict[str, Any]):
         return Decision(
             role=role,
             shadow_outcome=outcome,
+            arm=item.get("arm") if item.get("arm") in ("canary", "stable") else "",
             created_at=datetime.fromtimestamp(float(item["at"]), tz=UTC),
             pod_namespace=pod["namespace"][:253],
             pod_name=pod["name"][:253],

@@ -57,6 +57,8 @@ app.steps["worker"].add(Heartbeat)
 # - record where decided pods were bound, and forget decisions past their retention;
 # - add the model's kube-scheduler pick under both versions to recent shadow records (issue 25).
 app.conf.beat_schedule = {
+    # a canary's tripped guard the queue lost, and its quiet period (issue 25)
+    "canary-check": {"task": "schedweb.canary_check", "schedule": 5.0, "options": {"expires": 10}},
     "cluster-watch-supervise": {
         "task": "schedweb.cluster_watch_supervise",
         "schedule": 15.0,

@@ -93,6 +93,31 @@ class PublishSerializer(StrictSerializer):
         help_text="Publish as the shadow of the active version (issue 25): evaluated after "
         "every answer and recorded, never answering.",
     )
+    canary = serializers.JSONField(
+        required=False,
+        help_text="Publish as a canary (issue 25): {percent: 1-99 | selector: label selector, "
+        "guard?: {rejectedRate, errorRate: 0-100 points above stable, minPods: 1-100000}, "
+        "promoteAfterSeconds?: 60-2592000}. The new version decides that share of the pods, "
+        "the active version the rest; checked field by field (400 with `canary.<field>`).",
+    )
+
+
+class CanaryPromoteSerializer(StrictSerializer):
+    message = StrictCharField(
+        required=False, allow_blank=True, max_length=2000, help_text="Why (optional)."
+    )
+    version = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=2**31 - 1,
+        help_text="The canary version reviewed: 409 when another canary replaced it since.",
+    )
+
+
+class CanaryStatusResponseSerializer(serializers.Serializer):
+    policy = serializers.CharField()
+    canary = serializers.DictField(allow_null=True, help_text="The canary in force, or null.")
+    lastGuardRollback = serializers.DictField(allow_null=True)
 
 
 class ShadowPromoteSerializer(StrictSerializer):
@@ -523,7 +548,7 @@ class ServedSerializer(serializers.Serializer):
 class PublishResultSerializer(serializers.Serializer):
     version = VersionSummarySerializer()
     role = serializers.ChoiceField(
-        choices=["active", "shadow"], help_text="The new version's rollout role."
+        choices=["active", "shadow", "canary"], help_text="The new version's rollout role."
     )
     tests = TestResultSerializer(many=True)
     served = ServedSerializer()

@@ -134,13 +134,15 @@ class ShadowPromote(ApiView):
             message=data["message"],
             expect_version=data.get("version"),
         )
-        version = result.activation.version
-        return Response(
-            {
-                **version_dict(version, active_number=version.number),
-                "served": result.served.to_dict(),
-            }
-        )
+        return promoted_response(result)
+
+
+def promoted_response(result) -> Response:
+    """A promotion's answer (a shadow's or a canary's): the version, now active, and `served`."""
+    version = result.activation.version
+    return Response(
+        {**version_dict(version, active_number=version.number), "served": result.served.to_dict()}
+    )
 
 
 class ShadowDiscard(ApiView):

@@ -4,7 +4,7 @@ from django.urls import path
 
 from policies.numbers import id_converter_register
 
-from . import backtest, cluster, shadow, views
+from . import backtest, canary, cluster, shadow, views
 
 id_converter_register()
 
@@ -16,6 +16,9 @@ urlpatterns = [
     path("policies/<str:name>/rollback", views.PolicyRollback.as_view()),
     path("policies/<str:name>/deactivate", views.PolicyDeactivate.as_view()),
     path("policies/<str:name>/shadow", shadow.ShadowReport.as_view()),
+    path("policies/<str:name>/canary", canary.CanaryStatus.as_view()),
+    path("policies/<str:name>/canary/promote", canary.CanaryPromote.as_view()),
+    path("policies/<str:name>/canary/abort", canary.CanaryAbort.as_view()),
     path("policies/<str:name>/shadow/promote", shadow.ShadowPromote.as_view()),
     path("policies/<str:name>/shadow/discard", shadow.ShadowDiscard.as_view()),
     path("policies/<str:name>/versions", views.VersionList.as_view()),

@@ -35,6 +35,7 @@ from policies.evaluation import (
 )
 from policies.models import ApiToken, Decision, Policy, PolicyTestCase, PolicyVersion
 from policies.roles import user_role
+from policies.rollout.canary import canary_from_request
 
 from . import serializers as s
 
@@ -249,7 +250,7 @@ class PolicyPublish(ApiView):
 
     @extend_schema(
         operation_id="policies_publish",
-        description="Validates the draft, runs the policy's test cases on the current snapshot and, if all pass, stores and activates a new version (with `shadow`: as the shadow of the active version, issue 25). Send the ETag of the draft you reviewed in If-Match: a draft that changed since gets 412 and nothing is published. Returns once every live extender process serves the new version (at most SCHEDWEB_PUBLISH_CONFIRM_SECONDS); `served` says which have not confirmed.",
+        description="Validates the draft, runs the policy's test cases on the current snapshot and, if all pass, stores and activates a new version (with `shadow`: as the shadow of the active version; with `canary`: for a share of the pods, issue 25). Send the ETag of the draft you reviewed in If-Match: a draft that changed since gets 412 and nothing is published. Returns once every live extender process serves the new version (at most SCHEDWEB_PUBLISH_CONFIRM_SECONDS); `served` says which have not confirmed.",
         parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=True)],
         request=s.PublishSerializer,
         responses={
@@ -269,12 +270,14 @@ class PolicyPublish(ApiView):
             message=data["message"],
             revision=revision,
             shadow=data["shadow"],
+            canary=canary_from_request(data.get("canary")),
         )
-        active = selectors.policy_get_active(policy=policy) if data["shadow"] else result.version
+        role = "shadow" if data["shadow"] else "canary" if "canary" in data else "active"
+        active = selectors.policy_get_active(policy=policy) if role != "active" else result.version
         return Response(
             {
                 "version": version_dict(result.version, active_number=active.number),
-                "role": "shadow" if data["shadow"] else "active",
+                "role": role,
                 "tests": result.test_results,
                 "served": result.served.to_dict(),
             },

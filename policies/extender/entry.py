@@ -104,6 +104,8 @@ def after_answer() -> None:
     """The last verb's deferred work (Extender.after_answer), once its answer is written; under
     the serve lock when it judges a shadow (which reads the snapshot)."""
     state = runtime()
+    if state.extender.canary_counts:  # the guard sees this answer before the next one
+        state.canary_flush()
     if state.extender.shadows.job is None:
         state.extender.after_answer()
         return

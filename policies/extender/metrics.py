@@ -316,6 +316,16 @@ def render_prometheus(
             sample(kind, "schedweb_extender_shadow_differed_total", {"kind": labels[0]}, value)
         elif kind == "shadow_skipped" and not labels:
             sample(kind, "schedweb_extender_shadow_skipped_total", {}, value)
+        elif kind == "canary_judged" and len(labels) == 2:
+            arm, outcome = labels
+            sample(
+                kind,
+                "schedweb_extender_canary_judged_total",
+                {"arm": arm, "outcome": outcome},
+                value,
+            )
+        elif kind == "canary_guard_trips" and len(labels) == 1:
+            sample(kind, "schedweb_extender_canary_guard_trips_total", {"policy": labels[0]}, value)
     verbs = sorted({k.split("|")[1] for k in totals if k.startswith("latency_count|")})
     name = "schedweb_extender_request_duration_seconds"
     for verb in verbs:
@@ -393,6 +403,17 @@ def render_prometheus(
             "schedweb_extender_shadow_errors_total",
             "counter",
             "Shadow judgements that failed or ran past their slice.",
+        ),
+        "canary_judged": (
+            "schedweb_extender_canary_judged_total",
+            "counter",
+            "Filter answers during a canary, by the arm that judged (canary, stable) and outcome "
+            "(passed, rejected: on every node, error).",
+        ),
+        "canary_guard_trips": (
+            "schedweb_extender_canary_guard_trips_total",
+            "counter",
+            "Canaries this process saw the guard roll back (worse than stable past the threshold).",
         ),
         "shadow_skipped": (
             "schedweb_extender_shadow_skipped_total",

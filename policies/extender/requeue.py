@@ -28,6 +28,7 @@ import orjson
 
 from policies.engine.document import PolicyInvalid
 from policies.evaluation import policy_compile
+from policies.rollout.split import Split
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +176,19 @@ def rejections_prune(client, *, cluster: str, now: float | None = None) -> int:
     return len(stale)
 
 
+def _judging_entry(entry: dict[str, Any] | None, pod) -> dict[str, Any] | None:
+    """The entry of the version that judges `pod`: a canary's for the pods of its share (issue
+    25), so a pod the canary rejects is nudged only once the canary is gone or would admit it."""
+    canary = (entry or {}).get("canary")
+    if pod is None or not isinstance(canary, dict):
+        return entry
+    try:
+        split = Split.of(canary.get("share") or {})
+    except (KeyError, TypeError, ValueError):
+        return entry  # the extender does not serve this canary either
+    return canary if split.canary(pod["uid"], pod["namespace"], pod["labels"]) else entry
+
+
 def _compiled_or_none(entry: dict[str, Any] | None):
     """The entry's policy under the installation's budget, as the extender compiles it; None
     when it is withdrawn or does not compile here (the extender does not serve it either)."""
@@ -256,7 +270,7 @@ def requeue_unblocked(
         uid = uid_bytes.decode()
         entry = orjson.loads(data)
         pod = state.pod(uid)
-        policy_entry = policies.get(entry["policy"])
+        policy_entry = _judging_entry(policies.get(entry["policy"]), pod)
         gone = pod is None or bool(pod["nodeName"])
         compiled = _compiled_or_none(policy_entry)
         if gone or compiled is None or now - entry["at"] > MAX_AGE_SECONDS:

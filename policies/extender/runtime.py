@@ -25,6 +25,7 @@ follow the policies' changes and confirm them like the listener's workers.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import logging
 import os
@@ -41,6 +42,7 @@ from django.conf import settings
 from policies.background import DECISIONS_RECORD, task_queue
 from policies.engine.document import PolicyInvalid
 from policies.evaluation import policy_compile
+from policies.rollout.split import Split
 
 from .catch_up import CatchUp
 from .metrics import Metrics
@@ -70,6 +72,9 @@ class PolicyRegistry:
         self.loaded_from = "nothing yet"
         self.installed_at: float | None = None  # Unix time the set now served was installed
         self._compiled: dict[str, Any] = {}  # contentHash -> CompiledPolicy
+        # Canaries the guard rolled back, (policy, version): never judging here again, even
+        # before the rollback's distribution arrives.
+        self.tripped: set[tuple[str, int]] = set()
 
     def install(self, entries: list[dict[str, Any]], *, source: str) -> None:
         """Compiles what is new (by content hash) and swaps the whole mapping at once."""
@@ -85,6 +90,11 @@ class PolicyRegistry:
                 if isinstance(shadow_entry, dict)
                 else None
             )
+            canary_entry = entry.get("canary")
+            canary_compiled, split = None, None
+            if isinstance(canary_entry, dict):
+                canary_compiled = self._compile(canary_entry, entry["name"], compiled_cache)
+                split = _split(canary_entry, entry["name"])
             for scheduler_name in compiled.spec.scheduler_names:
                 shadow = None
                 if (
@@ -92,8 +102,28 @@ class PolicyRegistry:
                     and scheduler_name in shadow_compiled.spec.scheduler_names
                 ):
                     shadow = ServedPolicy(entry["name"], shadow_entry["version"], shadow_compiled)
+                canary = None
+                if (
+                    canary_compiled is not None
+                    and split is not None
+                    and scheduler_name in canary_compiled.spec.scheduler_names
+                    and (entry["name"], canary_entry["version"]) not in self.tripped
+                ):
+                    canary = ServedPolicy(
+                        entry["name"],
+                        canary_entry["version"],
+                        canary_compiled,
+                        arm="canary",
+                        guard=canary_entry.get("guard") or {},
+                    )
                 by_scheduler[scheduler_name] = ServedPolicy(
-                    entry["name"], entry["version"], compiled, shadow
+                    entry["name"],
+                    entry["version"],
+                    compiled,
+                    shadow,
+                    canary=canary,
+                    split=split if canary is not None else None,
+                    arm="stable" if canary is not None else "",
                 )
         self._compiled = compiled_cache
         self.by_scheduler = by_scheduler  # one reference swap: requests see old or new, never half
@@ -127,6 +157,29 @@ class PolicyRegistry:
         self.counter = counter
         return True
 
+    def trip(self, name: str, version: int) -> None:
+        """The guard rolled canary `version` of `name` back: the stable version judges every
+        pod from now on (one reference swap, as install)."""
+        self.tripped.add((name, version))
+        self.by_scheduler = {
+            scheduler: (
+                dataclasses.replace(served, canary=None, split=None, arm="")
+                if served.name == name
+                and served.canary is not None
+                and served.canary.version == version
+                else served
+            )
+            for scheduler, served in self.by_scheduler.items()
+        }
+
+    def canaries(self) -> dict[str, str]:
+        """The canary version deciding a share of each schedulerName's pods (issue 25)."""
+        return {
+            name: served.canary.label
+            for name, served in sorted(self.by_scheduler.items())
+            if served.canary is not None
+        }
+
     def shadows(self) -> dict[str, str]:
         """The shadow version judged beside each schedulerName's active one (issue 25)."""
         return {
@@ -140,6 +193,16 @@ class PolicyRegistry:
         from policies.publishing import active_policies_entries
 
         self.install(active_policies_entries(), source="database")
+
+
+def _split(entry: dict[str, Any], name: str) -> Split | None:
+    """A canary entry's share; None (and logged: the stable version then decides every pod)
+    when it is not one this process can read."""
+    try:
+        return Split.of(entry.get("share") or {})
+    except (KeyError, TypeError, ValueError) as exc:
+        log.error("canary of %s v%s has no share here: %s", name, entry.get("version"), exc)
+        return None
 
 
 class Rate:
@@ -330,6 +393,8 @@ class ExtenderRuntime:
                     self._follow(entries)
             if self.rejections:
                 self._flush_rejections()
+            if self.extender.canary_counts:
+                self.canary_flush()
             if pushed and (gap := WAKE_GAP_SECONDS - (time.monotonic() - woke)) > 0:
                 self._stop.wait(gap)
             now = time.monotonic()
@@ -406,6 +471,7 @@ class ExtenderRuntime:
                 name: served.label for name, served in sorted(self.registry.by_scheduler.items())
             },
             "shadows": self.registry.shadows(),
+            "canaries": self.registry.canaries(),
             "snapshotVersion": snapshot.version if snapshot is not None else None,
             "at": time.time(),
             "since": self.started_at,
@@ -433,6 +499,28 @@ class ExtenderRuntime:
             # no full collection (tens of ms over a big cluster) lands in a request. Objects
             # are still freed by reference counting when a later snapshot replaces them.
             gc.freeze()
+
+    def canary_flush(self) -> None:
+        """The canary counts to Redis and the guard on the totals (policies/extender/canary.py):
+        a canary that trips stops judging here at once, and the first process to see it queues
+        the rollback."""
+        from policies.background import CANARY_GUARD
+        from policies.rollout.guard import trip_claim
+
+        try:
+            trips = self.extender.canary_counts.flush(self.redis)
+        except Exception as exc:  # kept for the next flush
+            self.redis_ok, self.last_error = False, f"redis: {exc}"
+            return
+        for name, version, why in trips:
+            self.registry.trip(name, version)
+            self.metrics.count("canary_guard_trips", name)
+            log.warning("canary %s/v%s tripped its guard: %s", name, version, why["reason"])
+            try:
+                if trip_claim(self.redis, name, version, why):
+                    task_queue(CANARY_GUARD, name, version)
+            except Exception as exc:  # the worker's periodic check rolls it back anyway
+                log.error("canary %s/v%s: cannot queue the rollback (%s)", name, version, exc)
 
     def _flush_rejections(self) -> None:
         from policies.extender.requeue import rejections_record
@@ -520,6 +608,7 @@ class ExtenderRuntime:
                 name: served.label for name, served in sorted(self.registry.by_scheduler.items())
             },
             "shadows": self.registry.shadows(),
+            "canaries": self.registry.canaries(),
             "policiesFrom": self.registry.loaded_from,
             "served": self.served(),
             "redis": "ok" if self.redis_ok else "down",

@@ -27,6 +27,7 @@ import orjson
 from policies.cluster.convert import ConversionError, node_view, pod_view
 from policies.engine.inputs import NodeView, PodView, ResourceMap
 from policies.engine.policy import CompiledPolicy
+from policies.rollout.split import Split
 from policies.schedmodel.plugins import (
     filter_node_name,
     filter_node_unschedulable,
@@ -35,6 +36,7 @@ from policies.schedmodel.plugins import (
 )
 
 from . import protocol
+from .canary import CanaryCounts
 from .catch_up import Attempt, Behind, CatchUp, behind_of, policy_reads_pods
 from .metrics import Metrics
 from .shadow import ShadowGovernor, ShadowJob, Shadows
@@ -46,13 +48,19 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class ServedPolicy:
     """An active policy version as an extender serves it. `reads_pods`: its answer depends on
-    the cluster's pods in the snapshot (catch_up.policy_reads_pods). `shadow`: its shadow."""
+    the cluster's pods in the snapshot (catch_up.policy_reads_pods). `shadow`: its shadow;
+    `canary`: the version that judges the pods `split` gives it (`judging`)."""
 
     name: str
     version: int
     compiled: CompiledPolicy
     # The version judged beside this one after each answer, never answering (issue 25).
     shadow: ServedPolicy | None = None
+    # The version deciding `split`'s share of the pods instead of this one (issue 25's canary).
+    canary: ServedPolicy | None = None
+    split: Split | None = None
+    arm: str = ""  # during a canary: "canary" or "stable" (recorded with each decision)
+    guard: Any = None  # a canary's guard (policies/rollout/guard.py)
     reads_pods: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -61,6 +69,23 @@ class ServedPolicy:
     @property
     def label(self) -> str:
         return f"{self.name}/v{self.version}"
+
+    def judging(self, pod: dict[str, Any]) -> ServedPolicy:
+        """The version that judges this raw Pod: the canary for its share, else this one. A
+        function of the pod's uid (or labels and namespace) only, so every call about the pod
+        (filter, prioritize, bind), in every process and replica, gets the same version."""
+        if self.canary is not None and self.split is not None and self.split.canary_of_object(pod):
+            return self.canary
+        return self
+
+    def judging_view(self, pod: PodView) -> ServedPolicy:
+        """`judging` for a pod of the snapshot (bind's re-check)."""
+        split = self.split
+        if self.canary is not None and split is not None:
+            return (
+                self.canary if split.canary(pod["uid"], pod["namespace"], pod["labels"]) else self
+            )
+        return self
 
 
 WAIT = 0  # Answer.status of a request that waits for the snapshot (never sent)
@@ -180,6 +205,8 @@ class Extender:
         # is written (while kube-scheduler runs its own score plugins): (evaluation, body).
         self._scores_ahead: tuple[Any, bytes] | None = None
         self._ahead: Any = None  # the evaluation whose body after_answer is to build
+        # The canary's counts for its guard (issue 25): flushed by the runtime.
+        self.canary_counts = CanaryCounts()
         # The shadow (issue 25): filter leaves a job, after_answer judges it, bounded.
         self.shadows = Shadows(
             metrics=metrics,
@@ -209,7 +236,12 @@ class Extender:
     # -- helpers -------------------------------------------------------------------------------
 
     def _served(self, pod: dict[str, Any]) -> ServedPolicy | None:
-        return self._policies().get(protocol.scheduler_name(pod))
+        """The version judging the pod: its schedulerName's, or that one's canary (issue 25);
+        every answering path (direct, ASGI, the offload pool's processes, after a catch-up
+        wait, prioritize's reuse of filter's evaluation, whose key holds the version) comes
+        through here."""
+        served = self._policies().get(protocol.scheduler_name(pod))
+        return served.judging(pod) if served is not None else None
 
     def _pod_view(self, args: protocol.ExtenderArgs | protocol.PreemptionArgs) -> PodView:
         """The engine's view of the request's pod; a ProtocolError naming the field when the
@@ -313,6 +345,8 @@ class Extender:
         except Exception:  # never a 500: the policy's failurePolicy decides
             log.exception("extender filter failed for policy %s", served.label)
             answer = self._filter_failure(args, served)
+            if served.arm:  # an error of the version that judged, for the canary's guard
+                self.canary_counts.count(served, rejected=False, errors=True)
             return self._observe("filter", started, answer, served, "internal")
         if answer.status == WAIT:
             return answer  # answered once the snapshot caught up (or the wait ran out)
@@ -421,6 +455,12 @@ class Extender:
             ),
             served.label,
         )
+        if served.arm:  # during a canary: counted for its guard
+            rejected = evaluation.applies and not passed
+            errors = bool(evaluation.errors)
+            self.canary_counts.count(served, rejected=rejected, errors=errors)
+            outcome = "error" if errors else "rejected" if rejected else "passed"
+            self.metrics.count("canary_judged", served.arm, outcome)
         if served.shadow is not None:  # judged once this answer is written (after_answer)
             self.shadows.leave(
                 ShadowJob(served, served.shadow, pod, known, state, evaluation, time.time())
@@ -618,6 +658,7 @@ class Extender:
             state = snapshot.state if snapshot is not None else None
             pod = state.pod(args.pod_uid) if state is not None else None
             served = self._policies().get(pod["schedulerName"]) if pod is not None else None
+            served = served.judging_view(pod) if served is not None else None
             try:
                 reason = self._bind_refusal(args, pod, served, state)
             except Exception as exc:  # a policy that fails here refuses, as a check would
@@ -767,6 +808,7 @@ def _decision(
         "podManifest": _pod_manifest(pod),
         "policy": served.name,
         "version": served.version,
+        **({"arm": served.arm} if served.arm else {}),  # during a canary: who judged
         "verb": verb,
         "scores": evaluation.score_names if scored else [],
         "weights": evaluation.weights if scored else [],

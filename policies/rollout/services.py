@@ -49,11 +49,25 @@ def _message(message: str, *, required: bool) -> str:
     return message
 
 
-def _shadow_or_conflict(policy: Policy) -> PolicyActivation:
-    shadow = _shadow_in_force(policy=policy)
-    if shadow is None:
-        raise Conflict(f"policy {policy.name} has no shadow version")
-    return shadow
+def _rollout_or_conflict(
+    policy: Policy,
+    *,
+    role: str = PolicyActivation.Role.SHADOW,
+    expect_version: int | None = None,
+    absent: str = "has no shadow version",
+    hint: str = "",
+) -> PolicyActivation:
+    """The policy's shadow (or canary, by `role`) in force; a Conflict without one, or when it
+    is not `expect_version` (the one the caller reviewed: another replaced it meanwhile)."""
+    found = _shadow_in_force(policy=policy, role=role)
+    if found is None:
+        raise Conflict(f"policy {policy.name} {absent}")
+    number = found.version.number
+    if expect_version is not None and number != expect_version:
+        raise Conflict(
+            f"the {role} of {policy.name} is version {number} now, not {expect_version}{hint}"
+        )
+    return found
 
 
 def policy_shadow_promote(
@@ -67,13 +81,10 @@ def policy_shadow_promote(
     with transaction.atomic():
         _lock_publishing()
         locked = Policy.objects.select_for_update().get(pk=policy.pk)
-        shadow = _shadow_or_conflict(locked)
+        shadow = _rollout_or_conflict(
+            locked, expect_version=expect_version, hint="; review the report again"
+        )
         version = shadow.version
-        if expect_version is not None and version.number != expect_version:
-            raise Conflict(
-                f"the shadow of {policy.name} is version {version.number} now, not "
-                f"{expect_version}; review the report again"
-            )
         try:
             compiled = policy_compile(version.document)
         except PolicyInvalid as exc:
@@ -89,29 +100,40 @@ def policy_shadow_promote(
                 "failed on the shadow version; nothing was promoted",
                 details=results,
             )
-        _check_scheduler_names(policy=locked, names=version.scheduler_names)
-        current = (
-            PolicyActivation.objects.filter(
-                policy=locked, active=True, role=PolicyActivation.Role.ACTIVE
-            )
-            .select_related("version")
-            .first()
-        )
-        _shadow_end(actor=actor, policy=locked, why="promoted")
-        activation = _activate(
-            actor=actor, policy=locked, version=version, reason=PolicyActivation.Reason.PROMOTE
-        )
-        _audit(
+        activation, distribution = _promote(
             actor=actor,
+            policy=locked,
+            version=version,
+            role=PolicyActivation.Role.SHADOW,
             action="policy.promote",
-            policy_name=locked.name,
-            version=version.number,
-            previous=current.version.number if current else None,
             message=message,
             tests=len(results),
         )
-        distribution = _distribute_after_commit()
     return RollbackResult(activation=activation, served=distribution.served())
+
+
+def _promote(
+    *, actor, policy: Policy, version, role: str, action: str, **detail: Any
+) -> tuple[PolicyActivation, Any]:
+    """A shadow's or a canary's `version` becomes the active version (reason `promote`): its
+    role ends, the audit row `action` names the version it replaced. Under the publishing lock,
+    in the caller's transaction; returns the activation and the distribution, whose served()
+    the caller waits for once the transaction committed."""
+    _check_scheduler_names(policy=policy, names=version.scheduler_names)
+    current = _shadow_in_force(policy=policy, role=PolicyActivation.Role.ACTIVE)
+    _shadow_end(actor=actor, policy=policy, why="promoted", role=role)
+    activation = _activate(
+        actor=actor, policy=policy, version=version, reason=PolicyActivation.Reason.PROMOTE
+    )
+    _audit(
+        actor=actor,
+        action=action,
+        policy_name=policy.name,
+        version=version.number,
+        previous=current.version.number if current else None,
+        **detail,
+    )
+    return activation, _distribute_after_commit()
 
 
 def policy_shadow_discard(*, actor, policy: Policy, message: str = "") -> ServedReport:
@@ -120,7 +142,7 @@ def policy_shadow_discard(*, actor, policy: Policy, message: str = "") -> Served
     with transaction.atomic():
         _lock_publishing()
         locked = Policy.objects.select_for_update().get(pk=policy.pk)
-        _shadow_or_conflict(locked)
+        _rollout_or_conflict(locked)
         _shadow_end(actor=actor, policy=locked, why="discarded", message=message)
         distribution = _distribute_after_commit()
     return distribution.served()

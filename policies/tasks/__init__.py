@@ -6,6 +6,6 @@ are thin: they take ids or small values, call one service and keep retries and t
 Writers queue them by name (policies/background.py) and never import this package.
 """
 
-from policies.tasks import cluster, decisions, distribution, previews, requeue, shares
+from policies.tasks import canary, cluster, decisions, distribution, previews, requeue, shares
 
-__all__ = ["cluster", "decisions", "distribution", "previews", "requeue", "shares"]
+__all__ = ["canary", "cluster", "decisions", "distribution", "previews", "requeue", "shares"]

@@ -227,6 +227,9 @@ _AUDIT_VERBS = {
     "policy.shadow": "published a shadow version of",
     "policy.promote": "promoted the shadow version of",
     "policy.shadow_discard": "ended the shadow version of",
+    "policy.canary": "published a canary version of",
+    "policy.canary_promote": "promoted the canary version of",
+    "policy.canary_abort": "ended the canary version of",
     "policy.delete": "deleted",
     "testcase.create": "added a test case to",
     "testcase.update": "changed a test case of",
@@ -244,7 +247,26 @@ _SHADOW_ENDS = {
     "discarded": "discarded",
     "deactivated": "the policy was deactivated",
     "active": "it became the active version",
+    "aborted": "aborted: the stable version decides every pod",
+    "rollback": "a rollback replaced the version it was measured against",
+    "published": "a new version was published for every pod",
+    "quiet": "no guard trip for its quiet period",
 }
+
+
+def guard_words(detail: dict[str, Any]) -> str:
+    """The guard's rollback in words: which rate, the canary's and the stable version's, and
+    the threshold (policies/rollout/guard.py's figures, as the audit row keeps them)."""
+    reason = detail.get("reason")
+    rate = "errorRate" if reason == "errors" else "rejectedRate"
+    what = "evaluation errors" if reason == "errors" else "pods rejected on every node"
+    canary, stable = detail.get("canary") or {}, detail.get("stable") or {}
+    threshold = detail.get("threshold") or {}
+    return (
+        f"the guard rolled it back: {what} {canary.get(rate, '?')}% of "
+        f"{canary.get('judged', '?')} pods against the stable version's {stable.get(rate, '?')}% "
+        f"(threshold {threshold.get(rate, '?')} points, after {threshold.get('minPods', '?')} pods)"
+    )
 
 
 def audit_row(*, event: AuditEvent) -> dict[str, Any]:
@@ -257,11 +279,16 @@ def audit_row(*, event: AuditEvent) -> dict[str, Any]:
         note = f"to v{event.version}"
         if detail.get("message"):
             note += f": {detail['message']}"
-    elif event.action in ("policy.publish", "policy.shadow", "policy.promote") and detail.get(
-        "message"
-    ):
+    elif event.action in (
+        "policy.publish",
+        "policy.shadow",
+        "policy.promote",
+        "policy.canary",
+    ) and detail.get("message"):
         note = str(detail["message"])
-    elif event.action == "policy.shadow_discard":
+    elif event.action == "policy.canary_abort" and detail.get("why") == "guard":
+        note = guard_words(detail)
+    elif event.action in ("policy.shadow_discard", "policy.canary_abort", "policy.canary_promote"):
         note = _SHADOW_ENDS.get(detail.get("why"), "")
         if detail.get("message"):
             note = f"{note}: {detail['message']}" if note else str(detail["message"])
@@ -335,6 +362,20 @@ def health_context() -> dict[str, Any]:
     }
 
 
+def _canaries() -> dict[str, Any]:
+    """The canaries in force and the guard's rollbacks of the last day (issue 25)."""
+    from policies.rollout.canary import canaries_overview
+
+    try:
+        overview = canaries_overview()
+    except Exception as exc:  # the dashboard shows what it can
+        log.exception("dashboard: the canaries")
+        return {"items": [], "trips": [], "error": f"The canaries cannot be read: {exc}"[:300]}
+    for trip in overview["trips"]:
+        trip["words"] = guard_words(trip["detail"])
+    return overview
+
+
 @page_access(roles={"GET": "viewer"})
 def dashboard(request: HttpRequest) -> HttpResponse:
     """The landing page: what serves, what the cluster looks like, how the extender does."""
@@ -353,6 +394,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             lambda: shadows_overview(since=timezone.now() - timedelta(hours=1)),
             what="the shadow versions",
         ),
+        "canaries": _canaries(),
     }
     return _page(request, "ops/dashboard.html", context)
 

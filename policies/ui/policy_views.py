@@ -10,6 +10,7 @@ checks its role on the server (403 with a sentence) whatever the page showed.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -617,7 +618,25 @@ def _versions_context(request: HttpRequest, policy: Policy) -> dict[str, Any]:
         "form": PublishForm(),
         # the shadow version judged beside the active one (issue 25), for the Serving card
         "shadow": shadow_get(policy=policy),
+        # the canary deciding a share (issue 25) and the guard's last rollback, for the same card
+        **_canary_context(policy),
         **_abilities(request),
+    }
+
+
+def _canary_context(policy: Policy) -> dict[str, Any]:
+    from policies.rollout.canary import canary_last_rollback, canary_status, canary_words
+    from policies.ui.ops_views import guard_words
+
+    status = canary_status(policy=policy)
+    notice = canary_last_rollback(policy=policy)
+    return {
+        "canary": canary_words(status) if status else None,
+        "guard_notice": (
+            {**notice, "words": guard_words(notice), "when": datetime.fromisoformat(notice["at"])}
+            if notice
+            else None
+        ),
     }
 
 

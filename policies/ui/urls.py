@@ -24,6 +24,7 @@
 /policies/<name>/versions/                   history, publish, rollback, deactivate
 /policies/<name>/backtest[/<job>]            backtest: recent decisions' pods and pending pods, now
 /policies/<name>/shadow/[promote|discard]    the shadow version's report; promote, discard (POST)
+/policies/<name>/canary/promote|abort        the canary to 100%, or back to stable (POST)
 /policies/<name>/diff/?a=&b=                 the diff pickers: on to the canonical diff URL
 /policies/<name>/versions/<a>/diff/<b>       side-by-side diff (a, b: a number or draft)
 /_dev/components/[preview]                   the component gallery (404 unless DEBUG)
@@ -35,6 +36,7 @@ from policies.numbers import id_converter_register
 
 from . import (
     backtest_views,
+    canary_views,
     cluster_page,
     gallery,
     node_editor,
@@ -119,6 +121,14 @@ urlpatterns = [
     path("policies/<slug:name>/deactivate", views.deactivate, name="policy-deactivate"),
     path("policies/<slug:name>/delete", views.policy_delete, name="policy-delete"),
     path("policies/<slug:name>/shadow/", shadow_views.shadow_page, name="policy-shadow"),
+    path(
+        "policies/<slug:name>/canary/promote",
+        canary_views.canary_promote,
+        name="policy-canary-promote",
+    ),
+    path(
+        "policies/<slug:name>/canary/abort", canary_views.canary_abort, name="policy-canary-abort"
+    ),
     path(
         "policies/<slug:name>/shadow/promote",
         shadow_views.shadow_promote,

@@ -358,9 +358,12 @@ class SchedwebStack:
         except ValueError:
             return status, raw.decode(errors="replace")
 
-    def publish(self, document: str, message: str = "e2e", *, shadow: bool = False) -> int:
+    def publish(
+        self, document: str, message: str = "e2e", *, shadow: bool = False, canary=None
+    ) -> int:
         """Creates or updates the policy named in `document` and publishes it (`shadow`: as
-        the shadow of its active version, issue 25); returns the version."""
+        the shadow of its active version; `canary`: as a canary, the REST `canary` object;
+        issue 25); returns the version."""
         import yaml
 
         name = yaml.safe_load(document)["name"]
@@ -381,7 +384,7 @@ class SchedwebStack:
         status, body = self.request(
             "POST",
             f"/api/v1/policies/{name}/publish",
-            {"message": message, "shadow": shadow},
+            {"message": message, "shadow": shadow, **({"canary": canary} if canary else {})},
             headers={"If-Match": body["etag"]},  # the revision just created or saved
         )
         if status != 201:

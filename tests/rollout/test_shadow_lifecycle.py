@@ -21,7 +21,7 @@ from policies.publishing import active_policies_entries
 from policies.rollout.services import policy_shadow_discard, policy_shadow_promote
 from tests.api.conftest import document
 from tests.api.test_served import _cli
-from tests.conftest import make_user, token_client
+from tests.conftest import make_user
 
 POD = "metadata: {name: web, namespace: default}\nspec: {schedulerName: schedweb}\n"
 
@@ -252,18 +252,6 @@ def test_only_publishers_start_promote_and_discard_a_shadow(users_and_policy):
                 f"/api/v1/policies/least/shadow/{action}", {"message": "m"}, format="json"
             )
             assert response.status_code == 403, (role, action)
-
-
-@pytest.fixture
-def users_and_policy(db):
-    publisher = make_user("pub", "publisher")
-    policy = services.policy_create(actor=publisher, document=document())
-    services.policy_publish(
-        actor=publisher, policy=policy, message="v1", revision=policy.draft_revision
-    )
-    clients = {role: token_client(make_user(role, role)) for role in ("viewer", "editor")}
-    clients["publisher"] = token_client(publisher)
-    return clients, Policy.objects.get(pk=policy.pk)
 
 
 @pytest.mark.django_db

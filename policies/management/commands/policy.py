@@ -24,6 +24,13 @@ NAME | deactivate NAME` for git-based workflows.
     policy shadow promote NAME -m MSG      the shadow becomes the active version (its test
                                            cases must pass)
     policy shadow discard NAME [-m MSG]    end the shadow
+    policy publish NAME --canary 20% -m MSG  publish the draft as a canary deciding 20% of the
+                                           pods (by pod uid), the active version the rest; or
+                                           --canary-selector 'team=a' (a label selector); with
+                                           --guard-rejected-rate 5% --guard-error-rate 5%
+                                           --guard-min-pods 20 and --promote-after 1h
+    policy canary promote|abort|status NAME [-m MSG]
+                                           the canary decides every pod / none; or its status
 
 publish, rollback, deactivate and shadow promote|discard return once every live extender process serves the change
 (at most SCHEDWEB_PUBLISH_CONFIRM_SECONDS) and print which have not confirmed; the exit status
@@ -113,6 +120,33 @@ class Command(BaseCommand):
             action="store_true",
             help="publish as the shadow of the active version: judged and recorded, never answering",
         )
+        share = pub.add_mutually_exclusive_group()
+        share.add_argument(
+            "--canary", metavar="PERCENT", help="publish as a canary deciding this share (1-99%%)"
+        )
+        share.add_argument(
+            "--canary-selector",
+            metavar="SELECTOR",
+            help="publish as a canary deciding the pods this label selector matches",
+        )
+        for flag, what in (
+            ("--guard-rejected-rate", "rejected on every node"),
+            ("--guard-error-rate", "with evaluation errors"),
+        ):
+            pub.add_argument(
+                flag,
+                metavar="POINTS",
+                help=f"roll the canary back when its rate of pods {what} is this many points "
+                "above the stable version's (default 5%%)",
+            )
+        pub.add_argument(
+            "--guard-min-pods", metavar="N", help="pods the canary judges before the guard acts"
+        )
+        pub.add_argument(
+            "--promote-after",
+            metavar="DURATION",
+            help="promote the canary after this long without a guard trip (90s, 30m, 1h, 2d)",
+        )
         back = sub.add_parser("rollback", help="activate an earlier version again")
         back.add_argument("name")
         back.add_argument("--version", type=int, required=True)
@@ -148,7 +182,11 @@ class Command(BaseCommand):
         shadow.add_argument("shadow_action", choices=("promote", "discard"))
         shadow.add_argument("name")
         shadow.add_argument("-m", "--message", default="", help="why (required to promote)")
-        for parser_ in (pub, back, off, shadow):
+        canary = sub.add_parser("canary", help="promote, abort or show a policy's canary")
+        canary.add_argument("canary_action", choices=("promote", "abort", "status"))
+        canary.add_argument("name")
+        canary.add_argument("-m", "--message", default="", help="why (optional)")
+        for parser_ in (pub, back, off, shadow, canary):
             parser_.add_argument(
                 "--user", default="", help="username recorded in the audit log (default: system)"
             )
@@ -319,6 +357,7 @@ class Command(BaseCommand):
                 message=options["message"],
                 revision=policy.draft_revision,
                 shadow=options.get("shadow", False),
+                canary=_canary(options),
             )
         except TestsFailed as exc:
             self._tests_failed(policy, exc)
@@ -328,9 +367,11 @@ class Command(BaseCommand):
         except ServiceError as exc:
             raise CommandError(f"{policy.name}: {printable(exc.message)}") from None
         count = len(result.test_results)
+        role = " as its shadow" if options.get("shadow") else ""
+        if options.get("canary") or options.get("canary_selector"):
+            role = " as a canary"
         self._served(
-            f"published {policy.name} v{result.version.number}"
-            f"{' as its shadow' if options.get('shadow') else ''} ({count} test case"
+            f"published {policy.name} v{result.version.number}{role} ({count} test case"
             f"{'s' if count != 1 else ''} passed)",
             result.served,
         )
@@ -440,6 +481,36 @@ class Command(BaseCommand):
             raise CommandError(f"{policy.name}: {printable(exc.message)}") from None
         self._served(done, served)
 
+    def _canary(self, options) -> None:
+        from policies.rollout.canary import (
+            canary_status,
+            policy_canary_abort,
+            policy_canary_promote,
+        )
+
+        policy = self._policy(options["name"])
+        if options["canary_action"] == "status":
+            status = canary_status(policy=policy)
+            self.stdout.write(
+                json.dumps(status, indent=2) if status else f"{policy.name} has no canary"
+            )
+            return
+        try:
+            if options["canary_action"] == "promote":
+                result = policy_canary_promote(
+                    actor=self._actor(options), policy=policy, message=options["message"]
+                )
+                done = f"promoted {policy.name} v{result.activation.version.number} to active"
+                served = result.served
+            else:
+                served = policy_canary_abort(
+                    actor=self._actor(options), policy=policy, message=options["message"]
+                )
+                done = f"aborted the canary of {policy.name}: the stable version decides"
+        except ServiceError as exc:
+            raise CommandError(f"{policy.name}: {printable(exc.message)}") from None
+        self._served(done, served)
+
     def _tests_failed(self, policy: Policy, exc: TestsFailed) -> None:
         """The gate refused: each failing case's problems on stderr, exit 1."""
         self.stderr.write(f"{policy.name}: {printable(exc.message)}")
@@ -458,3 +529,45 @@ class Command(BaseCommand):
         for pending in served.pending:
             self.stderr.write(f"  not confirmed: {pending['process']}")
         sys.exit(3)
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _canary(options) -> dict | None:
+    """The canary rollout the publish options name (policies.rollout.canary.canary_rollout:
+    a ServiceError naming the field when out of range); None without --canary/-selector."""
+    from policies.rollout.canary import canary_rollout
+
+    guard_flags = ("guard_rejected_rate", "guard_error_rate", "guard_min_pods", "promote_after")
+    if not options.get("canary") and not options.get("canary_selector"):
+        if any(options.get(flag) for flag in guard_flags):
+            raise ServiceError(
+                "--guard-* and --promote-after go with --canary or --canary-selector"
+            )
+        return None
+    guard = {
+        key: options[flag]
+        for key, flag in (
+            ("rejectedRate", "guard_rejected_rate"),
+            ("errorRate", "guard_error_rate"),
+            ("minPods", "guard_min_pods"),
+        )
+        if options.get(flag) is not None
+    }
+    after = options.get("promote_after")
+    if after is not None:
+        text = after.strip().lower()
+        unit = _UNITS.get(text[-1:])
+        number = text[:-1] if unit else text
+        if not number.isdigit() or len(number) > 9:
+            raise ServiceError(
+                f"canary.promoteAfterSeconds: {after[:40]!r} is not a duration (90s, 30m, 1h, 2d)"
+            )
+        after = int(number) * (unit or 1)
+    return canary_rollout(
+        percent=options.get("canary"),
+        selector=options.get("canary_selector"),
+        guard=guard,
+        promote_after=after,
+    )

@@ -20,10 +20,15 @@ Design
 - Pods are keyed by uid ("namespace/name" when a hand-written pod has none, see `pod_key`).
   A pod bound to a node missing from the snapshot is accounted under that name and shows up
   in the node's usage when the node appears; deleting a node keeps its pods' accounting.
-- Storage (Redis): `to_bytes()` / `from_bytes()` write the node and pod views as JSON (orjson);
+- Storage (Redis): `to_bytes()` / `from_bytes()` write the node and pod views as JSON (orjson):
+  a header line, then a line per pod, parsed and compacted one at a time on load (issue 28: a
+  load's peak is the bytes plus the compact state, not every pod's raw object at once);
   indexes and accounting are rebuilt on load. `to_bytes(pod_objects=False)` drops the pods'
-  raw objects, which the extender never reads (it only counts existing pods). Pickle works
-  too (same content) but writes 5-10x slower; unpickle only data this product wrote.
+  raw objects. Pickle works too (same content) but writes 5-10x slower; unpickle only data
+  this product wrote.
+- Compact pods (policies/cluster/compact.py): every pod view taken from raw JSON or storage
+  shares its repetitive parts with the others; a `lean` state (the extender's) also cuts the
+  raw objects of pods bound to a node, which it only counts.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from typing import Any
 
 import orjson
 
+from policies.cluster.compact import Compactor, lean_object, share_tree
 from policies.cluster.convert import (
     OBJECT_KINDS,
     node_view,
@@ -50,17 +56,15 @@ from policies.engine.inputs import NodeView, PodView, ResourceMap
 
 _Bucket = dict[str, PodView]
 _MEMO_MAX = 4096
-_FORMAT = 1  # of to_bytes() and the pickled state; bump when the view shapes change
+# Of the pickled state and of to_bytes(): 1 is one JSON document (still read), 2 a header line
+# then one line per pod, so that a reader parses, compacts and indexes one pod at a time
+# instead of holding every pod's raw object at once (issue 28: the peak of a load).
+_FORMAT = 2
+_FORMATS = (1, 2)
 
 
 def _lean_pod(pod: PodView) -> PodView:
-    meta = pod["object"].get("metadata") or {}
-    stub = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {k: meta[k] for k in ("name", "namespace", "uid") if k in meta},
-    }
-    return {**pod, "object": stub}  # type: ignore[typeddict-item]
+    return {**pod, "object": lean_object(pod["object"], ("name", "namespace", "uid"))}  # type: ignore[typeddict-item]
 
 
 @contextmanager
@@ -89,6 +93,7 @@ class _Reader:
         "_by_label",
         "_by_node",
         "_by_ns",
+        "_compactor",
         "_derived",
         "_incomplete",
         "_label_keys",
@@ -104,8 +109,11 @@ class _Reader:
         "version",
     )
 
-    def _init_empty(self) -> None:
+    def _init_empty(self, *, lean: bool = False) -> None:
         self.version = 0
+        # Every pod view taken in is compacted (policies/cluster/compact.py); `lean`: the raw
+        # objects of pods bound to a node are cut (the extender's readers).
+        self._compactor = Compactor(lean=lean)
         self._nodes: dict[str, NodeView] = {}
         # Nodes without allocatable pods: their status has not been written yet (a kubelet
         # creates a Node, then reports its status), so kube-scheduler cannot place a pod there.
@@ -315,48 +323,64 @@ class _Reader:
     # -- pickling -------------------------------------------------------------------------------
 
     def to_bytes(self, *, pod_objects: bool = True) -> bytes:
-        """The snapshot as JSON bytes for Redis: node and pod views (indexes and usage are
-        rebuilt on load). orjson writes 5-10x faster than pickle and loading runs no code.
-        pod_objects=False cuts each pod's `object` to apiVersion, kind and metadata
-        name/namespace/uid: the extender only counts existing pods, and their raw objects are
-        most of the bytes and of the time."""
+        """The snapshot as bytes for Redis (format 2): a JSON header (version, label keys, node
+        views, objects), then one JSON line per pod view; indexes and usage are rebuilt on load.
+        orjson writes 5-10x faster than pickle and loading runs no code. pod_objects=False
+        cuts each pod's `object` to apiVersion, kind and metadata name/namespace/uid."""
         pods = self._pods.values()
-        with gc_paused():
-            return orjson.dumps(
-                {
-                    "format": _FORMAT,
-                    "version": self.version,
-                    "labelKeys": sorted(self._label_keys),
-                    "nodes": list(self._nodes.values()),
-                    "pods": list(pods) if pod_objects else [_lean_pod(p) for p in pods],
-                    "objects": self._object_list(),
-                },
-                default=str,  # YAML-loaded objects may hold datetimes or other scalars
+        header = {
+            "format": _FORMAT,
+            "version": self.version,
+            "labelKeys": sorted(self._label_keys),
+            "nodes": list(self._nodes.values()),
+            "objects": self._object_list(),
+        }
+        dumps = orjson.dumps
+        with gc_paused():  # default=str: YAML-loaded objects may hold datetimes or other scalars
+            return b"\n".join(
+                [
+                    dumps(header, default=str),
+                    *(dumps(p if pod_objects else _lean_pod(p), default=str) for p in pods),
+                ]
             )
 
     @classmethod
-    def from_bytes(cls, data: bytes, *, label_keys: Iterable[str] = ()) -> Any:
+    def from_bytes(cls, data: bytes, *, label_keys: Iterable[str] = (), lean: bool = False) -> Any:
         """The inverse of to_bytes, as this class: `ClusterSnapshot.from_bytes(value)`, or
         `ClusterState.from_bytes(value)` to keep applying events to a stored snapshot.
         The label keys indexed when it was written, and `label_keys` (pass the previous
         snapshot's `indexed_labels()` on a refresh), are indexed while loading, so no query
-        on the hot path pays for it. ValueError if the bytes are not a snapshot."""
+        on the hot path pays for it. `lean`: see compact.py (the extender's readers).
+        Pods are parsed one line at a time and compacted as they come. ValueError if the
+        bytes are not a snapshot."""
+        end = data.find(b"\n")
         with gc_paused():
             try:
-                state = orjson.loads(data)
+                state = orjson.loads(data if end < 0 else memoryview(data)[:end])
             except orjson.JSONDecodeError as exc:
                 raise ValueError(f"not a schedweb cluster snapshot: {exc}") from None
-            if type(state) is not dict or state.get("format") != _FORMAT:
+            if type(state) is not dict or state.get("format") not in _FORMATS:
                 raise ValueError("not a schedweb cluster snapshot (unknown format)")
-            for node in state["nodes"]:
-                for key in ("capacity", "allocatable", "requested"):
-                    node[key] = ResourceMap(node[key])
-            for pod in state["pods"]:
-                pod["requests"] = ResourceMap(pod["requests"])
-                pod["limits"] = ResourceMap(pod["limits"])
-            state["labelKeys"] = [*state.get("labelKeys", ()), *label_keys]
-            reader = cls.__new__(cls)
-            reader.__setstate__(state)
+            try:
+                shared: dict[Any, Any] = {}  # for this load: equal parts of the nodes, once
+                for node in state["nodes"]:
+                    for key, value in node.items():
+                        if key in _RESOURCE_MAPS:
+                            node[key] = ResourceMap(value)
+                        elif type(value) in (dict, list):
+                            node[key] = share_tree(value, shared)
+                del shared
+                if state["format"] == 1:
+                    pods: Iterable[Any] = state["pods"]
+                else:
+                    pods = _pod_lines(data, len(data) if end < 0 else end + 1)
+                state["pods"] = map(_with_resource_maps, pods)
+                state["labelKeys"] = [*state.get("labelKeys", ()), *label_keys]
+                state["lean"] = lean
+                reader = cls.__new__(cls)
+                reader.__setstate__(state)
+            except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a damaged line
+                raise ValueError(f"not a schedweb cluster snapshot: {exc!r}") from None
         return reader
 
     def index_labels(self, keys: Iterable[str]) -> None:
@@ -394,8 +418,8 @@ class _Reader:
                 ] = view
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self._init_empty()
-        self._load(state["nodes"], state["pods"])
+        self._init_empty(lean=state.get("lean", False))
+        self._load(state["nodes"], map(self._taken, state["pods"]))
         self._load_objects(state.get("objects") or ())
         self.index_labels(state.get("labelKeys", ()))
         self.version = state["version"]
@@ -410,6 +434,12 @@ class _Reader:
             self._saw(pod)
             if not pod_is_terminated(pod):
                 self._index_fresh(key, pod)
+
+    def _taken(self, view: PodView) -> PodView:
+        """A new pod view as this reader keeps it: its resourceVersion noted (a lean state
+        keeps no raw object for a bound pod), then compacted."""
+        self._saw(view)
+        return self._compactor.pod(view)
 
     def _saw(self, pod: PodView) -> None:
         """Raises `pods_seen` to the pod's resourceVersion, when that is a decimal number."""
@@ -465,8 +495,8 @@ class ClusterState(_Reader):
 
     __slots__ = ("_owned", "_pod_counts", "_requested", "_shared")
 
-    def __init__(self) -> None:
-        self._init_empty()
+    def __init__(self, *, lean: bool = False) -> None:
+        self._init_empty(lean=lean)
         self._requested: dict[str, dict[str, int]] = {}  # node name -> view-unit totals
         self._pod_counts: dict[str, int] = {}  # node name -> live pods bound to it
         # Copy-on-write: after freeze(), buckets are shared with the snapshot until copied.
@@ -487,8 +517,9 @@ class ClusterState(_Reader):
         with gc_paused():
             return cls.from_views(
                 nodes=[node_view(obj, requested={}, pod_count=0) for obj in nodes],
-                pods=[pod_view(obj) for obj in pods],
                 objects=[object_view(obj, obj.get("kind")) for obj in objects],
+                pods=map(pod_view, pods),  # each compacted as it comes
+                compact=True,
             )
 
     @classmethod
@@ -498,10 +529,15 @@ class ClusterState(_Reader):
         nodes: Iterable[NodeView],
         pods: Iterable[PodView],
         objects: Iterable[dict[str, Any]] = (),
+        compact: bool = False,
     ) -> ClusterState:
         """A state from already converted views; node usage is recomputed from the pods.
-        A later duplicate (same node name, same pod key, same object key) replaces an earlier one."""
+        A later duplicate (same node name, same pod key, same object key) replaces an earlier one.
+        `compact`: the views are new, compacted as they are taken (views of another snapshot
+        are kept as they are: that one holds them already)."""
         state = cls()
+        if compact:
+            pods = map(state._taken, pods)
         with gc_paused():
             state._fill(nodes, pods)
             state._load_objects(objects)
@@ -563,7 +599,7 @@ class ClusterState(_Reader):
     def apply_pod(self, obj: dict) -> PodView:
         """Adds or replaces a pod, moving its usage between nodes as it binds, changes or
         terminates; returns its new view."""
-        return self.apply_pod_view(pod_view(obj))
+        return self.apply_pod_view(self._taken(pod_view(obj)))
 
     def apply_pod_view(self, view: PodView) -> PodView:
         """Adds or replaces a pod from its view (one taken out for a while, exclude.py)."""
@@ -621,8 +657,8 @@ class ClusterState(_Reader):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Unpickling rebuilds the accounting from the pods, so it is always consistent."""
-        self.__init__()
-        self._fill(state["nodes"], state["pods"])
+        self.__init__(lean=state.get("lean", False))  # type: ignore[misc]
+        self._fill(state["nodes"], map(self._taken, state["pods"]))
         self._load_objects(state.get("objects") or ())
         self.index_labels(state.get("labelKeys", ()))
         self.version = state["version"]
@@ -747,6 +783,8 @@ class ClusterState(_Reader):
 # The label the API server sets on every namespace (NamespaceDefaultLabelName, Kubernetes 1.21+).
 _NS_NAME_LABEL = "kubernetes.io/metadata.name"
 
+_RESOURCE_MAPS = frozenset({"capacity", "allocatable", "requested"})
+
 # Resources a node's `requested` always lists (0 when idle); others are dropped at 0.
 _KEEP = frozenset({"cpu", "memory"})
 
@@ -762,6 +800,23 @@ def resource_version(pod: PodView | dict[str, Any]) -> int:
     if type(value) is str and 0 < len(value) <= 20 and value.isascii() and value.isdigit():
         return int(value)
     return 0
+
+
+def _pod_lines(data: bytes, start: int) -> Iterator[Any]:
+    """The pod views of a format-2 snapshot, parsed one line at a time (no copy of the bytes)."""
+    view, loads, size = memoryview(data), orjson.loads, len(data)
+    while start < size:
+        stop = data.find(b"\n", start)
+        if stop < 0:
+            stop = size
+        yield loads(view[start:stop])
+        start = stop + 1
+
+
+def _with_resource_maps(pod: dict[str, Any]) -> PodView:
+    pod["requests"] = ResourceMap(pod["requests"])
+    pod["limits"] = ResourceMap(pod["limits"])
+    return pod  # type: ignore[return-value]
 
 
 def _has_status(node: NodeView) -> bool:

@@ -367,7 +367,9 @@ class SnapshotReader:
     `serve_lock` (never frozen): callers read it while holding that lock, and a change is
     applied between two of their reads, never during one. A full load builds a new state and
     swaps it in, so holders of the old one keep a consistent (older) picture. `on_change`
-    (version) is called after each applied change, outside the lock.
+    (version) is called after each applied change, outside the lock. With `lean`, its state
+    cuts the raw objects of pods bound to a node (policies/cluster/compact.py): for the
+    extender's processes, which only count those pods.
     """
 
     def __init__(
@@ -380,8 +382,10 @@ class SnapshotReader:
         catch_up_max: int = CATCH_UP_MAX,
         in_place: bool = False,
         on_change: Callable[[int], None] | None = None,
+        lean: bool = False,
     ) -> None:
         self.store = SnapshotStore(cluster, client=client)
+        self.lean = lean
         self.cluster = self.store.cluster
         self.stale_seconds = stale_seconds if stale_seconds is not None else _stale_setting()
         self.catch_up_max = catch_up_max
@@ -587,7 +591,7 @@ class SnapshotReader:
             label_keys |= self._state.indexed_labels()
         try:
             with bulk_load(freeze=len(data) > FREEZE_ABOVE_BYTES):
-                state = ClusterState.from_bytes(data, label_keys=label_keys)
+                state = ClusterState.from_bytes(data, label_keys=label_keys, lean=self.lean)
         except ValueError as exc:  # written by another version of schedweb, or damaged
             log.error("snapshot of %s cannot be read: %s", self.cluster, exc)
             self._unreadable = f"the stored snapshot cannot be read ({exc})"

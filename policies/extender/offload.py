@@ -24,6 +24,17 @@ A worker brings its snapshot up to date when a body arrives rather than followin
 change (policies/extender/runtime.py, snapshot_on_demand): one Redis round trip when nothing
 changed, the deltas since its last body otherwise (or a full load past the catch-up limit).
 
+Each worker holds its own snapshot, lean like the listener's (policies/cluster/compact.py: bound
+pods without their raw objects, shared parts), rather than one shared with the listener (issue
+28 weighed both). A fork of the listener after its load would share pages only until they are
+touched, and CPython touches what it reads (every reference count: an answer over 5000 nodes and
+a count over the pods copies the pages it passes), while the listener's changes copy the pages
+they write, so the sharing decays with every body and every watch event; and the listener's
+process runs uvicorn's loop and the runtime's thread, whose locks a fork can copy held (why the
+pool spawns). A shared-memory snapshot would need views built on demand on every read of the hot
+path. What the two lean copies take is measured by `make bench`'s sizing suite
+(docs/perf/issue-28-sizing.txt).
+
 A thread would not do: orjson.loads does not release the GIL. The workers run at a lower CPU
 priority (nice 10) so that on a busy machine the listener's own process is scheduled first.
 

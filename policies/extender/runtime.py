@@ -660,7 +660,8 @@ def snapshot_provider(*, on_change: Callable[[int], None] | None = None):
     if settings.SCHEDWEB_CLUSTER_SOURCE == "live":
         from policies.cluster.sources import live_snapshots
 
-        return live_snapshots(in_place=True, on_change=on_change)
+        # lean: bound pods' raw objects are never read here (policies/cluster/compact.py)
+        return live_snapshots(in_place=True, on_change=on_change, lean=True)
     return _StaticSnapshots()
 
 

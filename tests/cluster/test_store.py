@@ -427,3 +427,51 @@ def test_a_freezing_reader_publishes_a_new_frozen_snapshot_for_pushed_deltas(sto
     assert reader.follow(_pushed(reader)) is True
     assert reader.current.state is not before and "disk" not in before.node("n2")["labels"]
     assert reader.current.state.node("n2")["labels"]["disk"] == "ssd"
+
+
+def test_a_lean_in_place_reader_serves_a_binding_at_its_next_read_with_the_object_cut(
+    store, writer
+):
+    state, reader = _read(store, writer, in_place=True, lean=True)
+    _healthy(store)
+    served = reader.current.state
+    pending = state.apply_pod(make_pod("web-2", cpu="500m", labels={"app": "web"}))
+    writer.delta(POD, orjson.dumps(pending["object"]))
+    assert reader.follow(_pushed(reader)) is True
+    assert served.pod("uid-default-web-2")["object"] == pending["object"]  # pending: kept
+
+    bound = make_pod("web-2", cpu="500m", labels={"app": "web"}, node_name="n1")
+    writer.delta(POD, orjson.dumps(state.apply_pod(bound)["object"]))
+    assert reader.follow(_pushed(reader)) is True
+    pod = served.pod("uid-default-web-2")
+    assert pod["nodeName"] == "n1" and pod["object"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {},
+    }
+    assert served.node("n1")["requested"]["cpu"] == 750 and served.node("n1")["podCount"] == 2
+    assert served.count_pods_on_node("n1", "default", {"app": "web"}) == 1
+    assert reader.current.version == 3
+
+
+def test_a_request_never_sees_a_pushed_binding_half_applied(store, writer):
+    """Read as a request reads (under the serve lock) while 300 bindings are applied: the
+    node's usage always matches the pods bound to it."""
+    state, reader = _read(store, writer, in_place=True, lean=True)
+    served = reader.current.state
+    pods = [state.apply_pod(make_pod(f"b{i}", cpu="10m", node_name="n2")) for i in range(300)]
+    writer.deltas([(POD, orjson.dumps(p["object"])) for p in pods])
+    entries = store.client.xrange(store.keys.events, min="2-0", max="+")
+    follower = threading.Thread(target=reader.follow, args=(entries,))
+    follower.start()
+    reads = 0
+    while follower.is_alive() or not reads:
+        with reader.serve_lock:
+            node, bound = served.node("n2"), served.pods_on_node("n2")
+            assert node["podCount"] == len(bound)
+            assert node["requested"]["cpu"] == sum(p["requests"]["cpu"] for p in bound)
+            assert served.count_pods_on_node("n2", "default", {}) == len(bound)
+        reads += 1
+        time.sleep(0.001)  # outside the lock: the follower takes it between two reads
+    follower.join(60)
+    assert served.node("n2")["podCount"] == 300 and reader.current.version == 301

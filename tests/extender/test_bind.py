@@ -41,11 +41,15 @@ def _pods() -> list[dict]:
     ]
 
 
-def _serve(publish, monkeypatch) -> list[tuple[str, str]]:
-    """seed-003 published, the demo snapshot with _pods(), and the binder's calls."""
+def _serve(publish, monkeypatch, *, lean: bool = False) -> list[tuple[str, str]]:
+    """seed-003 published, the demo snapshot with _pods() (`lean`: as an extender process holds
+    it, bound pods' objects cut), and the binder's calls."""
     publish(example("seed-003-name-length"))
     nodes, pods = (copy.deepcopy(objects) for objects in demo_objects()[:2])
-    state = ClusterState.from_objects(nodes, pods + _pods()).freeze()
+    state = ClusterState.from_objects(nodes, pods + _pods())
+    if lean:
+        state = ClusterState.from_bytes(state.to_bytes(), lean=True)
+    state = state.freeze()
     snapshot = LoadedCluster(state, "live", "test", version=1)
     extender = runtime().extender
     monkeypatch.setattr(extender, "_snapshot", lambda: snapshot)
@@ -54,9 +58,9 @@ def _serve(publish, monkeypatch) -> list[tuple[str, str]]:
     return bound
 
 
-@pytest.fixture
-def binding(publish, monkeypatch):
-    return _serve(publish, monkeypatch)
+@pytest.fixture(params=[False, True], ids=["full", "lean"])
+def binding(publish, monkeypatch, request):
+    return _serve(publish, monkeypatch, lean=request.param)
 
 
 def _bind(name: str, node: str, *, namespace: str = "default", uid: str = ""):

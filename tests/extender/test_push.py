@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from policies.cluster.state import ClusterState
-from policies.cluster.store import NODE, SnapshotStore, SnapshotWriter
+from policies.cluster.store import NODE, POD, SnapshotStore, SnapshotWriter
 from policies.extender import entry
 from policies.extender import runtime as runtime_module
 from policies.extender.runtime import reset_runtime, runtime
@@ -28,7 +28,7 @@ from policies.publishing import (
     served_record,
     served_wait,
 )
-from tests.builders import make_node
+from tests.builders import make_node, make_pod
 from tests.prometheus_text import assert_valid_exposition, samples
 from tests.redisdb import redis_database
 
@@ -98,6 +98,29 @@ def test_a_watch_event_is_pushed_to_the_runtime_and_applied_in_its_snapshot(push
     assert reader.follows >= 1 and reader.refreshes == 1  # pushed, not polled
     assert runtime().snapshots.current().state is served  # applied in place
     assert served.node("n2") is not None
+
+
+def test_the_runtime_holds_bound_pods_without_their_objects_and_pending_ones_whole(
+    pushed_only, settings
+):
+    """Issue 28: an extender process only counts bound pods; a pending one may be bound (and
+    judged again) here, so its object stays."""
+    cluster, writer = _live_snapshot(settings, pushed_only)
+    served = runtime().snapshots.current().state
+    bound = cluster.apply_pod(make_pod("web", cpu="100m", node_name="n1"))
+    pending = cluster.apply_pod(make_pod("next", cpu="100m"))
+    version = writer.deltas(
+        [(POD, orjson.dumps(bound["object"])), (POD, orjson.dumps(pending["object"]))]
+    )
+    _wait(lambda: runtime().snapshots.current().version == version, what="the pushed deltas")
+    assert runtime().snapshots.reader.lean
+    assert served.pod("uid-default-web")["object"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {},
+    }
+    assert served.pod("uid-default-next")["object"] == pending["object"]
+    assert served.node("n1")["podCount"] == 1 and served.node("n1")["requested"]["cpu"] == 100
 
 
 def test_a_process_that_does_not_confirm_is_named_when_the_wait_ends(settings):

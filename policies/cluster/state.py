@@ -37,6 +37,7 @@ import gc
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -345,14 +346,21 @@ class _Reader:
             )
 
     @classmethod
-    def from_bytes(cls, data: bytes, *, label_keys: Iterable[str] = (), lean: bool = False) -> Any:
+    def from_bytes(
+        cls, data: bytes | Sequence[bytes], *, label_keys: Iterable[str] = (), lean: bool = False
+    ) -> Any:
         """The inverse of to_bytes, as this class: `ClusterSnapshot.from_bytes(value)`, or
         `ClusterState.from_bytes(value)` to keep applying events to a stored snapshot.
         The label keys indexed when it was written, and `label_keys` (pass the previous
         snapshot's `indexed_labels()` on a refresh), are indexed while loading, so no query
         on the hot path pays for it. `lean`: see compact.py (the extender's readers).
-        Pods are parsed one line at a time and compacted as they come. ValueError if the
-        bytes are not a snapshot."""
+        Pods are parsed one line at a time and compacted as they come. `data` may come in
+        pieces, each a run of whole lines (the store's chunks). ValueError if the bytes are not
+        a snapshot."""
+        chunks = [data] if isinstance(data, bytes) else list(data)
+        if not chunks or not all(isinstance(c, bytes) for c in chunks):
+            raise ValueError("not a schedweb cluster snapshot (no bytes)")
+        data = chunks[0]
         end = data.find(b"\n")
         with gc_paused():
             try:
@@ -373,7 +381,10 @@ class _Reader:
                 if state["format"] == 1:
                     pods: Iterable[Any] = state["pods"]
                 else:
-                    pods = _pod_lines(data, len(data) if end < 0 else end + 1)
+                    pods = chain(
+                        _pod_lines(data, len(data) if end < 0 else end + 1),
+                        *(_pod_lines(chunk, 0) for chunk in chunks[1:]),
+                    )
                 state["pods"] = map(_with_resource_maps, pods)
                 state["labelKeys"] = [*state.get("labelKeys", ()), *label_keys]
                 state["lean"] = lean

@@ -2,7 +2,8 @@
 
 Keys, per cluster (`schedweb:{cluster}:`):
 
-    snap:full     hash    version, epoch, state (ClusterState.to_bytes), written_at
+    snap:full     hash    version, epoch, state (ClusterState.to_bytes; past 64 MB cut at line ends
+                          into state, state.1, state.2...), chunks, written_at
     snap:version  int     bumped by every change; readers poll only this (plus meta)
     snap:epoch    str     changes when the history restarts (Redis lost it, or a first write)
     snap:events   stream  one delta per version, id "<version>-0", fields op + data + t (the
@@ -66,6 +67,7 @@ CATCH_UP_MAX = 20_000  # beyond this many deltas a full reload is cheaper than a
 _XRANGE_BATCH = 2_000
 _APPLY_CHUNK = 64  # deltas applied per hold of an in-place reader's serve lock (~1 ms at most)
 _DELTA_BATCH = 500  # deltas per script call: keeps each Redis command short
+FULL_CHUNK_BYTES = 64 * 2**20  # a stored state's piece (Redis takes values up to 512 MB)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 # Delta operations (the stream's `op` field).
@@ -273,10 +275,7 @@ class SnapshotWriter:
         pipe = client.pipeline(transaction=True)
         if epoch != stored_epoch:
             pipe.delete(keys.events)
-        pipe.hset(
-            keys.full,
-            mapping={"version": version, "epoch": epoch, "state": data, "written_at": time.time()},
-        )
+        _full_write(pipe, keys.full, data, version=version, epoch=epoch)
         pipe.set(keys.version, version)
         pipe.set(keys.epoch, epoch)
         pipe.xadd(
@@ -300,15 +299,7 @@ class SnapshotWriter:
             if epoch is None or epoch.decode() != self.epoch or int(version or 0) != self.version:
                 raise SnapshotLost("Redis no longer holds this snapshot's history")
             pipe.multi()
-            pipe.hset(
-                keys.full,
-                mapping={
-                    "version": self.version,
-                    "epoch": self.epoch,
-                    "state": data,
-                    "written_at": time.time(),
-                },
-            )
+            _full_write(pipe, keys.full, data, version=self.version, epoch=self.epoch)
             try:
                 pipe.execute()
             except redis.WatchError:
@@ -580,9 +571,14 @@ class SnapshotReader:
         ):
             return False
         pipe = self.store.client.pipeline(transaction=True)
-        pipe.hmget(keys.full, "version", "epoch", "state", "written_at")
+        pipe.hgetall(keys.full)
         pipe.get(keys.version)
-        (raw_version, raw_epoch, data, raw_written), head = pipe.execute()
+        full, head = pipe.execute()
+        raw_version, raw_epoch, raw_written = (
+            full.get(field) for field in (b"version", b"epoch", b"written_at")
+        )
+        data = _full_chunks(full)
+        del full
         if data is None or raw_version is None:
             self._missing = True
             return False
@@ -590,7 +586,7 @@ class SnapshotReader:
         if self._state is not None:
             label_keys |= self._state.indexed_labels()
         try:
-            with bulk_load(freeze=len(data) > FREEZE_ABOVE_BYTES):
+            with bulk_load(freeze=sum(map(len, data)) > FREEZE_ABOVE_BYTES):
                 state = ClusterState.from_bytes(data, label_keys=label_keys, lean=self.lean)
         except ValueError as exc:  # written by another version of schedweb, or damaged
             log.error("snapshot of %s cannot be read: %s", self.cluster, exc)
@@ -791,6 +787,56 @@ def reader_for(cluster: str) -> SnapshotReader:
 
 
 # -- helpers --------------------------------------------------------------------------------------
+
+
+def _full_write(pipe: Any, key: str, data: bytes, *, version: int, epoch: str) -> None:
+    """The whole state into the snap:full hash, in one transaction with the caller's commands:
+    fields state, state.1, state.2... of at most FULL_CHUNK_BYTES each, cut at line ends, and
+    chunks (their number). Redis refuses a value over 512 MB (proto-max-bulk-len), which a
+    snapshot of 150 000 pods with their raw objects passes (issue 28: about 640 MB)."""
+    chunks = _chunked(data, FULL_CHUNK_BYTES)
+    pipe.delete(key)  # fewer chunks than last time: no field of the old ones left behind
+    pipe.hset(
+        key,
+        mapping={
+            "version": version,
+            "epoch": epoch,
+            "state": chunks[0],
+            "chunks": len(chunks),
+            "written_at": time.time(),
+        },
+    )
+    for number, chunk in enumerate(chunks[1:], start=1):
+        pipe.hset(key, f"state.{number}", chunk)  # one command each: no 1 GB query buffer
+
+
+def _chunked(data: bytes, size: int) -> list[memoryview]:
+    """`data` cut after a line end every `size` bytes or so (a longer line stays whole): views,
+    no copy. ClusterState.from_bytes reads the pieces in order, each a run of whole lines."""
+    view, chunks, start = memoryview(data), [], 0
+    while len(data) - start > size:
+        end = data.find(b"\n", start + size)
+        if end < 0:
+            break
+        chunks.append(view[start:end])
+        start = end + 1
+    chunks.append(view[start:])
+    return chunks
+
+
+def _full_chunks(full: Mapping[bytes, bytes]) -> list[bytes] | None:
+    """The stored state's pieces in order (None when there is none, or a piece is missing)."""
+    first = full.get(b"state")
+    if first is None:
+        return None
+    count = full.get(b"chunks", b"1")
+    chunks = [first]
+    for number in range(1, int(count) if count.isdigit() else 1):
+        chunk = full.get(f"state.{number}".encode())
+        if chunk is None:
+            return None
+        chunks.append(chunk)
+    return chunks
 
 
 def _decode(op: str, data: bytes) -> Any:

@@ -13,6 +13,7 @@ import orjson
 import pytest
 import redis
 
+from policies.cluster import store as store_module
 from policies.cluster.state import ClusterState
 from policies.cluster.store import (
     NODE,
@@ -475,3 +476,44 @@ def test_a_request_never_sees_a_pushed_binding_half_applied(store, writer):
         time.sleep(0.001)  # outside the lock: the follower takes it between two reads
     follower.join(60)
     assert served.node("n2")["podCount"] == 300 and reader.current.version == 301
+
+
+def test_a_large_state_is_stored_in_pieces_cut_at_line_ends_and_read_whole(
+    store, writer, monkeypatch
+):
+    """Redis refuses a value over 512 MB; a snapshot of 150 000 pods with their raw objects
+    passes it (issue 28). Pieces here of 2 KB."""
+    monkeypatch.setattr(store_module, "FULL_CHUNK_BYTES", 2000)
+    state = ClusterState.from_objects(
+        [make_node("n1", cpu="64")],
+        [make_pod(f"web-{i}", cpu="10m", node_name="n1") for i in range(40)],
+    )
+    writer.full(state, reset=True)
+    stored = store.client.hgetall(store.keys.full)
+    count = int(stored[b"chunks"])
+    pieces = [stored[b"state"]] + [stored[f"state.{i}".encode()] for i in range(1, count)]
+    assert count > 3 and b"".join(p + b"\n" for p in pieces)[:-1] == state.to_bytes()
+    reader = SnapshotReader(store.cluster, client=store.client)
+    reader.refresh()
+    assert reader.current.state.pod_count() == 40
+    assert reader.current.state.node("n1")["requested"]["cpu"] == 400
+
+    smaller = ClusterState.from_objects([make_node("n1", cpu="64")], [])
+    writer.full(smaller, reset=True)  # fewer pieces: none of the old ones left
+    assert int(store.client.hget(store.keys.full, "chunks")) == 1
+    assert not [f for f in store.client.hkeys(store.keys.full) if f.startswith(b"state.")]
+    reader.refresh()
+    assert reader.current.state.pod_count() == 0 and reader.full_loads == 2
+
+
+def test_a_stored_state_missing_a_piece_is_reported_not_read(store, writer, monkeypatch):
+    monkeypatch.setattr(store_module, "FULL_CHUNK_BYTES", 2000)
+    state = ClusterState.from_objects(
+        [make_node("n1")], [make_pod(f"web-{i}", node_name="n1") for i in range(40)]
+    )
+    writer.full(state, reset=True)
+    _healthy(store)
+    store.client.hdel(store.keys.full, "state.2")
+    reader = SnapshotReader(store.cluster, client=store.client)
+    reader.refresh()
+    assert reader.current is None or reader.current.stale

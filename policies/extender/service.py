@@ -414,6 +414,8 @@ class Extender:
                 state,
                 scores=key is not None,
                 memo=True,
+                # every name known, views in their order: no view read for its name
+                names=args.node_names if args.nodes is None and not unknown else None,
             )
         passed: list[str] = []
         failed: dict[str, str] = {}

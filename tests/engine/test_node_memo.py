@@ -185,3 +185,20 @@ def test_only_callers_that_ask_use_the_memo():
     for _ in range(2):
         p.evaluate(pod_view(cpu=100), nodes, memo=True)
     assert p._fast._memo
+
+
+def test_names_given_by_the_caller_give_the_evaluation_the_views_names_give():
+    """The extender passes the request's names (the views' names, in order) so that no view is
+    read for its name (issue 28); the evaluation is the same, memo or not."""
+    nodes = [node_view(f"n{i}", cpu=4000, requested_cpu=500 * i) for i in range(8)]
+    cluster = ListCluster(nodes, [])
+    names = [f"n{i}" for i in range(8)]
+    plain_policy, given_policy = policy(RULES), policy(RULES)
+    for memo in (False, True, True, True):  # the memo answers from the second pod on
+        pod = pod_view(cpu=1000)
+        plain = plain_policy.evaluate(pod, nodes, cluster, memo=memo)
+        given = given_policy.evaluate(pod, nodes, cluster, memo=memo, names=names)
+        assert given.node_names == names and rows(given) == rows(plain)
+    # a list that does not match the nodes is not trusted
+    short = policy(RULES).evaluate(pod_view(cpu=1000), nodes, cluster, names=names[:3])
+    assert short.node_names == names

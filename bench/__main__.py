@@ -12,6 +12,7 @@ os.environ.setdefault("SCHEDWEB_SECRET_KEY", "bench-only-key")  # DEBUG is off u
 SUITES = [
     "engine",
     "snapshot",
+    "scale",
     "push",
     "extender",
     "differential",

@@ -329,16 +329,16 @@ for path in ("/readyz", "/login/"):
 {{- end -}}
 
 {{/* Each snapshot-holding process's peak, MB = [base, per 1000 nodes, per 1000 pods], as `make
-bench` fitted them (bench/sizing.py, docs/perf/issue-26-sizing.txt; README "Sizing"), rounded
-up: the extender's listener (its offload process measured the same or less), the worker's
-watcher, a process reading the snapshot (a worker task, a web worker), an idle one, and Redis's
-copy of the snapshot. */}}
+bench` fitted them (bench/sizing.py, docs/perf/issue-28-sizing.txt; README "Sizing"), rounded
+up: the extender's listener (its offload process measured the same or less; both hold the lean
+snapshot, issue 28), the worker's watcher, a process reading the snapshot (a worker task, a web
+worker), an idle one, and Redis's copy of the snapshot. */}}
 {{- define "schedweb.sizingModel" -}}
-listener: [100.0, 41.0, 55.0]
-watcher: [60.0, 24.0, 36.0]
-reader: [61.0, 41.0, 55.0]
+listener: [135.0, 24.5, 6.7]
+watcher: [102.0, 13.0, 31.5]
+reader: [98.0, 17.5, 37.6]
 idle: [62.0, 0.0, 0.0]
-redis: [2.0, 4.0, 4.3]
+redis: [8.0, 8.5, 4.8]
 {{- end -}}
 
 {{/* Redis's maxmemory (512mb, 1gb, 600000000) in MiB (Redis reads mb as MiB). */}}

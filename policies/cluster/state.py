@@ -347,7 +347,7 @@ class _Reader:
 
     @classmethod
     def from_bytes(
-        cls, data: bytes | Sequence[bytes], *, label_keys: Iterable[str] = (), lean: bool = False
+        cls, data: bytes | Iterable[bytes], *, label_keys: Iterable[str] = (), lean: bool = False
     ) -> Any:
         """The inverse of to_bytes, as this class: `ClusterSnapshot.from_bytes(value)`, or
         `ClusterState.from_bytes(value)` to keep applying events to a stored snapshot.
@@ -357,10 +357,12 @@ class _Reader:
         Pods are parsed one line at a time and compacted as they come. `data` may come in
         pieces, each a run of whole lines (the store's chunks). ValueError if the bytes are not
         a snapshot."""
-        chunks = [data] if isinstance(data, bytes) else list(data)
-        if not chunks or not all(isinstance(c, bytes) for c in chunks):
-            raise ValueError("not a schedweb cluster snapshot (no bytes)")
-        data = chunks[0]
+        rest: Iterator[Any] = iter(())
+        if not isinstance(data, bytes):  # taken one at a time: the store fetches them so
+            rest = iter(data)
+            data = next(rest, None)  # type: ignore[assignment]
+            if not isinstance(data, bytes):
+                raise ValueError("not a schedweb cluster snapshot (no bytes)")
         end = data.find(b"\n")
         with gc_paused():
             try:
@@ -383,7 +385,7 @@ class _Reader:
                 else:
                     pods = chain(
                         _pod_lines(data, len(data) if end < 0 else end + 1),
-                        *(_pod_lines(chunk, 0) for chunk in chunks[1:]),
+                        chain.from_iterable(_pod_lines(chunk, 0) for chunk in rest),
                     )
                 state["pods"] = map(_with_resource_maps, pods)
                 state["labelKeys"] = [*state.get("labelKeys", ()), *label_keys]

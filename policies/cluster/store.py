@@ -48,7 +48,8 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -109,6 +110,11 @@ _RELEASE_LUA = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
+
+
+class _PieceGone(Exception):
+    """A piece of the stored state changed or went while a reader loaded it (not a ValueError:
+    the snapshot is not damaged, only rewritten)."""
 
 
 class SnapshotLost(RuntimeError):
@@ -573,23 +579,25 @@ class SnapshotReader:
         ):
             return False
         pipe = self.store.client.pipeline(transaction=True)
-        pipe.hgetall(keys.full)
+        pipe.hmget(keys.full, "version", "epoch", "written_at", "chunks", "state")
         pipe.get(keys.version)
-        full, head = pipe.execute()
-        raw_version, raw_epoch, raw_written = (
-            full.get(field) for field in (b"version", b"epoch", b"written_at")
-        )
-        data = _full_chunks(full)
-        del full
-        if data is None or raw_version is None:
+        (raw_version, raw_epoch, raw_written, raw_chunks, first), head = pipe.execute()
+        if first is None or raw_version is None:
             self._missing = True
             return False
+        count = int(raw_chunks) if raw_chunks and raw_chunks.isdigit() else 1
+        large = count > 1 or len(first) > FREEZE_ABOVE_BYTES
+        pieces = chain([first], self._pieces(count, (raw_version, raw_epoch, raw_written)))
+        del first
         label_keys = set(self._label_keys)
         if self._state is not None:
             label_keys |= self._state.indexed_labels()
         try:
-            with bulk_load(freeze=sum(map(len, data)) > FREEZE_ABOVE_BYTES):
-                state = ClusterState.from_bytes(data, label_keys=label_keys, lean=self.lean)
+            with bulk_load(freeze=large):
+                state = ClusterState.from_bytes(pieces, label_keys=label_keys, lean=self.lean)
+        except _PieceGone as exc:  # rewritten while it was read: the next refresh loads it
+            log.info("snapshot of %s: %s; loading it again", self.cluster, exc)
+            return False
         except ValueError as exc:  # written by another version of schedweb, or damaged
             log.error("snapshot of %s cannot be read: %s", self.cluster, exc)
             self._unreadable = f"the stored snapshot cannot be read ({exc})"
@@ -609,6 +617,19 @@ class SnapshotReader:
         if head is not None and int(head) > self._version:
             self._catch_up(int(head), allow_reload=False)
         return True
+
+    def _pieces(self, count: int, written: tuple) -> Iterator[bytes]:
+        """The stored state's pieces after the first, each fetched while the load parses the
+        one before (held whole, 600 MB at 150 000 pods were half of a process's peak), each
+        checked to be of the same write (`written`: version, epoch and time)."""
+        keys = self.store.keys
+        for number in range(1, count):
+            *fields, piece = self.store.client.hmget(
+                keys.full, "version", "epoch", "written_at", f"state.{number}"
+            )
+            if tuple(fields) != written or piece is None:
+                raise _PieceGone(f"piece {number} of the stored snapshot changed or is gone")
+            yield piece
 
     def _catch_up(self, target: int, *, allow_reload: bool = True) -> bool:
         """Applies deltas (version, target]; reloads the full snapshot if they are not all
@@ -827,21 +848,6 @@ def _chunked(data: bytes, size: int) -> list[memoryview]:
         chunks.append(view[start:end])
         start = end + 1
     chunks.append(view[start:])
-    return chunks
-
-
-def _full_chunks(full: Mapping[bytes, bytes]) -> list[bytes] | None:
-    """The stored state's pieces in order (None when there is none, or a piece is missing)."""
-    first = full.get(b"state")
-    if first is None:
-        return None
-    count = full.get(b"chunks", b"1")
-    chunks = [first]
-    for number in range(1, int(count) if count.isdigit() else 1):
-        chunk = full.get(f"state.{number}".encode())
-        if chunk is None:
-            return None
-        chunks.append(chunk)
     return chunks
 
 

@@ -517,3 +517,31 @@ def test_a_stored_state_missing_a_piece_is_reported_not_read(store, writer, monk
     reader = SnapshotReader(store.cluster, client=store.client)
     reader.refresh()
     assert reader.current is None or reader.current.stale
+
+
+def test_a_state_rewritten_while_its_pieces_are_read_is_read_again_not_mixed(
+    store, writer, monkeypatch
+):
+    """The pieces are fetched one at a time, each checked to be of the write the first was
+    (a checkpoint rewrites the same version with pieces cut elsewhere)."""
+    monkeypatch.setattr(store_module, "FULL_CHUNK_BYTES", 2000)
+    state = ClusterState.from_objects(
+        [make_node("n1", cpu="64")],
+        [make_pod(f"web-{i}", cpu="10m", node_name="n1") for i in range(40)],
+    )
+    writer.full(state, reset=True)
+    _healthy(store)
+    reader = SnapshotReader(store.cluster, client=store.client)
+    fetch = SnapshotReader._pieces
+
+    def checkpoint_meanwhile(self, count, written):
+        time.sleep(0.01)  # the checkpoint's time differs from the first write's
+        writer.full(state, reset=False)
+        yield from fetch(self, count, written)
+
+    monkeypatch.setattr(SnapshotReader, "_pieces", checkpoint_meanwhile)
+    reader.refresh()
+    assert reader.current is None and reader.full_loads == 0
+    monkeypatch.setattr(SnapshotReader, "_pieces", fetch)
+    reader.refresh()
+    assert reader.current.state.pod_count() == 40 and reader.full_loads == 1

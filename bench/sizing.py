@@ -200,7 +200,9 @@ def measure(env: dict[str, str], workdir: Path, nodes: int, pods: int) -> dict:
         del listed
         watch = _worker_measure("watch", directory, env)
         client = redis_client.Redis.from_url(env["SCHEDWEB_REDIS_URL"])
-        store_mb = client.memory_usage(StoreKeys(CLUSTER).full) or 0
+        # every field counted (samples=0): MEMORY USAGE estimates a hash from 5 of its fields,
+        # and the stored state is in pieces (issue 28)
+        store_mb = client.memory_usage(StoreKeys(CLUSTER).full, samples=0) or 0
         read = _reader_measure(directory, env)
         extender = _extender_measure(
             env, workdir, node_names, lambda: _worker_measure("rewrite", directory, env)

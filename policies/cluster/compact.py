@@ -18,7 +18,9 @@ evaluate the policy on it (CEL may read `pod.object`). Previews and the model
 of kube-scheduler read bound pods' specs (affinity, ports, requests), so only the extender's
 readers are lean (SnapshotReader(lean=True)).
 
-Measured at 5000 nodes and 50 000 generated pods (docs/perf/issue-28-profile.txt).
+Measured at 5000 nodes and 50 000 generated pods (docs/perf/issue-28-profile.txt): a lean state
+holds 98 MB where the views with every raw object held 990 MB (77% of it the pods' objects), a
+full one 839 MB.
 """
 
 from __future__ import annotations

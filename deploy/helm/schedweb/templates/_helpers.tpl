@@ -334,11 +334,11 @@ up: the extender's listener (its offload process measured the same or less; both
 snapshot, issue 28), the worker's watcher, a process reading the snapshot (a worker task, a web
 worker), an idle one, and Redis's copy of the snapshot. */}}
 {{- define "schedweb.sizingModel" -}}
-listener: [135.0, 24.5, 6.7]
-watcher: [102.0, 13.0, 31.5]
-reader: [98.0, 17.5, 37.6]
+listener: [174.5, 51.0, 3.0]
+watcher: [102.0, 12.5, 31.5]
+reader: [149.5, 15.0, 34.5]
 idle: [62.0, 0.0, 0.0]
-redis: [8.0, 8.5, 4.8]
+redis: [5.0, 2.5, 4.0]
 {{- end -}}
 
 {{/* Redis's maxmemory (512mb, 1gb, 600000000) in MiB (Redis reads mb as MiB). */}}

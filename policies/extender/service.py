@@ -169,6 +169,7 @@ class Extender:
         shadow_governor: ShadowGovernor | None = None,
         shadow_slice: float | None = None,
         shadow_details: Callable[[], bool] | None = None,
+        shadow_listed: Callable[[], bool] | None = None,
     ) -> None:
         self._policies = policies
         # Waits for a lagging snapshot: only with an Attempt, from callers that can wait.
@@ -215,6 +216,7 @@ class Extender:
             governor=shadow_governor,
             slice_seconds=shadow_slice,
             details=shadow_details,
+            listed=shadow_listed,
         )
 
     def after_answer(self) -> None:

@@ -96,6 +96,7 @@ def _offloader() -> Offload:
         _offload = Offload(
             workers=settings.SCHEDWEB_EXTENDER_OFFLOAD_WORKERS,
             queue=settings.SCHEDWEB_EXTENDER_OFFLOAD_QUEUE,
+            forwards=settings.SCHEDWEB_SHADOW_QUEUE,
         )
     return _offload
 

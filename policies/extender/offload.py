@@ -59,9 +59,9 @@ from . import protocol
 log = logging.getLogger(__name__)
 
 BUSY = 503
-# Forwarded bodies (the shadow's) waiting for a worker; past either bound they are refused and
+# Forwarded bodies (the shadow's) waiting for a worker: at most `forwards` of them (the
+# setting SCHEDWEB_SHADOW_QUEUE) and FORWARD_QUEUE_BYTES; past either they are refused and
 # counted by the caller (the shadow's `skipped`). 256 filter bodies of 500 names are about 3 MB.
-FORWARD_QUEUE = 256
 FORWARD_QUEUE_BYTES = 16 * 1024 * 1024
 SHADOW = "shadow"  # a filter body the listener answered, for the shadow version (forward)
 WORKER_NICE = 10
@@ -206,8 +206,9 @@ class Offload:
     """The pool and its bound; one per listener process, created on first use, started at the
     listener's lifespan start (in its event loop)."""
 
-    def __init__(self, *, workers: int, queue: int) -> None:
+    def __init__(self, *, workers: int, queue: int, forwards: int = 256) -> None:
         self.workers = workers
+        self.forwards = forwards
         self.capacity = workers + queue
         self.in_flight = 0  # bodies reserved a place: being answered, or waiting for a worker
         self._context = multiprocessing.get_context("spawn")
@@ -264,12 +265,12 @@ class Offload:
     def forward(self, verb: str, body: bytes) -> bool:
         """Queues `body` for a worker, for work no caller waits for (the shadow's, after an
         answer was written: SHADOW); its answer is read and dropped. False (nothing queued)
-        past FORWARD_QUEUE bodies or FORWARD_QUEUE_BYTES. One at a time, each taking an idle
+        past `forwards` bodies or FORWARD_QUEUE_BYTES. One at a time, each taking an idle
         worker in turn with the bodies that wait for one: a large body waits behind at most
         one such job. On the listener's loop."""
         if self._idle is None:
             return False
-        if len(self._forwards) >= FORWARD_QUEUE or self._forward_bytes + len(body) > (
+        if len(self._forwards) >= self.forwards or self._forward_bytes + len(body) > (
             FORWARD_QUEUE_BYTES
         ):
             return False

@@ -122,11 +122,10 @@ def test_a_worker_judges_a_forwarded_body_as_the_listener_would_have(extender_re
 
 
 def test_forwarded_work_is_queued_within_its_bounds_and_waits_for_an_idle_worker(monkeypatch):
-    monkeypatch.setattr(offload, "FORWARD_QUEUE", 2)
     monkeypatch.setattr(offload, "FORWARD_QUEUE_BYTES", 10)
 
     async def scenario() -> tuple[list[bool], list[bool], int]:
-        pool = offload.Offload(workers=1, queue=0)
+        pool = offload.Offload(workers=1, queue=0, forwards=2)
         not_started = [pool.forward(offload.SHADOW, b"x")]  # no pool yet: refused
         pool._idle = asyncio.Queue()  # started, every worker busy: the queue holds the bodies
         results = [pool.forward(offload.SHADOW, body) for body in (b"12345", b"1234", b"1")]

@@ -344,11 +344,19 @@ SCHEDWEB_SHADOW_SLICE_MS = env_float("SCHEDWEB_SHADOW_SLICE_MS", 25.0)
 SCHEDWEB_SHADOW_SHARE = env_float("SCHEDWEB_SHADOW_SHARE", 0.25)
 SCHEDWEB_SHADOW_RECORDS_PER_SECOND = env_float("SCHEDWEB_SHADOW_RECORDS_PER_SECOND", 20.0)
 SCHEDWEB_SHADOW_DETAILS_PER_SECOND = env_float("SCHEDWEB_SHADOW_DETAILS_PER_SECOND", 2.0)
-if not SCHEDWEB_SHADOW_SLICE_MS > 0 or not 0 <= SCHEDWEB_SHADOW_SHARE <= 1:
+# The shadow is judged in the offload pool's workers (nice 10): filter bodies waiting for one, per
+# listener process; past it (the workers starved of CPU) pods are skipped, counted.
+SCHEDWEB_SHADOW_QUEUE = env_int("SCHEDWEB_SHADOW_QUEUE", 256)
+if (
+    not SCHEDWEB_SHADOW_SLICE_MS > 0
+    or not 0 <= SCHEDWEB_SHADOW_SHARE <= 1
+    or SCHEDWEB_SHADOW_QUEUE < 0
+):
     from django.core.exceptions import ImproperlyConfigured
 
     raise ImproperlyConfigured(
-        "SCHEDWEB_SHADOW_SLICE_MS must be positive and SCHEDWEB_SHADOW_SHARE between 0 and 1."
+        "SCHEDWEB_SHADOW_SLICE_MS must be positive, SCHEDWEB_SHADOW_SHARE between 0 and 1 and"
+        " SCHEDWEB_SHADOW_QUEUE at least 0."
     )
 # Decision records older than this are deleted (beat, hourly).
 SCHEDWEB_DECISIONS_KEEP_DAYS = env_int("SCHEDWEB_DECISIONS_KEEP_DAYS", 7)

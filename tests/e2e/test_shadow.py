@@ -40,6 +40,8 @@ STACK_ENV = {
     # defaults list a sample; the counts are exact either way)
     "SCHEDWEB_SHADOW_RECORDS_PER_SECOND": "100000",
     "SCHEDWEB_SHADOW_DETAILS_PER_SECOND": "100000",
+    # every pod judged however starved of CPU the pool's workers are on a loaded machine
+    "SCHEDWEB_SHADOW_QUEUE": "1000",
 }
 ACTIVE = """\
 name: shadowed

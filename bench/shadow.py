@@ -77,6 +77,8 @@ def run() -> dict[str, float]:
             redis=redis,
             tls="mtls",
             web_workers=settings.SCHEDWEB_EXTENDER_WORKERS,
+            # the shadow's bounds and record rates as set where the bench runs, else defaults
+            extra_env={k: v for k, v in os.environ.items() if k.startswith("SCHEDWEB_SHADOW_")},
         )
         try:
             stack.start()

@@ -265,6 +265,31 @@ class Decision(models.Model):
         return f"{self.pod_namespace}/{self.pod_name} by {self.policy_name} v{self.policy_version}"
 
 
+class ShadowTally(models.Model):
+    """How many pods one extender process's shadow judged over about a second, by outcome
+    (issue 25): the report's counts are these sums, exact, while only a sample of the pods
+    judged differently is kept as Decision rows (policies/extender/shadow.py)."""
+
+    created_at = models.DateTimeField(db_index=True)
+    policy_name = models.CharField(max_length=63)
+    policy_version = models.PositiveIntegerField(help_text="The shadow version.")
+    active_version = models.PositiveIntegerField(help_text="The version that answered.")
+    # Judgements by outcome (policies/rollout/selectors.py: OUTCOMES), summed over a window.
+    same = models.PositiveIntegerField(default=0)
+    nodes = models.PositiveIntegerField(default=0)
+    moved = models.PositiveIntegerField(default=0)
+    rejected = models.PositiveIntegerField(default=0)
+    error = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["policy_name", "created_at"], name="shadow_tally_window")]
+
+    def __str__(self) -> str:
+        return f"{self.policy_name} v{self.policy_version} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
 class SchedulerProfile(models.Model):
     """The KubeSchedulerConfiguration the previews model, one row per installation (pk 1).
     Empty text: the configuration `schedulerconfig` prints (kube-scheduler's default profile

@@ -52,6 +52,7 @@ from policies.publishing import Distribution, ServedReport, publishing_lock
 from policies.rollout.records import (  # noqa: F401 (the bounds are services' too)
     DECISION_MAX_MESSAGE,
     DECISION_MAX_NODES,
+    shadow_tally_row,
 )
 from policies.rollout.records import decision_nodes as _decision_nodes
 from policies.rollout.records import shadow_fields as _shadow_fields
@@ -722,6 +723,15 @@ def _bounded_manifest(value: Any) -> str:
         return ""
 
 
+def _tally_row(item: dict[str, Any]):
+    """The ShadowTally row of a queued tally, or None (logged) when it is malformed."""
+    try:
+        return shadow_tally_row(item)
+    except (KeyError, TypeError, ValueError, OverflowError, OSError) as exc:
+        log.warning("skipped a malformed shadow tally: %s", exc)
+        return None
+
+
 def _decision_row(item: dict[str, Any]):
     """The Decision row of one queued record, or None (logged) when the record is malformed: one
     bad record never drops its batch."""
@@ -789,10 +799,11 @@ def _catch_up_record(value: Any) -> dict[str, Any]:
 
 
 def decisions_store(*, batch: list[dict[str, Any]]) -> int:
-    """Stores sampled extender decisions and the nodes binds chose; returns rows written."""
+    """Stores sampled extender decisions, shadow tallies and the nodes binds chose; returns the
+    decision rows written."""
     from datetime import UTC, datetime
 
-    from policies.models import Decision
+    from policies.models import Decision, ShadowTally
 
     rows = [
         row
@@ -801,8 +812,16 @@ def decisions_store(*, batch: list[dict[str, Any]]) -> int:
         for row in [_decision_row(item)]
         if row is not None
     ]
+    tallies = [
+        row
+        for item in batch
+        if isinstance(item, dict) and item.get("kind") == "shadow-tally"
+        for row in [_tally_row(item)]
+        if row is not None
+    ]
     with transaction.atomic():
         Decision.objects.bulk_create(rows)
+        ShadowTally.objects.bulk_create(tallies)
         for item in batch:
             if not isinstance(item, dict) or item.get("kind") != "chosen":
                 continue
@@ -881,11 +900,12 @@ def decisions_prune(*, older_than_days: int) -> int:
     """Deletes decision records older than `older_than_days` (beat, hourly); returns how many."""
     from datetime import timedelta
 
-    from policies.models import Decision
+    from policies.models import Decision, ShadowTally
 
     cutoff = timezone.now() - timedelta(days=older_than_days)
     deleted, _ = Decision.objects.filter(created_at__lt=cutoff).delete()
-    return deleted
+    tallies, _ = ShadowTally.objects.filter(created_at__lt=cutoff).delete()
+    return deleted + tallies
 
 
 def decisions_resolve_chosen(*, cluster) -> int:

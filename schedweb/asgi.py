@@ -56,7 +56,14 @@ warnings.filterwarnings(
 
 from policies.admission.review import PATH as ADMISSION_PATH  # noqa: E402
 from policies.extender import entry  # noqa: E402  (needs Django set up first)
-from policies.extender.offload import BUSY, Abandoned, Full, Offload, busy_answer  # noqa: E402
+from policies.extender.offload import (  # noqa: E402
+    BUSY,
+    SHADOW,
+    Abandoned,
+    Full,
+    Offload,
+    busy_answer,
+)
 from policies.extender.runtime import runtime_stop, serve_as  # noqa: E402
 from schedweb import client_certs  # noqa: E402
 
@@ -89,6 +96,7 @@ def _offloader() -> Offload:
         _offload = Offload(
             workers=settings.SCHEDWEB_EXTENDER_OFFLOAD_WORKERS,
             queue=settings.SCHEDWEB_EXTENDER_OFFLOAD_QUEUE,
+            forwards=settings.SCHEDWEB_SHADOW_QUEUE,
         )
     return _offload
 
@@ -307,7 +315,10 @@ async def _lifespan(receive, send, startup=None, *, offload: bool = False, shutd
         message = await receive()
         if message["type"] == "lifespan.startup":
             if offload:
-                _offloader().start()
+                pool = _offloader()
+                pool.start()
+                # the shadow version is judged in the pool's workers, off this loop
+                entry.shadow_forward = partial(pool.forward, SHADOW)
             if startup is not None:
                 try:
                     await asyncio.to_thread(startup)
@@ -316,6 +327,7 @@ async def _lifespan(receive, send, startup=None, *, offload: bool = False, shutd
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             if offload and _offload is not None:
+                entry.shadow_forward = None
                 _offload.close(wait=True)  # uvicorn's workers end with os._exit: join them now
             if shutdown is not None:
                 with contextlib.suppress(Exception):

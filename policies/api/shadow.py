@@ -33,11 +33,15 @@ class ShadowReport(ApiView):
         operation_id="policies_shadow_report",
         description="The shadow report: over a window (the last hour, day or week, or custom "
         "`since`..`until`, at most 31 days), the pods the shadow version judged after the "
-        "active version answered, counted by outcome (same, nodes: other nodes let through or "
-        "rejected, moved: another preferred node, rejected: no feasible node left, error, "
-        "skipped: not judged, the process was busy), and the records of `outcome` (default: "
-        "every differing one), newest first, each with the pod and both versions' node "
-        "breakdowns (kept at most SCHEDWEB_SHADOW_DETAILS_PER_SECOND a second per process).",
+        "active version answered, counted by outcome, exactly (same, nodes: other nodes let "
+        "through or rejected, moved: another preferred node, rejected: no feasible node left, "
+        "error, skipped: not judged, the process was busy), and the records of the pods judged "
+        "differently (`outcome`: one of them; default every one), newest first, each with the "
+        "pod and the difference. Records are a sample: each extender process lists at most "
+        "SCHEDWEB_SHADOW_RECORDS_PER_SECOND a second (`summary.listed` of `summary.differed`), "
+        "and keeps both versions' node breakdowns for at most "
+        "SCHEDWEB_SHADOW_DETAILS_PER_SECOND of those; pods judged alike or skipped are counted "
+        "only.",
         parameters=[
             OpenApiParameter("window", str, enum=["hour", "day", "week", "custom"]),
             OpenApiParameter("since", str, description="ISO 8601 with an offset (custom)."),
@@ -47,7 +51,7 @@ class ShadowReport(ApiView):
                 int,
                 description="A shadow version (default: the one in force, else every one).",
             ),
-            OpenApiParameter("outcome", str, enum=list(rollout.OUTCOMES)),
+            OpenApiParameter("outcome", str, enum=list(rollout.DIFFERING)),
             OpenApiParameter("limit", int),
             OpenApiParameter("offset", int),
         ],
@@ -62,10 +66,13 @@ class ShadowReport(ApiView):
             until=query.get("until", ""),
         )
         outcome = query.get("outcome", "")
-        if outcome and outcome not in rollout.OUTCOMES:
+        if outcome and outcome not in rollout.DIFFERING:
+            counted = outcome in rollout.OUTCOMES  # same, skipped: counts only, no records
             raise InputError(
-                "unknown outcome",
-                details=[FieldError("outcome", "one of " + ", ".join(rollout.OUTCOMES)).to_dict()],
+                "pods judged alike or skipped are counted, not listed"
+                if counted
+                else "unknown outcome",
+                details=[FieldError("outcome", "one of " + ", ".join(rollout.DIFFERING)).to_dict()],
             )
         shadow = rollout.shadow_get(policy=policy)
         version = number_or_none(query["version"]) if "version" in query else None

@@ -8,6 +8,7 @@ explanations (preview tables, decisions, the CLI).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any
 
 from .placement import competition_ranks
@@ -149,16 +150,16 @@ class Evaluation:
         """The passing nodes with the highest total (kube-scheduler breaks such ties at random)."""
         if not self.applies or not self.scored:
             return []
-        best = None
-        names: list[str] = []
-        for name, ok, total in zip(self.node_names, self.passed, self.total):
-            if not ok:
-                continue
-            if best is None or total > best:
-                best, names = total, [name]
-            elif total == best:
-                names.append(name)
-        return names
+        # max() and one comprehension: a third of a Python loop's time at 500 nodes (the
+        # extender's shadow compares two evaluations' winners per pod, issue 25)
+        best = max(compress(self.total, self.passed), default=None)
+        if best is None:
+            return []
+        return [
+            name
+            for name, ok, total in zip(self.node_names, self.passed, self.total)
+            if total == best and ok
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         """The policy alone over these nodes (policy-level): verdicts, scores and each passing

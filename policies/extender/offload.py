@@ -35,6 +35,11 @@ pool spawns). A shared-memory snapshot would need views built on demand on every
 path. What the two lean copies take is measured by `make bench`'s sizing suite
 (docs/perf/issue-28-sizing.txt).
 
+The pool also takes work no caller waits for (`forward`): the filter bodies the listener answered
+from the active version, for a worker to judge the shadow version on them (issue 25; entry.
+shadow_forward), queued (bounded) and sent one at a time, so that a large body waits behind at
+most one of them.
+
 A thread would not do: orjson.loads does not release the GIL. The workers run at a lower CPU
 priority (nice 10) so that on a busy machine the listener's own process is scheduled first.
 
@@ -56,6 +61,7 @@ import socket
 import struct
 import threading
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -64,6 +70,11 @@ from . import protocol
 log = logging.getLogger(__name__)
 
 BUSY = 503
+# Forwarded bodies (the shadow's) waiting for a worker: at most `forwards` of them (the
+# setting SCHEDWEB_SHADOW_QUEUE) and FORWARD_QUEUE_BYTES; past either they are refused and
+# counted by the caller (the shadow's `skipped`). 256 filter bodies of 500 names are about 3 MB.
+FORWARD_QUEUE_BYTES = 16 * 1024 * 1024
+SHADOW = "shadow"  # a filter body the listener answered, for the shadow version (forward)
 WORKER_NICE = 10
 PARENT_CHECK_SECONDS = 1.0
 _LENGTH = struct.Struct("!I")
@@ -115,10 +126,12 @@ def _exit_with(parent: int) -> None:
 def _answer(verb: str, body: bytes) -> tuple[int, bytes, str]:
     """In a worker process: the verb's answer, exactly as the listener would give it, over the
     snapshot as it is now in Redis (this process does not follow it between requests)."""
-    from .entry import extender_answer
+    from .entry import extender_answer, shadow_answer
     from .runtime import runtime
 
     runtime().snapshot_refresh()
+    if verb == SHADOW:
+        return shadow_answer(body)
     return extender_answer(verb, body)
 
 
@@ -204,14 +217,19 @@ class Offload:
     """The pool and its bound; one per listener process, created on first use, started at the
     listener's lifespan start (in its event loop)."""
 
-    def __init__(self, *, workers: int, queue: int) -> None:
+    def __init__(self, *, workers: int, queue: int, forwards: int = 256) -> None:
         self.workers = workers
+        self.forwards = forwards
         self.capacity = workers + queue
         self.in_flight = 0  # bodies reserved a place: being answered, or waiting for a worker
         self._context = multiprocessing.get_context("spawn")
         self._idle: asyncio.Queue[_Worker] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._all: list[_Worker] = []
+        # Work no caller waits for (forward), sent one at a time by the task `_drain`.
+        self._forwards: deque[tuple[str, bytes]] = deque()
+        self._forward_bytes = 0
+        self._drain: asyncio.Task | None = None
 
     def start(self) -> None:
         """Starts the workers now (the listener's lifespan start, in its loop) rather than on
@@ -253,7 +271,42 @@ class Offload:
         dies or fails to answer gets a 503 (and a replacement)."""
         self.start()
         assert self._idle is not None
-        worker = await self._idle.get()
+        return await self._exchange(await self._idle.get(), verb, body)
+
+    def forward(self, verb: str, body: bytes) -> bool:
+        """Queues `body` for a worker, for work no caller waits for (the shadow's, after an
+        answer was written: SHADOW); its answer is read and dropped. False (nothing queued)
+        past `forwards` bodies or FORWARD_QUEUE_BYTES. One at a time, each taking an idle
+        worker in turn with the bodies that wait for one: a large body waits behind at most
+        one such job. On the listener's loop."""
+        if self._idle is None:
+            return False
+        if len(self._forwards) >= self.forwards or self._forward_bytes + len(body) > (
+            FORWARD_QUEUE_BYTES
+        ):
+            return False
+        self._forwards.append((verb, body))
+        self._forward_bytes += len(body)
+        if self._drain is None or self._drain.done():
+            self._drain = asyncio.get_running_loop().create_task(self._forwards_send())
+        return True
+
+    async def _forwards_send(self) -> None:
+        while self._forwards and self._idle is not None:
+            worker = await self._idle.get()
+            if not self._forwards:  # closed meanwhile
+                self._idle.put_nowait(worker)
+                return
+            verb, body = self._forwards.popleft()
+            self._forward_bytes -= len(body)
+            await self._exchange(worker, verb, body)
+
+    async def _exchange(
+        self, worker: _Worker, verb: str, body: bytes | AsyncIterator[bytes]
+    ) -> tuple[int, bytes, str]:
+        """`body` to `worker` and its answer back; the worker goes back to the idle ones, or is
+        replaced when it broke."""
+        assert self._idle is not None
         reusable = False
         try:
             reader, writer = await worker.streams()
@@ -304,6 +357,8 @@ class Offload:
         for worker in self._all:
             worker.close(wait=wait)
         self._all = []
+        self._forwards.clear()
+        self._forward_bytes = 0
         self._idle = None
         self._loop = None
 

@@ -229,7 +229,7 @@ class Rate:
 
 class DecisionBuffer(Rate):
     """Sampled decisions waiting to be written by a Celery task, at most `per_second` a second
-    (`wanted`); shadow records (issue 25) are bounded by the shadow's share of time instead."""
+    (`wanted`); shadow records (issue 25) by their own rates (policies/extender/shadow.py)."""
 
     def __init__(self, *, per_second: float, capacity: int = 2000) -> None:
         super().__init__(per_second=per_second)
@@ -298,6 +298,7 @@ class ExtenderRuntime:
             rejected=self.rejections.append,
             catch_up=self.catch_up,
             shadow_details=Rate(per_second=settings.SCHEDWEB_SHADOW_DETAILS_PER_SECOND).wanted,
+            shadow_listed=Rate(per_second=settings.SCHEDWEB_SHADOW_RECORDS_PER_SECOND).wanted,
         )
         self._report(confirm=True)
         self._stop = threading.Event()
@@ -541,7 +542,7 @@ class ExtenderRuntime:
             log.warning("dropped %d rejected pods: cannot record them (%s)", len(batch), exc)
 
     def _flush_decisions(self) -> None:
-        batch = self.decisions.take()
+        batch = self.decisions.take() + self.extender.shadows.tallies.take()
         if not batch:
             return
         try:

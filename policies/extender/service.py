@@ -169,6 +169,7 @@ class Extender:
         shadow_governor: ShadowGovernor | None = None,
         shadow_slice: float | None = None,
         shadow_details: Callable[[], bool] | None = None,
+        shadow_listed: Callable[[], bool] | None = None,
     ) -> None:
         self._policies = policies
         # Waits for a lagging snapshot: only with an Attempt, from callers that can wait.
@@ -215,16 +216,18 @@ class Extender:
             governor=shadow_governor,
             slice_seconds=shadow_slice,
             details=shadow_details,
+            listed=shadow_listed,
         )
 
-    def after_answer(self) -> None:
+    def after_answer(self, forward: Callable[[bytes], bool] | None = None) -> None:
         """Work that need not delay the answer, done once it is written (issue 13): freeing
         what the answer replaced (an earlier parse, evicted evaluations), and after a filter,
         prioritize's answer for the nodes that passed. Callers that never call it lose
-        nothing: the lists are bounded and prioritize builds its answer itself."""
+        nothing: the lists are bounded and prioritize builds its answer itself. `forward`: the
+        shadow's job goes to a worker process (Shadows.run)."""
         self._replaced.clear()
         self.shared.evicted.clear()
-        self.shadows.run()
+        self.shadows.run(forward)
         evaluation, self._ahead = self._ahead, None
         if evaluation is not None:
             try:
@@ -464,8 +467,9 @@ class Extender:
             outcome = "error" if errors else "rejected" if rejected else "passed"
             self.metrics.count("canary_judged", served.arm, outcome)
         if served.shadow is not None:  # judged once this answer is written (after_answer)
+            body = self._last_parsed[0] if self._last_parsed is not None else None
             self.shadows.leave(
-                ShadowJob(served, served.shadow, pod, known, state, evaluation, time.time())
+                ShadowJob(served, served.shadow, pod, known, state, evaluation, time.time(), body)
             )
         decision = None
         if evaluation.applies and (len(passed) <= 1 or waited) and self._sample():
@@ -484,6 +488,34 @@ class Extender:
                 }
             )
         return answer, decision
+
+    def shadow(self, body: bytes) -> Answer:
+        """A filter body another process answered, judged here by the shadow beside the active
+        version (a worker of the offload pool: Shadows.forward, policies/extender/shadow.py):
+        both evaluated on this process's snapshot, so that they are compared on one state;
+        counted and recorded as the listener would. Changes no answer, counts nothing for a
+        canary's guard, records no decision of the active version's; 200 with an empty body,
+        400 for a body that is not a filter's."""
+        try:
+            args = protocol.parse_extender_args(body, None)
+            served = self._served(args.pod)
+            if served is None or served.shadow is None:
+                return Answer(200, b"")  # no shadow (any more): nothing to judge
+            pod = self._pod_view(args)
+        except protocol.ProtocolError as exc:
+            return Answer(400, protocol.error_body(str(exc)))
+        snapshot = self._snapshot()
+        state = snapshot.state if snapshot is not None else None
+        known, _unknown = self._nodes(args, state)
+        try:
+            evaluation = served.compiled.evaluate(pod, known, state, memo=True)
+        except Exception:  # the active version's failure was the listener's answer to give
+            log.exception("the active version failed on a forwarded shadow body")
+            return Answer(200, b"")
+        self.shadows.judge(
+            ShadowJob(served, served.shadow, pod, known, state, evaluation, time.time())
+        )
+        return Answer(200, b"", served.shadow.label)
 
     def _filter_failure(self, args: protocol.ExtenderArgs, served: ServedPolicy) -> Answer:
         if served.compiled.spec.failure_policy == "Fail":

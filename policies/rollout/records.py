@@ -1,6 +1,6 @@
 """Decision records' bounds, and shadow judgements as the decisions store keeps them (issue
-25): what of a queued record is kept, each part bounded like a decision's
-(services.decisions_store imports these)."""
+25): what of a queued record is kept, each part bounded like a decision's, and the tallies of
+every judgement (services.decisions_store imports these)."""
 
 from __future__ import annotations
 
@@ -73,3 +73,28 @@ def shadow_fields(item: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
             **decision_nodes(active["nodes"]),
         }
     return "shadow", outcome, {"shadow": kept}
+
+
+def shadow_tally_row(item: dict[str, Any]):
+    """The ShadowTally row of a queued `shadow-tally` record (policies/extender/shadow.py:
+    ShadowTallies.take), or ValueError/TypeError/KeyError for a malformed one. Counts of known
+    outcomes only, each a whole number from 0 to 10**9."""
+    from datetime import UTC, datetime
+
+    from policies.models import ShadowTally
+
+    counts = item["counts"]
+    if not isinstance(counts, dict) or not isinstance(item["policy"], str):
+        raise TypeError("a tally without counts or policy")
+    kept = {}
+    for outcome, n in counts.items():
+        if outcome not in SHADOW_OUTCOMES or type(n) is not int or not 0 <= n <= 10**9:
+            raise ValueError(f"a tally's count {str(outcome)[:20]!r} is not a known outcome's")
+        kept[outcome] = n
+    return ShadowTally(
+        created_at=datetime.fromtimestamp(float(item["at"]), tz=UTC),
+        policy_name=item["policy"][:63],
+        policy_version=int(item["version"]),
+        active_version=int(item["activeVersion"]),
+        **kept,
+    )

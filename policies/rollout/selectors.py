@@ -7,19 +7,20 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Sum
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from policies.engine.document import FieldError
 from policies.errors import InputError
-from policies.models import Decision, PolicyActivation
+from policies.models import Decision, PolicyActivation, ShadowTally
 
 # The report's windows; a custom one spans at most MAX_WINDOW (records older than
 # SCHEDWEB_DECISIONS_KEEP_DAYS are pruned anyway).
 WINDOWS = {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(days=7)}
 MAX_WINDOW = timedelta(days=31)
-# What the list shows by default: the pods the shadow judged differently.
+# What the list shows: the pods the shadow judged differently (a sample, policies/extender/
+# shadow.py); pods judged alike or skipped are counted only.
 DIFFERING = ("rejected", "moved", "nodes", "error")
 OUTCOMES = ("same", *DIFFERING, "skipped")
 
@@ -105,24 +106,24 @@ def shadow_records(*, policy_name: str, window: Window, version: int | None = No
 def shadow_summary(
     *, policy_name: str, window: Window, version: int | None = None
 ) -> dict[str, int]:
-    """Counts by outcome in the window, plus `judged` (every outcome but skipped), `differed`
-    (judged, not the same) and `pods` (distinct pods judged): one grouped query and one count."""
-    records = shadow_records(policy_name=policy_name, window=window, version=version)
-    counts = dict.fromkeys(OUTCOMES, 0)
-    for row in records.order_by().values("shadow_outcome").annotate(n=Count("pk")):
-        if row["shadow_outcome"] in counts:
-            counts[row["shadow_outcome"]] += row["n"]
+    """Counts by outcome in the window, exact (the tallies of every judgement), plus `judged`
+    (every outcome but skipped), `differed` (judged, not the same) and `listed` (the pods
+    judged differently that have a record of their own: at most
+    SCHEDWEB_SHADOW_RECORDS_PER_SECOND a second per process)."""
+    tallies = ShadowTally.objects.filter(
+        policy_name=policy_name, created_at__gte=window.since, created_at__lt=window.until
+    )
+    if version is not None:
+        tallies = tallies.filter(policy_version=version)
+    sums = tallies.aggregate(**{outcome: Sum(outcome) for outcome in OUTCOMES})
+    counts = {outcome: sums[outcome] or 0 for outcome in OUTCOMES}
     judged = sum(counts[o] for o in OUTCOMES if o != "skipped")
-    return {
-        **counts,
-        "judged": judged,
-        "differed": judged - counts["same"],
-        "pods": records.exclude(shadow_outcome="skipped")
-        .order_by()
-        .values("pod_uid")
-        .distinct()
-        .count(),
-    }
+    listed = (
+        shadow_records(policy_name=policy_name, window=window, version=version)
+        .filter(shadow_outcome__in=DIFFERING)
+        .count()
+    )
+    return {**counts, "judged": judged, "differed": judged - counts["same"], "listed": listed}
 
 
 def shadows_overview(*, since: datetime) -> list[dict[str, Any]]:

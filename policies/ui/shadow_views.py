@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
@@ -59,6 +60,7 @@ def _context(request: HttpRequest, policy: Policy, **extra: Any) -> dict[str, An
         "page": page,
         "rows": [_row(r) for r in page],
         "can_publish": has_role(request.user, "publisher"),
+        "records_per_second": f"{settings.SCHEDWEB_SHADOW_RECORDS_PER_SECOND:g}",
         **extra,
     }
 

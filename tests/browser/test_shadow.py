@@ -25,6 +25,7 @@ def test_the_shadow_report_and_the_dashboard_line_read_well_in_every_look(
     _policy_with_shadow()
     _store([f"web-{i}" for i in range(3)] + ["a-pod-with-a-rather-long-name-for-a-phone-0123"])
     _store(["alike"], strict=False)
+    _store(["web-past-the-record-rate"], listed=False)  # counted, not listed
     user = make_user("sam", "viewer")
     ctx = new_context(browser, look, bypass_csp=bool(AXE))
     page = ctx.new_page()
@@ -32,10 +33,13 @@ def test_the_shadow_report_and_the_dashboard_line_read_well_in_every_look(
         sign_in_cookie(ctx, live_server, user)
         page.goto(f"{live_server.url}/policies/least/shadow/")
         judged = page.locator('[data-count="judged"] .stat-value')
-        assert judged.inner_text() == "5"
-        assert page.locator('[data-count="differed"] .stat-value').inner_text() == "4"
+        assert judged.inner_text() == "6"
+        assert page.locator('[data-count="differed"] .stat-value').inner_text() == "5"
         records = page.locator("#shadow-records > li")
         assert records.count() == 4
+        sample = page.locator("[data-sample]")
+        assert sample.is_visible()
+        assert sample.inner_text().startswith("4 of the 5 pods judged differently are listed")
         first = records.first
         first.locator("summary").click()
         table = first.locator("table.shadow-breakdown")
@@ -49,7 +53,7 @@ def test_the_shadow_report_and_the_dashboard_line_read_well_in_every_look(
         page.goto(f"{live_server.url}/")
         line = page.locator("#shadow-lines li[data-policy='least']")
         assert line.is_visible()
-        assert "5 judged, 4 differently" in " ".join(line.inner_text().split())
+        assert "6 judged, 5 differently" in " ".join(line.inner_text().split())
         fits(page)
         if AXE:
             page.add_script_tag(content=AXE[-1].read_text())

@@ -2,10 +2,11 @@
 
 Active A and shadow B on one schedulerName, SHADOW_PODS pods (300): the shadow report's per-pod
 differences equal an offline evaluation of B (and A) on the requests the extender received, for
-every pod (none skipped), and no placement differs from the same pods scheduled again, on the
-same cluster, without the shadow. The requests are known from what the product stores: each
-shadow record names its pod and how many candidate nodes the extender was sent (and, for a
-differing pod, their names); kube-scheduler sends every one of this test's nodes (all fit), so
+every pod (none skipped: each pod judged differently offline is listed with the same difference,
+no other pod is, and the others are counted as judged alike), and no placement differs from the
+same pods scheduled again, on the same cluster, without the shadow. The requests are known from
+what the product stores: each shadow record names its pod and how many candidate nodes the
+extender was sent (and their names); kube-scheduler sends every one of this test's nodes (all fit), so
 the offline evaluation judges each pod, as kube-apiserver stores it, on those nodes. A and B
 read only labels, so the evaluation does not depend on when it is made.
 
@@ -35,8 +36,12 @@ KINDS = ("web", "batch", "doomed", "odd", "broken", "plain")
 STACK_ENV = {
     # generous bounds so that only the evidence ends a wait (see test_never_behind.py)
     "SCHEDWEB_PUBLISH_CONFIRM_SECONDS": "20",
-    # every differing pod keeps both node breakdowns: the test compares them
+    # every differing pod listed, with both node breakdowns: the test compares them all (the
+    # defaults list a sample; the counts are exact either way)
+    "SCHEDWEB_SHADOW_RECORDS_PER_SECOND": "100000",
     "SCHEDWEB_SHADOW_DETAILS_PER_SECOND": "100000",
+    # every pod judged however starved of CPU the pool's workers are on a loaded machine
+    "SCHEDWEB_SHADOW_QUEUE": "1000",
 }
 ACTIVE = """\
 name: shadowed
@@ -194,16 +199,22 @@ def test_the_shadow_report_equals_an_offline_evaluation_and_changes_no_placement
     assert summary["skipped"] == 0, summary
 
     records: dict[str, list[dict]] = {}
-    for outcome in ("same", "nodes", "moved", "rejected", "error", "skipped"):
+    for outcome in ("nodes", "moved", "rejected", "error"):
         for record in _report(stack, outcome):
             records.setdefault(record["pod"]["name"], []).append(record)
-    assert set(records) == set(with_shadow)  # 100% of the pods judged
 
     node_views = ClusterState.from_objects(nodes, []).nodes()
     active, shadow = policy_compile(ACTIVE), policy_compile(SHADOW)
+    expected = {name: _expected(pods[name], node_views, active, shadow) for name in with_shadow}
+    alike = {name for name, e in expected.items() if e["outcome"] == "same"}
+    # 100% of the pods: each one judged differently offline is listed, no other one is, and
+    # every other judgement is counted as alike
+    assert set(records) == set(with_shadow) - alike
+    listed = sum(len(judged) for judged in records.values())
+    assert summary["judged"] == summary["same"] + listed, summary
+    assert summary["same"] >= len(alike) > 0, summary
     mismatches = []
     for name, judged in sorted(records.items()):
-        expected = _expected(pods[name], node_views, active, shadow)
         for record in judged:
             difference = record["difference"] or {}
             got = {
@@ -217,16 +228,15 @@ def test_the_shadow_report_equals_an_offline_evaluation_and_changes_no_placement
             }
             if record["candidates"] != len(NODES):
                 mismatches.append(f"{name}: {record['candidates']} candidates")
-            if got != expected:
-                mismatches.append(f"{name}: report {got}, offline {expected}")
-            if record["outcome"] != "same":
-                assert record["breakdowns"], record
-                shadow_nodes = [n["n"] for n in record["nodes"]["shadow"]["nodes"]]
-                assert sorted(shadow_nodes) == NODES, (name, shadow_nodes)
+            if got != expected[name]:
+                mismatches.append(f"{name}: report {got}, offline {expected[name]}")
+            assert record["breakdowns"], record
+            shadow_nodes = [n["n"] for n in record["nodes"]["shadow"]["nodes"]]
+            assert sorted(shadow_nodes) == NODES, (name, shadow_nodes)
     assert mismatches == [], mismatches[:20]
     # every kind of difference happened, so the comparison above compared something
     outcomes = {r["outcome"] for judged in records.values() for r in judged}
-    assert outcomes == {"same", "nodes", "moved", "rejected", "error"}, outcomes
+    assert outcomes == {"nodes", "moved", "rejected", "error"}, outcomes
 
     # kube-scheduler's pick under A, from the model (added to the records seconds after, by
     # the worker, a bounded number at a time), is where kube-scheduler placed the pod

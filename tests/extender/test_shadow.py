@@ -1,6 +1,6 @@
 """The shadow version in the extender (issue 25): judged after filter's answer is written, on the
-same pod and nodes, never changing an answer; recorded and counted; bounded by a slice per
-evaluation and a share of the process's time (policies/extender/shadow.py)."""
+same pod and nodes, never changing an answer; every pod counted, differing ones listed; bounded
+by a slice per evaluation and a share of the process's time (policies/extender/shadow.py)."""
 
 from __future__ import annotations
 
@@ -70,6 +70,16 @@ def _records(state) -> list[dict]:
     return [r for r in state.decisions.take() if r.get("role") == "shadow"]
 
 
+def _counts(state) -> dict[str, int]:
+    """The shadow's tallies since the last take, summed over versions (runtime's flush)."""
+    counts: dict[str, int] = {}
+    for tally in state.extender.shadows.tallies.take():
+        assert tally["kind"] == "shadow-tally"
+        for outcome, n in tally["counts"].items():
+            counts[outcome] = counts.get(outcome, 0) + n
+    return counts
+
+
 PODS = [go_pod(f"web-{i}", cpu=f"{100 * (i % 7 + 1)}m") for i in range(12)] + [
     go_pod("big-1", cpu="100m")
 ]
@@ -88,7 +98,7 @@ def test_answers_are_byte_identical_with_and_without_a_shadow(extender_redis):
             (_answer("filter", args_body(p)), _answer("prioritize", args_body(p))) for p in PODS
         ]
         assert with_shadow == without
-        assert len(_records(state)) == len(PODS)  # every pod judged by the shadow
+        assert sum(_counts(state).values()) == len(PODS)  # every pod judged by the shadow
 
 
 def test_a_shadow_that_rejects_nodes_is_recorded_with_both_breakdowns(extender_redis):
@@ -116,14 +126,31 @@ def test_a_shadow_that_rejects_nodes_is_recorded_with_both_breakdowns(extender_r
     assert second["shadow"]["difference"]["noFeasible"] is True
 
 
-def test_a_shadow_judging_alike_is_recorded_without_breakdowns(extender_redis):
+def test_a_shadow_judging_alike_is_counted_not_listed(extender_redis):
     _install(extender_redis, shadow=ROOM.replace("name: room", "name: room # same"))
     state = runtime_by_hand()
     state.decisions.take()
+    state.extender.shadows.tallies.take()
     _answer("filter", args_body(go_pod("web-1")))
-    (record,) = _records(state)
-    assert record["outcome"] == "same" and record["nodes"] == []
-    assert record["shadow"]["difference"]["rejectsCount"] == 0
+    _answer("filter", args_body(go_pod("web-2")))
+    assert _records(state) == []
+    (tally,) = state.extender.shadows.tallies.take()
+    assert (tally["policy"], tally["version"], tally["activeVersion"]) == ("room", 2, 1)
+    assert tally["counts"] == {"same": 2}
+    assert state.extender.shadows.tallies.take() == []  # taken once
+
+
+def test_differing_pods_past_the_record_rate_are_counted_not_listed(extender_redis):
+    _install(extender_redis, shadow=STRICT)
+    state = runtime_by_hand()
+    state.decisions.take()
+    state.extender.shadows.tallies.take()
+    allowed = iter([True, False, True])  # the rate's answers for three differing pods
+    state.extender.shadows._listed = lambda: next(allowed)
+    for name in ("web-1", "web-2", "web-3"):
+        _answer("filter", args_body(go_pod(name)))
+    assert [r["pod"]["name"] for r in _records(state)] == ["web-1", "web-3"]
+    assert _counts(state) == {"nodes": 3}  # every pod counted, listed or not
 
 
 def test_a_different_preferred_node_is_a_moved_pod(extender_redis):
@@ -167,7 +194,7 @@ def test_a_shadow_past_its_slice_is_stopped_and_recorded_as_an_error(extender_re
     assert record["shadow"]["error"] == "the shadow's evaluation ran past its slice of 500 ms"
 
 
-def test_past_its_share_of_time_shadow_work_is_shed_counted_and_recorded_as_skipped(
+def test_past_its_share_of_time_shadow_work_is_shed_and_counted_as_skipped(
     extender_redis,
 ):
     _install(extender_redis, shadow=STRICT)
@@ -176,7 +203,8 @@ def test_past_its_share_of_time_shadow_work_is_shed_counted_and_recorded_as_skip
     state.extender.shadows.governor = ShadowGovernor(share=0.0, burst=0.025)
     answers = [_answer("filter", args_body(p)) for p in PODS[:3]]
     assert all(a[0] == 200 for a in answers)
-    assert [r["outcome"] for r in _records(state)] == ["skipped"] * 3
+    assert _records(state) == []  # counted only
+    assert _counts(state) == {"skipped": 3}
     metrics = _metrics()
     assert metrics[("schedweb_extender_shadow_skipped_total", ())] == 3
 
@@ -187,10 +215,8 @@ def test_a_job_no_after_answer_came_for_is_skipped_not_lost(extender_redis):
     state.decisions.take()
     entry.extender_answer_or_wait("filter", args_body(go_pod("web-1")), inline=True)
     _answer("filter", args_body(go_pod("web-2")))
-    assert [(r["pod"]["name"], r["outcome"]) for r in _records(state)] == [
-        ("web-1", "skipped"),
-        ("web-2", "nodes"),
-    ]
+    assert [(r["pod"]["name"], r["outcome"]) for r in _records(state)] == [("web-2", "nodes")]
+    assert _counts(state) == {"skipped": 1, "nodes": 1}
 
 
 @pytest.mark.parametrize(
@@ -223,7 +249,7 @@ def test_shadow_records_are_stored_beside_decisions_bounded_and_kept_out_of_thei
     extender_redis,
 ):
     from policies import selectors, services
-    from policies.models import Decision
+    from policies.models import Decision, ShadowTally
 
     _install(extender_redis, shadow=STRICT)
     state = runtime_by_hand()
@@ -233,9 +259,14 @@ def test_shadow_records_are_stored_beside_decisions_bounded_and_kept_out_of_thei
         _answer("prioritize", args_body(pod))
     batch = state.decisions.take()
     batch.append({"kind": "decision", "role": "shadow", "outcome": "made-up", "shadow": {}})
-    stored = services.decisions_store(batch=batch)
+    tallies = state.extender.shadows.tallies.take()
+    made_up = {**tallies[0], "counts": {"same": 1, "made-up": 5}}
+    stored = services.decisions_store(batch=[*batch, *tallies, made_up])
     shadows = Decision.objects.filter(role="shadow").order_by("pk")
     assert stored == len(batch) - 1  # the malformed record is skipped, not its batch
+    (tally,) = ShadowTally.objects.all()  # the malformed tally too
+    assert (tally.policy_name, tally.policy_version, tally.active_version) == ("room", 2, 1)
+    assert (tally.nodes, tally.rejected, tally.same) == (2, 1, 0)
     assert [(d.pod_name, d.shadow_outcome) for d in shadows] == [
         ("web-1", "nodes"),
         ("big-1", "rejected"),
@@ -249,8 +280,9 @@ def test_shadow_records_are_stored_beside_decisions_bounded_and_kept_out_of_thei
     assert not selectors.decision_list().filter(role="shadow").exists()
     # pruned with the decisions
     Decision.objects.update(created_at=first.created_at.replace(year=2000))
+    ShadowTally.objects.update(created_at=first.created_at.replace(year=2000))
     services.decisions_prune(older_than_days=7)
-    assert not Decision.objects.exists()
+    assert not Decision.objects.exists() and not ShadowTally.objects.exists()
 
 
 def test_a_filter_answered_without_scores_is_compared_by_preferred_node_too(extender_redis):

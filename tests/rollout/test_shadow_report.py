@@ -13,8 +13,8 @@ from policies import services
 from policies.cluster.demo import demo_state
 from policies.evaluation import policy_compile
 from policies.extender.service import ServedPolicy, _decision
-from policies.extender.shadow import ShadowJob, compare, shadow_record
-from policies.models import AuditEvent, Decision, Policy
+from policies.extender.shadow import ShadowJob, ShadowTallies, compare, shadow_record
+from policies.models import AuditEvent, Decision, Policy, ShadowTally
 from tests.api.conftest import document
 from tests.conftest import client_for, make_user, token_client
 
@@ -38,14 +38,17 @@ def _policy_with_shadow() -> Policy:
     return Policy.objects.get(pk=policy.pk)
 
 
-def _store(pods: list[str], *, at: float | None = None, strict: bool = True) -> None:
+def _store(
+    pods: list[str], *, at: float | None = None, strict: bool = True, listed: bool = True
+) -> None:
     """Judges each named pod with v1 and the shadow on the demo cluster, as the extender does
-    after an answer, and stores the records through the decisions store."""
+    after an answer, and stores its tallies and (`listed`: within the record rate) the records
+    of the pods judged differently through the decisions store."""
     state = demo_state()
     nodes = state.nodes()
     active = ServedPolicy("least", 1, policy_compile(document()))
     shadow = ServedPolicy("least", 2, policy_compile(STRICT if strict else document()))
-    batch = []
+    batch, tallies = [], ShadowTallies()
     for name in pods:
         pod = {**state.pods()[0], "name": name, "uid": f"uid-{name}", "namespace": "default"}
         pod = dict(pod, schedulerName="schedweb", nodeName="")
@@ -53,6 +56,9 @@ def _store(pods: list[str], *, at: float | None = None, strict: bool = True) -> 
         b = shadow.compiled.evaluate(pod, nodes, state)
         difference = compare(a, b)
         job = ShadowJob(active, shadow, pod, nodes, state, a, at or time.time())
+        tallies.count(job, difference.outcome)
+        if difference.outcome == "same" or not listed:
+            continue
         batch.append(
             shadow_record(
                 job,
@@ -64,7 +70,7 @@ def _store(pods: list[str], *, at: float | None = None, strict: bool = True) -> 
                 details=True,
             )
         )
-    services.decisions_store(batch=batch)
+    services.decisions_store(batch=[*batch, *tallies.take(at)])
 
 
 @pytest.mark.django_db
@@ -76,7 +82,7 @@ def test_the_rest_report_counts_by_outcome_and_lists_the_differing_pods():
     body = api.get("/api/v1/policies/least/shadow").json()
     assert body["shadow"]["version"] == 2 and body["version"] == 2
     assert body["summary"]["judged"] == 2 and body["summary"]["nodes"] == 2
-    assert body["summary"]["pods"] == 2 and body["summary"]["skipped"] == 0
+    assert body["summary"]["listed"] == 2 and body["summary"]["skipped"] == 0
     assert [r["pod"]["name"] for r in body["results"]] == ["web-2", "web-1"]
     record = body["results"][0]
     assert record["difference"]["rejects"] == ["a-small-1"]
@@ -86,6 +92,29 @@ def test_the_rest_report_counts_by_outcome_and_lists_the_differing_pods():
     assert shadow_nodes["a-small-1"]["ok"] is False and active_nodes["a-small-1"]["ok"] is True
     day = api.get("/api/v1/policies/least/shadow?window=day").json()
     assert day["summary"]["judged"] == 3
+
+
+@pytest.mark.django_db
+def test_counts_are_exact_while_the_list_is_a_sample_and_says_so():
+    _policy_with_shadow()
+    _store(["web-1", "web-2"])
+    _store(["web-3", "web-4", "web-5"], listed=False)  # past the record rate: counted only
+    _store(["alike-1", "alike-2"], strict=False)  # judged alike: counted only
+    api = token_client(make_user("vic", "viewer"))
+    body = api.get("/api/v1/policies/least/shadow").json()
+    summary = body["summary"]
+    assert (summary["judged"], summary["same"], summary["nodes"]) == (7, 2, 5)
+    assert (summary["differed"], summary["listed"], body["count"]) == (5, 2, 2)
+    assert ShadowTally.objects.count() == 3  # one per process flush (here: per _store)
+    page = client_for("viewer").get("/policies/least/shadow/").content.decode()
+    assert "2 of the 5 pods judged differently are listed" in page
+    assert "at most 20 a second" in page
+    # pods judged alike or skipped have no records to list: a 400 that says so
+    for outcome in ("same", "skipped"):
+        refused = api.get(f"/api/v1/policies/least/shadow?outcome={outcome}")
+        assert refused.status_code == 400
+        assert refused.json()["errors"][0]["path"] == "outcome"
+        assert "counted, not listed" in refused.json()["detail"]
 
 
 @pytest.mark.django_db
@@ -159,7 +188,7 @@ def test_the_dashboard_says_which_version_shadows_where_and_how_it_does():
     assert 'href="/policies/least/shadow/"' in line and "v2 shadow" in line
     assert "beside v1" in line and '<code class="ops-chip">schedweb</code>' in line
     assert "<strong>3</strong> judged, <strong>2</strong> differently" in line
-    assert Decision.objects.filter(role="shadow").count() == 3
+    assert Decision.objects.filter(role="shadow").count() == 2  # the alike pod: counted only
 
 
 @pytest.mark.django_db

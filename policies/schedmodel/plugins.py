@@ -8,6 +8,7 @@ through `Existing`, built once per snapshot.
 
 from __future__ import annotations
 
+import bisect
 import math
 import weakref
 from collections import defaultdict
@@ -69,41 +70,118 @@ class Existing:
         # bound pods by namespace: spreading counts only the pod's own namespace, so a selector
         # is matched against those pods once instead of against every pod node by node
         self.by_namespace: dict[str, list[PodView]] = defaultdict(list)
-        # Namespace name -> labels and the Services / controllers, when the snapshot has them
-        # (a bare ClusterView without them models a cluster that has none).
-        # The API server sets kubernetes.io/metadata.name on every Namespace (namespace
-        # strategy PrepareForCreate/Update), so a selector on it matches even where a cluster
-        # file lists a Namespace without it.
+        self._cluster_parts(state)
+        for pod in state.pods() if state is not None else ():
+            if not _counted(pod):
+                continue
+            node = pod["nodeName"]
+            self.by_node[node].append(pod)
+            self.by_namespace[pod["namespace"]].append(pod)
+            affinity = _affinity_kinds(pod)
+            if affinity:
+                self.with_affinity.append(pod)
+                if affinity == _ANTI:
+                    self.with_anti.append(pod)
+            self.ports[node].extend(host_ports(pod))
+        for node, pods in self.by_node.items():
+            self.nonzero[node] = _nonzero(pods)
+        for node in state.nodes() if state is not None else ():
+            sizes = self.node_images[node["name"]] = _image_sizes(node)
+            for name in sizes:
+                self.images[name] += 1
+
+    def _cluster_parts(self, state: Any) -> None:
+        """Namespace name -> labels and the Services / controllers, when the snapshot has them
+        (a bare ClusterView without them models a cluster that has none). The API server sets
+        kubernetes.io/metadata.name on every Namespace (namespace strategy
+        PrepareForCreate/Update), so a selector on it matches even where a cluster file lists a
+        Namespace without it."""
         self.namespaces: Mapping[str, Mapping[str, str]] = {
             name: labels if labels.get(NS_NAME_LABEL) == name else {**labels, NS_NAME_LABEL: name}
             for name, labels in (state.namespaces() if hasattr(state, "namespaces") else {}).items()
         }
         self._listed = bool(hasattr(state, "objects") and state.objects("Namespace"))
         self.cluster = state if hasattr(state, "services") else None
-        for pod in state.pods() if state is not None else ():
-            node = pod["nodeName"]
-            if not node or pod["phase"] in ("Succeeded", "Failed"):
-                continue
-            self.by_node[node].append(pod)
-            self.by_namespace[pod["namespace"]].append(pod)
-            affinity = spec(pod).get("affinity") or {}
-            if affinity.get("podAffinity") or affinity.get("podAntiAffinity"):
-                self.with_affinity.append(pod)
-                anti = affinity.get("podAntiAffinity") or {}
-                if anti.get("requiredDuringSchedulingIgnoredDuringExecution"):
-                    self.with_anti.append(pod)
-            self.ports[node].extend(host_ports(pod))
-        for node, pods in self.by_node.items():
-            cpu = mem = 0
-            for pod in pods:
-                c, m = node_nonzero_share(spec(pod))
-                cpu += c
-                mem += m
-            self.nonzero[node] = (cpu, mem)
-        for node in state.nodes() if state is not None else ():
-            sizes = self.node_images[node["name"]] = _image_sizes(node)
-            for name in sizes:
-                self.images[name] += 1
+
+    def moved(self, state: Any, changes: Iterable[tuple[str, str, Any, Any]]) -> Existing:
+        """The Existing of `state`, a snapshot that differs from this one's by `changes` (its
+        Lineage's, policies/cluster/state.py), equal to Existing(state): only the nodes,
+        namespaces and lists the changes touch are copied and changed, so the cost follows the
+        changes, not the cluster (a rebuild over 150 000 pods took seconds). This one is left
+        as it is: previews over the older snapshot may still read it."""
+        pods: dict[str, list[Any]] = {}  # key -> [the view before the changes, the one after]
+        nodes: set[str] = set()
+        for kind, key, old, new in changes:
+            if kind == "pod":
+                if key in pods:
+                    pods[key][1] = new
+                else:
+                    pods[key] = [old, new]
+            elif kind == "node":
+                nodes.add(key)
+        clone = Existing.__new__(Existing)
+        clone.__dict__.update(self.__dict__)
+        clone.by_node = defaultdict(list, self.by_node)
+        clone.by_namespace = defaultdict(list, self.by_namespace)
+        clone.ports = defaultdict(list, self.ports)
+        clone.nonzero = dict(self.nonzero)
+        copied: set[tuple[str, str]] = set()
+
+        def own(table: dict[str, list[PodView]], which: str, key: str) -> list[PodView]:
+            if (which, key) not in copied:
+                copied.add((which, key))
+                table[key] = list(table.get(key, ()))
+            return table[key]
+
+        affinity = anti = None
+        touched: set[str] = set()
+        for old, new in pods.values():
+            for view, add in ((old, False), (new, True)):
+                if view is None or not _counted(view):
+                    continue
+                touched.add(view["nodeName"])
+                kinds = _affinity_kinds(view)
+                lists = [own(clone.by_node, "node", view["nodeName"])]
+                lists.append(own(clone.by_namespace, "namespace", view["namespace"]))
+                if kinds:
+                    if affinity is None:
+                        affinity = clone.with_affinity = list(self.with_affinity)
+                    lists.append(affinity)
+                    if kinds == _ANTI:
+                        if anti is None:
+                            anti = clone.with_anti = list(self.with_anti)
+                        lists.append(anti)
+                for pods_ in lists:
+                    if add:
+                        bisect.insort(pods_, view, key=_pod_order)
+                    else:
+                        _remove(pods_, view)
+        for node in touched:
+            kept = clone.by_node.get(node)
+            if kept:
+                clone.ports[node] = [port for pod in kept for port in host_ports(pod)]
+                clone.nonzero[node] = _nonzero(kept)
+            else:  # as a build leaves a node without bound pods: absent
+                clone.by_node.pop(node, None)
+                clone.ports.pop(node, None)
+                clone.nonzero.pop(node, None)
+        for namespace in [k for k, v in clone.by_namespace.items() if not v]:
+            del clone.by_namespace[namespace]
+        if nodes:
+            clone.images = defaultdict(int, self.images)
+            clone.node_images = dict(self.node_images)
+            for name in nodes:
+                for image in clone.node_images.pop(name, {}):
+                    clone.images[image] -= 1
+                    if not clone.images[image]:
+                        del clone.images[image]
+                node = state.node(name)
+                if node is not None:
+                    sizes = clone.node_images[name] = _image_sizes(node)
+                    for image in sizes:
+                        clone.images[image] += 1
+        clone._cluster_parts(state)
+        return clone
 
     def without(self, pod: PodView) -> Existing:
         """This Existing with one bound pod taken out, for a snapshot that no longer holds it
@@ -140,7 +218,52 @@ class Existing:
         return {} if self._listed or self.cluster is None else {NS_NAME_LABEL: namespace}
 
 
+_ANTI = 2  # _affinity_kinds: required pod anti-affinity (and so any pod affinity)
+
+
+def _counted(pod: PodView) -> bool:
+    """A pod the plugins count on its node: bound, not terminated."""
+    return bool(pod["nodeName"]) and pod["phase"] not in ("Succeeded", "Failed")
+
+
+def _affinity_kinds(pod: PodView) -> int:
+    """0: no pod (anti-)affinity; 1: some; _ANTI: required anti-affinity among it."""
+    affinity = spec(pod).get("affinity") or {}
+    if not (affinity.get("podAffinity") or affinity.get("podAntiAffinity")):
+        return 0
+    anti = affinity.get("podAntiAffinity") or {}
+    return _ANTI if anti.get("requiredDuringSchedulingIgnoredDuringExecution") else 1
+
+
+def _nonzero(pods: Iterable[PodView]) -> tuple[int, int]:
+    cpu = mem = 0
+    for pod in pods:
+        c, m = node_nonzero_share(spec(pod))
+        cpu += c
+        mem += m
+    return cpu, mem
+
+
+def _pod_order(pod: PodView) -> tuple[str, str, str]:
+    """The order of the snapshot's pods() (and so of every list of Existing)."""
+    return pod["namespace"], pod["name"], pod["uid"]
+
+
+def _remove(pods: list[PodView], view: PodView) -> None:
+    """Takes `view` itself (not an equal one) out of `pods`, a list in _pod_order."""
+    at = bisect.bisect_left(pods, _pod_order(view), key=_pod_order)
+    while at < len(pods) and pods[at] is not view:
+        at += 1
+    if at < len(pods):
+        del pods[at]
+
+
 _EXISTING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# The last Existing built or brought up to date, with its snapshot's history and version: the
+# next snapshot's is derived from it (Existing.moved) when that one's Lineage reaches back to it.
+_LAST: list[tuple[object, int, Existing] | None] = [None]
+# Past this many changed pods (or a twentieth of the cluster's) a build is cheaper than moving.
+MOVE_MAX = 5000
 
 
 def existing_for(state: Any) -> Existing:
@@ -151,8 +274,25 @@ def existing_for(state: Any) -> Existing:
     except TypeError:
         return Existing(state)
     if found is None:
-        found = _EXISTING[state] = Existing(state)
+        found = _EXISTING[state] = _moved(state) or Existing(state)
+        lineage = state.lineage() if hasattr(state, "lineage") else None
+        if lineage is not None:
+            _LAST[0] = (lineage.history, lineage.version, found)
     return found
+
+
+def _moved(state: Any) -> Existing | None:
+    """The last Existing brought to `state` by the changes between them, if `state` follows it
+    (its Lineage) closely enough; None otherwise."""
+    last = _LAST[0]
+    lineage = state.lineage() if hasattr(state, "lineage") else None
+    if last is None or lineage is None:
+        return None
+    history, version, existing = last
+    changes = lineage.changes_since(history, version)
+    if changes is None or len(changes) > min(MOVE_MAX, max(100, state.pod_count() // 20)):
+        return None
+    return existing.moved(state, changes)
 
 
 def existing_register(state: Any, existing: Existing) -> None:

@@ -87,6 +87,11 @@ async def _from_memory(answer, *args):
     return result
 
 
+def _shadow_forward(pool: Offload, body: bytes, counter: int) -> bool:
+    """A filter body answered under the policy set `counter`, queued for the shadow lane."""
+    return pool.forward(f"{SHADOW} {counter}", body)
+
+
 def _offloader() -> Offload:
     """This process's pool for large bodies (created, not started, on first use)."""
     global _offload
@@ -97,6 +102,7 @@ def _offloader() -> Offload:
             workers=settings.SCHEDWEB_EXTENDER_OFFLOAD_WORKERS,
             queue=settings.SCHEDWEB_EXTENDER_OFFLOAD_QUEUE,
             forwards=settings.SCHEDWEB_SHADOW_QUEUE,
+            lane_class=settings.SCHEDWEB_SHADOW_LANE_CLASS,
         )
     return _offload
 
@@ -317,8 +323,8 @@ async def _lifespan(receive, send, startup=None, *, offload: bool = False, shutd
             if offload:
                 pool = _offloader()
                 pool.start()
-                # the shadow version is judged in the pool's workers, off this loop
-                entry.shadow_forward = partial(pool.forward, SHADOW)
+                # the shadow version is judged in the pool's shadow lane, off this loop
+                entry.shadow_forward = partial(_shadow_forward, pool)
             if startup is not None:
                 try:
                     await asyncio.to_thread(startup)

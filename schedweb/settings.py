@@ -344,19 +344,24 @@ SCHEDWEB_SHADOW_SLICE_MS = env_float("SCHEDWEB_SHADOW_SLICE_MS", 25.0)
 SCHEDWEB_SHADOW_SHARE = env_float("SCHEDWEB_SHADOW_SHARE", 0.25)
 SCHEDWEB_SHADOW_RECORDS_PER_SECOND = env_float("SCHEDWEB_SHADOW_RECORDS_PER_SECOND", 20.0)
 SCHEDWEB_SHADOW_DETAILS_PER_SECOND = env_float("SCHEDWEB_SHADOW_DETAILS_PER_SECOND", 2.0)
-# The shadow is judged in the offload pool's workers (nice 10): filter bodies waiting for one, per
-# listener process; past it (the workers starved of CPU) pods are skipped, counted.
+# The shadow is judged in the offload pool's shadow lane, a process started with the first
+# shadow: SCHEDWEB_SHADOW_QUEUE filter bodies wait for it per listener process; past it (the lane
+# starved of CPU) pods are skipped, counted. SCHEDWEB_SHADOW_LANE_CLASS: "idle", Linux's idle
+# scheduling class (a core only when nothing else in the container wants it), or "nice" (nice
+# 19: a small share even of a core kept busy).
 SCHEDWEB_SHADOW_QUEUE = env_int("SCHEDWEB_SHADOW_QUEUE", 256)
+SCHEDWEB_SHADOW_LANE_CLASS = env_str("SCHEDWEB_SHADOW_LANE_CLASS", "idle")
 if (
     not SCHEDWEB_SHADOW_SLICE_MS > 0
     or not 0 <= SCHEDWEB_SHADOW_SHARE <= 1
     or SCHEDWEB_SHADOW_QUEUE < 0
+    or SCHEDWEB_SHADOW_LANE_CLASS not in ("idle", "nice")
 ):
     from django.core.exceptions import ImproperlyConfigured
 
     raise ImproperlyConfigured(
-        "SCHEDWEB_SHADOW_SLICE_MS must be positive, SCHEDWEB_SHADOW_SHARE between 0 and 1 and"
-        " SCHEDWEB_SHADOW_QUEUE at least 0."
+        "SCHEDWEB_SHADOW_SLICE_MS must be positive, SCHEDWEB_SHADOW_SHARE between 0 and 1,"
+        " SCHEDWEB_SHADOW_QUEUE at least 0 and SCHEDWEB_SHADOW_LANE_CLASS idle or nice."
     )
 # Decision records older than this are deleted (beat, hourly).
 SCHEDWEB_DECISIONS_KEEP_DAYS = env_int("SCHEDWEB_DECISIONS_KEEP_DAYS", 7)

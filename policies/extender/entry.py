@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from django.conf import settings
 
@@ -102,11 +103,12 @@ async def extender_answer_after_wait(waiting: Waiting) -> tuple[int, bytes, str]
 
 
 # Set by a listener with an offload pool (schedweb/asgi.py, at its lifespan start): queues a
-# filter body for a worker process, which judges the shadow on it (shadow_answer); False when
-# the queue is full (Offload.forward). Judged on the listener's loop instead, the shadow's evaluation (0.17 ms
-# of CPU at 500 nodes, more on a loaded core) held up kube-scheduler's next call: its
-# throughput with a shadow was 0.85-0.90 of the run without (bench/shadow.py).
-shadow_forward: Callable[[bytes], bool] | None = None
+# filter body, with the policy set's counter it was answered under, for the pool's shadow lane,
+# which judges the shadow on it (shadow_answer); False when the queue is full (Offload.forward).
+# Judged on the listener's loop instead, the shadow's evaluation (0.17 ms of CPU at 500 nodes,
+# more on a loaded core) held up kube-scheduler's next call: its throughput with a shadow was
+# 0.85-0.90 of the run without (bench/shadow.py).
+shadow_forward: Callable[[bytes, int], bool] | None = None
 
 
 def after_answer() -> None:
@@ -116,17 +118,26 @@ def after_answer() -> None:
     if state.extender.canary_counts:  # the guard sees this answer before the next one
         state.canary_flush()
     forward = shadow_forward
-    if state.extender.shadows.job is None or forward is not None:
-        state.extender.after_answer(forward)
-        return
-    with state.serve_lock:
+    if state.extender.shadows.job is None:
         state.extender.after_answer()
+    elif forward is not None:
+        state.extender.after_answer(partial(forward, counter=state.registry.counter or 0))
+    else:
+        with state.serve_lock:
+            state.extender.after_answer()
 
 
-def shadow_answer(body: bytes) -> tuple[int, bytes, str]:
-    """In a worker process of the offload pool: the shadow judged on a filter body the listener
-    answered and forwarded (Extender.shadow), over this process's snapshot."""
+def shadow_answer(body: bytes, counter: int | None = None) -> tuple[int, bytes, str]:
+    """In the offload pool's shadow lane: the shadow judged on a filter body the listener
+    answered and forwarded (Extender.shadow), over this process's snapshot; the policy set read
+    again first when the listener answered under a newer one (`counter`) than this process
+    holds (its thread may not have run yet: the lane runs when the cores are idle)."""
     state = runtime()
+    if counter is not None and (state.registry.counter or 0) < counter:
+        try:
+            state.registry.refresh_from_redis()
+        except Exception:  # judged with what this process holds; its thread retries
+            log.exception("the shadow lane could not read the policy set")
     with state.serve_lock:
         answer = state.extender.shadow(body)
     return answer.status, answer.body, answer.policy

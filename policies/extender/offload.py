@@ -35,13 +35,22 @@ pool spawns). A shared-memory snapshot would need views built on demand on every
 path. What the two lean copies take is measured by `make bench`'s sizing suite
 (docs/perf/issue-28-sizing.txt).
 
-The pool also takes work no caller waits for (`forward`): the filter bodies the listener answered
-from the active version, for a worker to judge the shadow version on them (issue 25; entry.
-shadow_forward), queued (bounded) and sent one at a time, so that a large body waits behind at
-most one of them.
+The pool also takes work no caller waits for (`forward`): the filter bodies the listener
+answered from the active version, for the shadow version to be judged on them (issue 25; entry.
+shadow_forward), queued (bounded) and sent one at a time to a process of their own, the shadow
+lane, started with the first of them. It runs in Linux's idle scheduling class (SCHED_IDLE; nice
+19 where that is refused, or by the setting SCHEDWEB_SHADOW_LANE_CLASS): it gets a core only
+when nothing else wants it, so on a busy machine kube-scheduler, the API server and the listener
+are never kept waiting for it (within a container's CPU limit: the pod's own processes, not the
+node's, are what it yields to). At nice 10 in the answering worker it still cost kube-scheduler
+17% of its throughput on this 2-core machine (bench shadow: 0.83), more than judging on the
+listener's loop had. The lane serves kube-scheduler nothing, so publishers do not wait for it; a
+body names the policy set's counter the listener answered with, and the lane reads a newer set
+before it judges. Large bodies never wait for it.
 
-A thread would not do: orjson.loads does not release the GIL. The workers run at a lower CPU
-priority (nice 10) so that on a busy machine the listener's own process is scheduled first.
+A thread would not do: orjson.loads does not release the GIL. The answering workers run at a
+lower CPU priority (nice 10) so that on a busy machine the listener's own process is scheduled
+first.
 
 The pool is bounded: OFFLOAD_WORKERS processes and at most OFFLOAD_QUEUE bodies waiting for one
 (their bodies left unread meanwhile); past that a body gets a 503 at once (kube-scheduler retries
@@ -76,12 +85,14 @@ BUSY = 503
 FORWARD_QUEUE_BYTES = 16 * 1024 * 1024
 SHADOW = "shadow"  # a filter body the listener answered, for the shadow version (forward)
 WORKER_NICE = 10
+LANE_CLASSES = ("idle", "nice")  # the shadow lane's priority (lane_priority)
+LANE_NICE = 19  # the shadow lane's priority as "nice", and where the idle class is refused
 PARENT_CHECK_SECONDS = 1.0
 _LENGTH = struct.Struct("!I")
 _END = 0
 _ABANDONED = 0xFFFFFFFF
 _ANSWER = struct.Struct("!HII")  # status, policy length, body length
-_VERB_MAX = 16
+_VERB_MAX = 40  # "<verb>" or "shadow <policy set counter>"
 
 
 class Abandoned(Exception):
@@ -92,11 +103,15 @@ class Abandoned(Exception):
 # --- the worker processes ------------------------------------------------------------------
 
 
-def _worker_start(parent: int) -> None:
-    """Runs once in each worker process: lower priority, an exit with its parent, Django set
-    up, runtime loaded."""
-    with contextlib.suppress(OSError):
-        os.nice(WORKER_NICE)
+def _worker_start(parent: int, *, lane: str | None = None) -> None:
+    """Runs once in each worker process: lower priority (for the shadow `lane`, its class:
+    LANE_CLASSES), set before any thread starts (threads inherit it), an exit with its parent,
+    Django set up, runtime loaded."""
+    if lane is not None:
+        lane_priority(lane)
+    else:
+        with contextlib.suppress(OSError):
+            os.nice(WORKER_NICE)
     threading.Thread(target=_exit_with, args=(parent,), name="offload-parent", daemon=True).start()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
     import django
@@ -107,11 +122,29 @@ def _worker_start(parent: int) -> None:
     from .runtime import reset_runtime, runtime, serve_as, snapshot_on_demand
 
     snapshot_on_demand()  # brought up to date per large body, not on every cluster change
-    serve_as("offload")  # it answers with the active policies too: publishers wait for it
+    if not lane:  # the lane answers kube-scheduler nothing: publishers need not wait for it
+        serve_as("offload")  # it answers with the active policies too: publishers wait for it
     runtime()  # the initial load here, not in the first large request
     # The pool's shutdown ends this process through multiprocessing's exit, which runs these
     # finalizers (not atexit): the process then stops reporting what it serves.
     Finalize(None, reset_runtime, exitpriority=10)
+
+
+def lane_priority(lane_class: str) -> str:
+    """This thread (and the threads it starts) at the shadow lane's priority: "idle", the idle
+    scheduling class, run only when no other task wants the core (sched(7); an unprivileged
+    process may always move down to it); "nice", nice 19 (and where the idle class is missing
+    or refused), which still gets a small share of a core that other tasks keep busy. Returns
+    which one it got."""
+    if lane_class == "idle":
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+            return "idle"
+        except (AttributeError, OSError):
+            pass
+    with contextlib.suppress(OSError):
+        os.nice(LANE_NICE - os.nice(0))
+    return f"nice {os.nice(0)}"
 
 
 def _exit_with(parent: int) -> None:
@@ -130,15 +163,17 @@ def _answer(verb: str, body: bytes) -> tuple[int, bytes, str]:
     from .runtime import runtime
 
     runtime().snapshot_refresh()
+    verb, _, counter = verb.partition(" ")
     if verb == SHADOW:
-        return shadow_answer(body)
+        return shadow_answer(body, int(counter) if counter.isdigit() else None)
     return extender_answer(verb, body)
 
 
-def _worker_main(channel: socket.socket, parent: int) -> None:
+def _worker_main(channel: socket.socket, parent: int, lane: str | None = None) -> None:
     """A worker process: answers the requests the listener streams over `channel`, one at a
-    time, until the listener closes it (or exits)."""
-    _worker_start(parent)
+    time, until the listener closes it (or exits); the shadow lane (`lane`: its priority class)
+    takes forwarded bodies."""
+    _worker_start(parent, lane=lane)
     stream = channel.makefile("rb")
     while True:
         verb = stream.readline(_VERB_MAX).strip().decode("ascii", "replace")
@@ -179,10 +214,14 @@ def _worker_main(channel: socket.socket, parent: int) -> None:
 class _Worker:
     """A worker process and the listener's end of its channel."""
 
-    def __init__(self, context: Any, parent: int) -> None:
+    def __init__(self, context: Any, parent: int, *, lane: str | None = None) -> None:
         ours, theirs = socket.socketpair()
+        self.lane = lane
         self.process = context.Process(
-            target=_worker_main, args=(theirs, parent), name="schedweb-offload", daemon=True
+            target=_worker_main,
+            args=(theirs, parent, lane),
+            name="schedweb-offload" if lane is None else "schedweb-shadow",
+            daemon=True,
         )
         self.process.start()
         theirs.close()  # the child has its own copy
@@ -217,16 +256,21 @@ class Offload:
     """The pool and its bound; one per listener process, created on first use, started at the
     listener's lifespan start (in its event loop)."""
 
-    def __init__(self, *, workers: int, queue: int, forwards: int = 256) -> None:
+    def __init__(
+        self, *, workers: int, queue: int, forwards: int = 256, lane_class: str = "idle"
+    ) -> None:
         self.workers = workers
         self.forwards = forwards
+        self.lane_class = lane_class
         self.capacity = workers + queue
         self.in_flight = 0  # bodies reserved a place: being answered, or waiting for a worker
         self._context = multiprocessing.get_context("spawn")
         self._idle: asyncio.Queue[_Worker] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._all: list[_Worker] = []
-        # Work no caller waits for (forward), sent one at a time by the task `_drain`.
+        # Work no caller waits for (forward), sent one at a time by the task `_drain` to the
+        # shadow lane's process, started with the first of it.
+        self._lane: _Worker | None = None
         self._forwards: deque[tuple[str, bytes]] = deque()
         self._forward_bytes = 0
         self._drain: asyncio.Task | None = None
@@ -274,11 +318,11 @@ class Offload:
         return await self._exchange(await self._idle.get(), verb, body)
 
     def forward(self, verb: str, body: bytes) -> bool:
-        """Queues `body` for a worker, for work no caller waits for (the shadow's, after an
-        answer was written: SHADOW); its answer is read and dropped. False (nothing queued)
-        past `forwards` bodies or FORWARD_QUEUE_BYTES. One at a time, each taking an idle
-        worker in turn with the bodies that wait for one: a large body waits behind at most
-        one such job. On the listener's loop."""
+        """Queues `body` for the shadow lane, for work no caller waits for (the shadow's, after
+        an answer was written: "shadow <counter>"); its answer is read and dropped. False
+        (nothing queued) before the pool starts, or past `forwards` bodies or
+        FORWARD_QUEUE_BYTES. One at a time, in the lane's process: no large body waits for
+        it. On the listener's loop."""
         if self._idle is None:
             return False
         if len(self._forwards) >= self.forwards or self._forward_bytes + len(body) > (
@@ -293,19 +337,17 @@ class Offload:
 
     async def _forwards_send(self) -> None:
         while self._forwards and self._idle is not None:
-            worker = await self._idle.get()
-            if not self._forwards:  # closed meanwhile
-                self._idle.put_nowait(worker)
-                return
+            if self._lane is None:
+                self._lane = _Worker(self._context, os.getpid(), lane=self.lane_class)
             verb, body = self._forwards.popleft()
             self._forward_bytes -= len(body)
-            await self._exchange(worker, verb, body)
+            await self._exchange(self._lane, verb, body)
 
     async def _exchange(
         self, worker: _Worker, verb: str, body: bytes | AsyncIterator[bytes]
     ) -> tuple[int, bytes, str]:
         """`body` to `worker` and its answer back; the worker goes back to the idle ones, or is
-        replaced when it broke."""
+        replaced when it broke (the lane: by the next forwarded body)."""
         assert self._idle is not None
         reusable = False
         try:
@@ -344,7 +386,11 @@ class Offload:
             log.error("extender offload: a worker process died or broke its channel; replacing it")
             return BUSY, protocol.error_body("the large-body worker failed; retry", code="busy"), ""
         finally:
-            if reusable:
+            if worker.lane is not None:
+                if not reusable and worker is self._lane:
+                    self._lane = None
+                    worker.close(wait=False)
+            elif reusable:
                 self._idle.put_nowait(worker)
             else:
                 self._all.remove(worker)
@@ -354,9 +400,10 @@ class Offload:
     def close(self, *, wait: bool = False) -> None:
         """Stops the workers (the listener's shutdown): each sees its channel close and exits;
         with `wait`, they are joined."""
-        for worker in self._all:
+        for worker in [*self._all, *([self._lane] if self._lane is not None else [])]:
             worker.close(wait=wait)
         self._all = []
+        self._lane = None
         self._forwards.clear()
         self._forward_bytes = 0
         self._idle = None

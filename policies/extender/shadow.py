@@ -1,11 +1,12 @@
 """The shadow version judged beside the active one (issue 25), after the answer is written.
 
-Where: in a worker process of the listener's offload pool when it has one (the listener hands
-it the filter body, `run(forward)`; the worker judges it with `Extender.shadow`, both versions
-on its own snapshot), else here, on the listener's loop. On the loop, the evaluation (0.17 ms of
-CPU at 500 nodes, more on a loaded core) held kube-scheduler's next call up: its throughput with
-a shadow was 0.85-0.90 of the run without (bench/shadow.py). A job the pool cannot take (its
-queue full) is counted skipped.
+Where: in the shadow lane of the listener's offload pool when it has one, a process in the idle
+scheduling class (the listener hands it the filter body, `run(forward)`; the lane judges it with
+`Extender.shadow`, both versions on its own snapshot), else here, on the listener's loop. On the
+loop, the evaluation (0.17 ms of CPU at 500 nodes, more on a loaded core) held kube-scheduler's
+next call up: its throughput with a shadow was 0.85-0.90 of the run without (bench/shadow.py);
+in the answering worker at nice 10, 0.83. A job the lane cannot take (its queue full) is counted
+skipped.
 
 filter leaves a job (the pod, the candidate node views, the active version's evaluation) and
 `Extender.after_answer` runs it once filter's answer is on the wire, under the serve lock (the
@@ -350,8 +351,8 @@ class Shadows:
         if job is None:
             return
         if forward is not None:
-            # judged in a worker process of the offload pool, off this loop (never here, busy
-            # or not): `forward` hands the body to an idle one, False when none is
+            # judged in the offload pool's shadow lane, off this loop (never here, busy or
+            # not): `forward` queues the body for it, False when its queue is full
             if job.body is None or not forward(job.body):
                 self._skipped(job)
             return

@@ -40,7 +40,7 @@ STACK_ENV = {
     # defaults list a sample; the counts are exact either way)
     "SCHEDWEB_SHADOW_RECORDS_PER_SECOND": "100000",
     "SCHEDWEB_SHADOW_DETAILS_PER_SECOND": "100000",
-    # every pod judged however starved of CPU the pool's workers are on a loaded machine
+    # every pod judged however starved of CPU the shadow lane is on a loaded machine
     "SCHEDWEB_SHADOW_QUEUE": "1000",
 }
 ACTIVE = """\

@@ -1,6 +1,7 @@
-"""The shadow version judged in a worker process of the offload pool, off the listener's event
-loop (issue 25): the listener answers from the active version and hands the filter body to an
-idle worker, which judges the shadow on it (policies/extender/entry.py: shadow_forward).
+"""The shadow version judged in the offload pool's shadow lane, off the listener's event loop
+(issue 25): the listener answers from the active version and queues the filter body for the
+lane, a process in the idle scheduling class, which judges the shadow on it (policies/extender/
+entry.py: shadow_forward); large bodies are answered by the pool's other workers meanwhile.
 
 The listener runs as shipped (as tests/extender/test_offload.py runs it); the counts the
 worker makes reach the listener's /metrics through the per-process files."""
@@ -10,6 +11,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import http.client
+import os
+import signal
+import threading
 import time
 
 import orjson
@@ -21,7 +25,14 @@ from tests.prometheus_text import samples
 from tests.redisdb import redis_database
 
 from .conftest import active_entry, args_body, example, go_pod, runtime_by_hand
-from .test_offload import REDIS_DB, _listener_process, _post
+from .test_offload import (
+    REDIS_DB,
+    _listener_pid,
+    _listener_process,
+    _padded_filter,
+    _post,
+    _workers,
+)
 
 NAME = "seed-003-name-length"
 NODES = ["cp-1", "a-small-1"]
@@ -76,6 +87,35 @@ def test_the_listener_hands_the_shadow_to_a_worker_which_judges_every_pod(settin
                     time.sleep(0.1)
             counts = _shadow_counts(port)
             assert (counts["moved"], counts.get("skipped", 0)) == (4, 0), counts
+            lane, answering = _lane_and_answering(port)
+            assert os.getpriority(os.PRIO_PROCESS, answering) == offload.WORKER_NICE
+            os.kill(lane, signal.SIGSTOP)
+            try:
+                for i in range(4, 6):  # queued for the lane, which cannot take them now
+                    status, _answer, policy = _post(
+                        port, "filter", args_body(go_pod(f"w{i}"), NODES)
+                    )
+                    assert (status, policy) == (200, f"{NAME}/v1")
+                # a large body does not wait for the lane: the answering worker takes it
+                status, _answer, policy = _post(port, "filter", _padded_filter(go_pod("big")))
+                assert (status, policy) == (200, f"{NAME}/v1")
+                assert _shadow_counts(port)["moved"] == 4  # the stopped lane judged none yet
+            finally:
+                os.kill(lane, signal.SIGCONT)
+            deadline = time.monotonic() + 60
+            while _shadow_counts(port).get("moved", 0) < 6:
+                assert time.monotonic() < deadline, _shadow_counts(port)
+                time.sleep(0.1)
+
+
+def _lane_and_answering(port: int) -> tuple[int, int]:
+    """The pids of the listener's shadow lane (the idle scheduling class) and of its answering
+    worker (the normal class, at a lower priority)."""
+    classes = {pid: os.sched_getscheduler(pid) for pid in _workers(_listener_pid(port))}
+    lanes = [pid for pid, policy in classes.items() if policy == os.SCHED_IDLE]
+    answering = [pid for pid, policy in classes.items() if policy == os.SCHED_OTHER]
+    assert len(lanes) == 1 and len(answering) == 1, classes
+    return lanes[0], answering[0]
 
 
 def test_with_a_forward_the_listener_judges_nothing_itself_and_counts_a_refusal(
@@ -88,14 +128,17 @@ def test_with_a_forward_the_listener_judges_nothing_itself_and_counts_a_refusal(
     forwarded: list[bytes] = []
     accept = iter([True, False])
     try:
-        entry.shadow_forward = lambda body: next(accept) and not forwarded.append(body)
+        entry.shadow_forward = lambda body, counter: (
+            next(accept) and not forwarded.append((body, counter))
+        )
         for name in ("w1", "w2"):
             body = args_body(go_pod(name), NODES)
             assert entry.extender_answer_or_wait("filter", body, inline=True)[0] == 200
             entry.after_answer()
     finally:
         entry.shadow_forward = None
-    assert forwarded == [args_body(go_pod("w1"), NODES)]  # the body as answered
+    # the body as answered, and the policy set it was answered under
+    assert forwarded == [(args_body(go_pod("w1"), NODES), state.registry.counter)]
     # w1 is the worker's to judge; no worker was idle for w2: skipped, counted
     assert [t["counts"] for t in state.extender.shadows.tallies.take()] == [{"skipped": 1}]
 
@@ -121,7 +164,25 @@ def test_a_worker_judges_a_forwarded_body_as_the_listener_would_have(extender_re
     assert state.extender.shadows.tallies.take() == []
 
 
-def test_forwarded_work_is_queued_within_its_bounds_and_waits_for_an_idle_worker(monkeypatch):
+def test_the_lane_reads_a_newer_policy_set_than_it_holds_before_it_judges(extender_redis):
+    active_entries_write([active_entry(example(NAME), 1)])  # no shadow yet
+    state = runtime_by_hand()  # its thread stopped: it reads no set by itself
+    state.registry.refresh_from_redis()
+    state.extender.shadows.tallies.take()
+    held = state.registry.counter
+    newer = active_entries_write([_with_shadow(example(NAME))])
+    assert newer > held
+    body = args_body(go_pod("w1"), NODES)
+    # answered under the set this process holds (no shadow): nothing to judge, nothing read
+    assert entry.shadow_answer(body, held)[:2] == (200, b"")
+    assert state.registry.counter == held and state.extender.shadows.tallies.take() == []
+    # answered under the newer set: read first, then judged by its shadow
+    assert entry.shadow_answer(body, newer) == (200, b"", f"{NAME}/v2")
+    assert state.registry.counter == newer
+    assert [t["counts"] for t in state.extender.shadows.tallies.take()] == [{"moved": 1}]
+
+
+def test_forwarded_work_is_queued_within_its_bounds_for_the_shadow_lane(monkeypatch):
     monkeypatch.setattr(offload, "FORWARD_QUEUE_BYTES", 10)
 
     async def scenario() -> tuple[list[bool], list[bool], int]:
@@ -138,3 +199,26 @@ def test_forwarded_work_is_queued_within_its_bounds_and_waits_for_an_idle_worker
     assert not_started == [False]
     # 5 + 4 bytes fit in 10; 1 more byte too, but not a third body; nor past 10 bytes
     assert results == [True, True, False, False] and waiting == 2
+
+
+def test_the_lane_takes_the_priority_it_is_set_to_and_refuses_another():
+    from tests.web.test_extender_listener import _settings_error
+
+    assert _settings_error(SCHEDWEB_SHADOW_LANE_CLASS="nice") == ""
+    assert "SCHEDWEB_SHADOW_LANE_CLASS idle or nice" in _settings_error(
+        SCHEDWEB_SHADOW_LANE_CLASS="realtime"
+    )
+    # in a thread of its own (the class is a thread's; the threads it starts inherit it)
+    got: list[tuple[str, int, int]] = []
+
+    def lane(lane_class: str) -> None:
+        name = offload.lane_priority(lane_class)
+        got.append((name, os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0)))
+
+    for lane_class in ("idle", "nice"):
+        thread = threading.Thread(target=lane, args=(lane_class,))
+        thread.start()
+        thread.join()
+    (idle_name, idle_policy, _), (nice_name, nice_policy, nice_value) = got
+    assert (idle_name, idle_policy) == ("idle", os.SCHED_IDLE)
+    assert (nice_name, nice_policy, nice_value) == ("nice 19", os.SCHED_OTHER, offload.LANE_NICE)

@@ -24,18 +24,18 @@ A worker brings its snapshot up to date when a body arrives rather than followin
 change (policies/extender/runtime.py, snapshot_on_demand): one Redis round trip when nothing
 changed, the deltas since its last body otherwise (or a full load past the catch-up limit).
 
-The pool also takes work no caller waits for (`forward`): the filter bodies the listener answered
-from the active version, for the shadow version to be judged on them (issue 25; entry.
+The pool also takes work no caller waits for (`forward`): the filter bodies the listener
+answered from the active version, for the shadow version to be judged on them (issue 25; entry.
 shadow_forward), queued (bounded) and sent one at a time to a process of their own, the shadow
 lane, started with the first of them. It runs in Linux's idle scheduling class (SCHED_IDLE; nice
-19 where that is refused, or by the setting SCHEDWEB_SHADOW_LANE_CLASS): it gets a core only when
-nothing else wants it, so on a busy machine kube-scheduler, the API server and the listener are
-never kept waiting for it (within a container's CPU limit: the pod's own processes, not the
-node's, are what it yields to). At nice 10 in the
-answering worker it still cost kube-scheduler 17% of its throughput on this 2-core machine (bench
-shadow: 0.83), more than judging on the listener's loop had. The lane serves kube-scheduler
-nothing, so publishers do not wait for it; a body names the policy set's counter the listener
-answered with, and the lane reads a newer set before it judges. Large bodies never wait for it.
+19 where that is refused, or by the setting SCHEDWEB_SHADOW_LANE_CLASS): it gets a core only
+when nothing else wants it, so on a busy machine kube-scheduler, the API server and the listener
+are never kept waiting for it (within a container's CPU limit: the pod's own processes, not the
+node's, are what it yields to). At nice 10 in the answering worker it still cost kube-scheduler
+17% of its throughput on this 2-core machine (bench shadow: 0.83), more than judging on the
+listener's loop had. The lane serves kube-scheduler nothing, so publishers do not wait for it; a
+body names the policy set's counter the listener answered with, and the lane reads a newer set
+before it judges. Large bodies never wait for it.
 
 A thread would not do: orjson.loads does not release the GIL. The answering workers run at a
 lower CPU priority (nice 10) so that on a busy machine the listener's own process is scheduled
@@ -111,7 +111,7 @@ def _worker_start(parent: int, *, lane: str | None = None) -> None:
     from .runtime import reset_runtime, runtime, serve_as, snapshot_on_demand
 
     snapshot_on_demand()  # brought up to date per large body, not on every cluster change
-    if not lane:  # the lane answers kube-scheduler nothing: publishers need not wait for it
+    if lane is None:  # the lane answers kube-scheduler nothing: publishers need not wait for it
         serve_as("offload")  # it answers with the active policies too: publishers wait for it
     runtime()  # the initial load here, not in the first large request
     # The pool's shutdown ends this process through multiprocessing's exit, which runs these

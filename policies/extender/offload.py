@@ -122,7 +122,7 @@ def _worker_start(parent: int, *, lane: str | None = None) -> None:
     from .runtime import reset_runtime, runtime, serve_as, snapshot_on_demand
 
     snapshot_on_demand()  # brought up to date per large body, not on every cluster change
-    if not lane:  # the lane answers kube-scheduler nothing: publishers need not wait for it
+    if lane is None:  # the lane answers kube-scheduler nothing: publishers need not wait for it
         serve_as("offload")  # it answers with the active policies too: publishers wait for it
     runtime()  # the initial load here, not in the first large request
     # The pool's shutdown ends this process through multiprocessing's exit, which runs these

@@ -232,8 +232,17 @@ def test_the_webhook_down_admits_pods_unchanged_under_ignore_and_refuses_them_un
     queue_env,
 ):
     plane, stack = queue_env
+    # the webhook under Ignore whatever the tests before this one left (a shuffled order ran
+    # it after _queue_ready's Fail: kube-apiserver refused the first pod)
+    stack.wait_serving("seed-002-queue", stack.publish(SEED))
+    webhook_apply(plane, stack)
     stack.stop_extender()
     try:
+        create_probe_until(
+            plane,
+            lambda created, _: created is not None and not created["spec"].get("priorityClassName"),
+            what="kube-apiserver to admit pods unchanged while the webhook is down (Ignore)",
+        )
         created = resources.pod_create(
             api=plane.api, manifest=pod("down-ignore", labels={"groupPriority": "3"})
         )

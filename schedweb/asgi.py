@@ -325,6 +325,7 @@ async def _lifespan(receive, send, startup=None, *, offload: bool = False, shutd
                 pool.start()
                 # the shadow version is judged in the pool's shadow lane, off this loop
                 entry.shadow_forward = partial(_shadow_forward, pool)
+                entry.shadow_send = pool.forwards_send
             if startup is not None:
                 try:
                     await asyncio.to_thread(startup)
@@ -334,6 +335,7 @@ async def _lifespan(receive, send, startup=None, *, offload: bool = False, shutd
         elif message["type"] == "lifespan.shutdown":
             if offload and _offload is not None:
                 entry.shadow_forward = None
+                entry.shadow_send = None
                 _offload.close(wait=True)  # uvicorn's workers end with os._exit: join them now
             if shutdown is not None:
                 with contextlib.suppress(Exception):

@@ -109,6 +109,9 @@ async def extender_answer_after_wait(waiting: Waiting) -> tuple[int, bytes, str]
 # more on a loaded core) held up kube-scheduler's next call: its throughput with a shadow was
 # 0.85-0.90 of the run without (bench/shadow.py).
 shadow_forward: Callable[[bytes, int], bool] | None = None
+# Set with it: sends the queued bodies to the lane (Offload.forwards_send), called once an
+# answer that left no shadow work is written (a prioritize's: the moment between two pods).
+shadow_send: Callable[[], None] | None = None
 
 
 def after_answer() -> None:
@@ -120,6 +123,8 @@ def after_answer() -> None:
     forward = shadow_forward
     if state.extender.shadows.job is None:
         state.extender.after_answer()
+        if shadow_send is not None:
+            shadow_send()
     elif forward is not None:
         state.extender.after_answer(partial(forward, counter=state.registry.counter or 0))
     else:

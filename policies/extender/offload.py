@@ -37,8 +37,9 @@ path. What the two lean copies take is measured by `make bench`'s sizing suite
 
 The pool also takes work no caller waits for (`forward`): the filter bodies the listener
 answered from the active version, for the shadow version to be judged on them (issue 25; entry.
-shadow_forward), queued (bounded) and sent one at a time to a process of their own, the shadow
-lane, started with the first of them. It runs in Linux's idle scheduling class (SCHED_IDLE; nice
+shadow_forward), queued (bounded) and sent in batches between two pods (after a prioritize's
+answer: forwards_send) to a process of their own, the shadow lane, started with the first of
+them. It runs in Linux's idle scheduling class (SCHED_IDLE; nice
 19 where that is refused, or by the setting SCHEDWEB_SHADOW_LANE_CLASS): it gets a core only
 when nothing else wants it, so on a busy machine kube-scheduler, the API server and the listener
 are never kept waiting for it (within a container's CPU limit: the pod's own processes, not the
@@ -84,6 +85,15 @@ BUSY = 503
 # counted by the caller (the shadow's `skipped`). 256 filter bodies of 500 names are about 3 MB.
 FORWARD_QUEUE_BYTES = 16 * 1024 * 1024
 SHADOW = "shadow"  # a filter body the listener answered, for the shadow version (forward)
+# The longest a forwarded body waits for the moment between two pods (forwards_send) before it
+# is sent anyway: a filter answered with no prioritize after it (no node fit, or no prioritize
+# configured) is not held for the next pod.
+FORWARD_HOLD_SECONDS = 0.05
+# The lane brings its snapshot up to date at most this often (not per body, as the answering
+# workers do): each refresh is a Redis round trip, and on a busy scheduler one per pod cost
+# kube-scheduler throughput the idle class does not give back (the Redis server and the
+# loopback are not the lane's). Both versions are compared on the same state either way.
+LANE_REFRESH_SECONDS = 0.25
 WORKER_NICE = 10
 LANE_CLASSES = ("idle", "nice")  # the shadow lane's priority (lane_priority)
 LANE_NICE = 19  # the shadow lane's priority as "nice", and where the idle class is refused
@@ -162,11 +172,20 @@ def _answer(verb: str, body: bytes) -> tuple[int, bytes, str]:
     from .entry import extender_answer, shadow_answer
     from .runtime import runtime
 
-    runtime().snapshot_refresh()
     verb, _, counter = verb.partition(" ")
     if verb == SHADOW:
+        global _lane_refreshed
+        now = _lane_clock()
+        if now - _lane_refreshed >= LANE_REFRESH_SECONDS:
+            runtime().snapshot_refresh()
+            _lane_refreshed = now
         return shadow_answer(body, int(counter) if counter.isdigit() else None)
+    runtime().snapshot_refresh()
     return extender_answer(verb, body)
+
+
+_lane_clock = time.monotonic  # the lane's refresh clock (LANE_REFRESH_SECONDS); tests set theirs
+_lane_refreshed = float("-inf")
 
 
 def _worker_main(channel: socket.socket, parent: int, lane: str | None = None) -> None:
@@ -268,12 +287,15 @@ class Offload:
         self._idle: asyncio.Queue[_Worker] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._all: list[_Worker] = []
-        # Work no caller waits for (forward), sent one at a time by the task `_drain` to the
-        # shadow lane's process, started with the first of it.
+        # Work no caller waits for (forward): queued, then sent in batches by the task `_drain`
+        # to the shadow lane's process, started with the first of it. The bounds count the
+        # batch the lane holds (`_in_lane` bodies) with the queue (`_forward_bytes`: both).
         self._lane: _Worker | None = None
         self._forwards: deque[tuple[str, bytes]] = deque()
         self._forward_bytes = 0
+        self._in_lane = 0
         self._drain: asyncio.Task | None = None
+        self._hold: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
         """Starts the workers now (the listener's lifespan start, in its loop) rather than on
@@ -321,33 +343,80 @@ class Offload:
         """Queues `body` for the shadow lane, for work no caller waits for (the shadow's, after
         an answer was written: "shadow <counter>"); its answer is read and dropped. False
         (nothing queued) before the pool starts, or past `forwards` bodies or
-        FORWARD_QUEUE_BYTES. One at a time, in the lane's process: no large body waits for
-        it. On the listener's loop."""
+        FORWARD_QUEUE_BYTES (the lane's batch counted). Sent by forwards_send, at the latest
+        FORWARD_HOLD_SECONDS later. In the lane's process: no large body waits for it. On the
+        listener's loop."""
         if self._idle is None:
             return False
-        if len(self._forwards) >= self.forwards or self._forward_bytes + len(body) > (
-            FORWARD_QUEUE_BYTES
+        if len(self._forwards) + self._in_lane >= self.forwards or (
+            self._forward_bytes + len(body) > FORWARD_QUEUE_BYTES
         ):
             return False
         self._forwards.append((verb, body))
         self._forward_bytes += len(body)
-        if self._drain is None or self._drain.done():
-            self._drain = asyncio.get_running_loop().create_task(self._forwards_send())
+        if self._hold is None:
+            self._hold = asyncio.get_running_loop().call_later(
+                FORWARD_HOLD_SECONDS, self.forwards_send
+            )
         return True
 
-    async def _forwards_send(self) -> None:
-        while self._forwards and self._idle is not None:
-            if self._lane is None:
-                self._lane = _Worker(self._context, os.getpid(), lane=self.lane_class)
-            verb, body = self._forwards.popleft()
-            self._forward_bytes -= len(body)
-            await self._exchange(self._lane, verb, body)
+    def forwards_send(self) -> None:
+        """The queued bodies to the lane now, in one batch. Called between two pods
+        (entry.after_answer, once an answer that left no shadow work is written: a
+        prioritize's), not right after a filter's answer: kube-scheduler's prioritize for the
+        same pod follows at once, and the listener's share of the sending (the writes, the
+        answers read back) delayed it (bench shadow: a lane that judged nothing still cost 7%
+        of kube-scheduler's throughput). While the lane answers a batch, the next waits."""
+        if self._hold is not None:
+            self._hold.cancel()
+            self._hold = None
+        if not self._forwards or self._idle is None:
+            return
+        if self._drain is not None and not self._drain.done():
+            self._hold = asyncio.get_running_loop().call_later(
+                FORWARD_HOLD_SECONDS, self.forwards_send
+            )
+            return
+        batch = list(self._forwards)
+        self._forwards.clear()
+        self._in_lane = len(batch)
+        self._drain = asyncio.get_running_loop().create_task(self._lane_send(batch))
+
+    async def _lane_send(self, batch: list[tuple[str, bytes]]) -> None:
+        """`batch` to the lane, written at once, and its answers read back (and dropped); the
+        lane replaced, for the next batch, when it broke."""
+        if self._lane is None:
+            self._lane = _Worker(self._context, os.getpid(), lane=self.lane_class)
+        lane, done = self._lane, False
+        try:
+            reader, writer = await lane.streams()
+            for verb, body in batch:
+                writer.write(verb.encode("ascii") + b"\n")
+                if body:
+                    writer.write(_LENGTH.pack(len(body)))
+                    writer.write(body)
+                writer.write(_LENGTH.pack(_END))
+            await writer.drain()
+            for _ in batch:
+                _status, policy_length, length = _ANSWER.unpack(
+                    await reader.readexactly(_ANSWER.size)
+                )
+                await reader.readexactly(policy_length + length)
+            done = True
+        except (OSError, RuntimeError, asyncio.IncompleteReadError, struct.error):
+            log.error("extender offload: the shadow lane died or broke its channel; replacing it")
+        finally:
+            self._in_lane = 0
+            self._forward_bytes -= sum(len(body) for _, body in batch)
+            if not done and lane is self._lane:
+                self._lane = None
+                lane.close(wait=False)
 
     async def _exchange(
         self, worker: _Worker, verb: str, body: bytes | AsyncIterator[bytes]
     ) -> tuple[int, bytes, str]:
         """`body` to `worker` and its answer back; the worker goes back to the idle ones, or is
-        replaced when it broke (the lane: by the next forwarded body)."""
+        replaced when it broke."""
         assert self._idle is not None
         reusable = False
         try:
@@ -386,11 +455,7 @@ class Offload:
             log.error("extender offload: a worker process died or broke its channel; replacing it")
             return BUSY, protocol.error_body("the large-body worker failed; retry", code="busy"), ""
         finally:
-            if worker.lane is not None:
-                if not reusable and worker is self._lane:
-                    self._lane = None
-                    worker.close(wait=False)
-            elif reusable:
+            if reusable:
                 self._idle.put_nowait(worker)
             else:
                 self._all.remove(worker)
@@ -404,8 +469,13 @@ class Offload:
             worker.close(wait=wait)
         self._all = []
         self._lane = None
+        if self._hold is not None:
+            self._hold.cancel()
+            self._hold = None
+        if self._drain is not None:
+            self._drain.cancel()  # its own clean-up takes its batch off the bounds
+        self._forward_bytes -= sum(len(body) for _, body in self._forwards)
         self._forwards.clear()
-        self._forward_bytes = 0
         self._idle = None
         self._loop = None
 

@@ -13,6 +13,7 @@ import hashlib
 import http.client
 import os
 import signal
+import socket
 import threading
 import time
 
@@ -192,7 +193,7 @@ def test_forwarded_work_is_queued_within_its_bounds_for_the_shadow_lane(monkeypa
         results = [pool.forward(offload.SHADOW, body) for body in (b"12345", b"1234", b"1")]
         results.append(pool.forward(offload.SHADOW, b"1"))  # 2 bodies queued: refused
         waiting = len(pool._forwards)
-        pool._drain.cancel()
+        pool._hold.cancel()
         return not_started, results, waiting
 
     not_started, results, waiting = asyncio.run(scenario())
@@ -222,3 +223,110 @@ def test_the_lane_takes_the_priority_it_is_set_to_and_refuses_another():
     (idle_name, idle_policy, _), (nice_name, nice_policy, nice_value) = got
     assert (idle_name, idle_policy) == ("idle", os.SCHED_IDLE)
     assert (nice_name, nice_policy, nice_value) == ("nice 19", os.SCHED_OTHER, offload.LANE_NICE)
+
+
+class _Lane:
+    """The lane's end of its channel, for the batching's unit tests: reads each forwarded body
+    (the worker's framing) and answers it, counting what it read."""
+
+    def __init__(self) -> None:
+        self.ours, self.theirs = socket.socketpair()
+        self.bodies: list[tuple[str, bytes]] = []
+        self._streams = None
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        stream = self.theirs.makefile("rb")
+        while verb := stream.readline().strip().decode():
+            chunks = []
+            while (length := offload._LENGTH.unpack(stream.read(4))[0]) != offload._END:
+                chunks.append(stream.read(length))
+            self.bodies.append((verb, b"".join(chunks)))
+            self.theirs.sendall(offload._ANSWER.pack(200, 0, 0))
+
+    async def streams(self):
+        if self._streams is None:  # one pair of streams per channel, as _Worker's
+            self._streams = await asyncio.open_connection(sock=self.ours)
+        return self._streams
+
+    def close(self, *, wait: bool) -> None:
+        self.ours.close()
+
+
+def test_forwarded_bodies_wait_for_the_moment_between_two_pods_and_go_in_one_batch():
+    async def scenario() -> dict:
+        pool = offload.Offload(workers=1, queue=0, forwards=3)
+        pool._idle = asyncio.Queue()  # started (no answering worker needed here)
+        lane = pool._lane = _Lane()
+        seen = {}
+        # after filter's answer: queued only, the prioritize that follows is not delayed
+        assert pool.forward(f"{offload.SHADOW} 7", b"body-1")
+        assert pool.forward(f"{offload.SHADOW} 7", b"body-2")
+        await asyncio.sleep(0)  # a loop turn (the timer's is far later)
+        seen["held"] = (pool._drain, len(pool._forwards), lane.bodies[:])
+        pool.forwards_send()  # after the prioritize's answer: one batch
+        seen["batch"] = (len(pool._forwards), pool._in_lane, pool._hold)
+        # the batch counts in the bounds while the lane holds it: room for one more body
+        seen["bounded"] = [
+            pool.forward(offload.SHADOW, b"body-3"),
+            pool.forward(offload.SHADOW, b"x"),
+        ]
+        pool.forwards_send()  # the lane still answers the batch: this one waits its turn
+        seen["waits"] = len(pool._forwards)
+        await pool._drain
+        seen["sent"] = (pool._in_lane, pool._forward_bytes, lane.bodies[:])
+        # nothing calls forwards_send again: the hold's timer sends what waits
+        while pool._in_lane or pool._forwards or len(lane.bodies) < 3:
+            await asyncio.sleep(0.01)
+        await pool._drain
+        seen["timer"] = (lane.bodies[2:], pool._forward_bytes)
+        pool.close()
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert seen["held"] == (None, 2, [])
+    assert seen["batch"] == (0, 2, None)
+    assert seen["bounded"] == [True, False] and seen["waits"] == 1
+    assert seen["sent"] == (0, len(b"body-3"), [("shadow 7", b"body-1"), ("shadow 7", b"body-2")])
+    assert seen["timer"] == ([("shadow", b"body-3")], 0)
+
+
+def test_a_lane_that_breaks_mid_batch_is_replaced_and_the_bounds_are_given_back():
+    async def scenario() -> tuple:
+        pool = offload.Offload(workers=1, queue=0, forwards=4)
+        pool._idle = asyncio.Queue()
+        lane = pool._lane = _Lane()
+        lane.theirs.shutdown(socket.SHUT_RDWR)  # the lane died
+        assert pool.forward(offload.SHADOW, b"body-1")
+        pool.forwards_send()
+        await pool._drain
+        result = (pool._lane, pool._in_lane, pool._forward_bytes)
+        pool._hold = None
+        return result
+
+    assert asyncio.run(scenario()) == (None, 0, 0)
+
+
+def test_the_lane_brings_its_snapshot_up_to_date_at_most_every_refresh_interval(
+    extender_redis, monkeypatch
+):
+    active_entries_write([_with_shadow(example(NAME))])
+    state = runtime_by_hand()
+    state.registry.refresh_from_redis()
+    refreshes: list[float] = []
+    refresh = state.snapshot_refresh
+    now = [1000.0]
+    monkeypatch.setattr(state, "snapshot_refresh", lambda: (refreshes.append(now[0]), refresh()))
+    monkeypatch.setattr(offload, "_lane_clock", lambda: now[0])
+    monkeypatch.setattr(offload, "_lane_refreshed", float("-inf"))
+    body = args_body(go_pod("w1"), NODES)
+    counter = f"{offload.SHADOW} {state.registry.counter}"
+    for step in (0.0, 0.1, 0.1, 0.1, 0.2):  # at 1000, 1000.1, .2, .3 and .5
+        now[0] += step
+        assert offload._answer(counter, body) == (200, b"", f"{NAME}/v2")
+    assert refreshes == [1000.0, pytest.approx(1000.3)]
+    # a large body (the answering workers) is always answered over the newest snapshot
+    offload._answer("filter", body)
+    offload._answer("filter", body)
+    assert len(refreshes) == 4

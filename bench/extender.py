@@ -377,6 +377,15 @@ def _process_tree(root: int) -> list[int]:
     return tree
 
 
+def _machine_cpu_seconds() -> float:
+    """User + system CPU seconds so far of every process on the machine (/proc/stat: the
+    first line's user, nice, system, irq and softirq)."""
+    with open("/proc/stat") as stat:
+        fields = stat.readline().split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq = (int(f) for f in fields[:7])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
 def _cpu_seconds(root: int) -> dict[int, float]:
     """User + system CPU seconds so far of each process of the tree under `root`."""
     spent = {}
@@ -440,13 +449,17 @@ def _throughput(
     *,
     pods: int = PODS,
     extender: int | None = None,
+    machine_cpu: bool = False,
 ) -> tuple[float, float | None]:
     """Pods per second for `pods` pods created beforehand, from the first bind to the last; and
-    the CPU milliseconds per pod bound of the process tree under `extender`, if given."""
+    the CPU milliseconds per pod bound of the process tree under `extender`, if given (printed
+    with the whole machine's, every process's, with `machine_cpu`: where a cost lands outside
+    the extender, in kube-apiserver, Redis or the Celery worker)."""
     tag = f"{scheduler_name}-{run}"
     _pods_create(plane, tag, scheduler_name, pods)
     watch = _BindWatch(plane, f"run={tag}", pods)
     cpu_before = _cpu_seconds(extender) if extender else {}
+    machine_before = _machine_cpu_seconds()
     process = plane.start_scheduler(config)
     try:
         if not watch.done.wait(900) or len(watch.bound) < pods:
@@ -454,6 +467,7 @@ def _throughput(
                 f"{label}: only {len(watch.bound)} of {pods} pods bound ({watch.error})"
             )
         cpu_after = _cpu_seconds(extender) if extender else {}
+        machine = (_machine_cpu_seconds() - machine_before) * 1e3 / pods
     finally:
         process.stop()
         watch.close()
@@ -471,14 +485,25 @@ def _throughput(
         cpu_ms = sum(spent) * 1e3 / pods
         split = " + ".join(f"{s * 1e3 / pods:.2f}" for s in spent)
         cpu = f"; extender CPU {cpu_ms:.3f} ms/pod ({split} over {len(spent)} processes)"
+    if machine_cpu:
+        cpu += f"; machine CPU {machine:.2f} ms/pod"
     print(f"  {label:26s} {pods} pods in {elapsed:6.2f} s = {rate:7.1f} pods/s{cpu}")
     return rate, cpu_ms
 
 
-def _rounds(plane, runs: dict, *, pods: int, first_run: int, listeners: dict[str, int]):
+def _rounds(
+    plane,
+    runs: dict,
+    *,
+    pods: int,
+    first_run: int,
+    listeners: dict[str, int],
+    extender: int | None = None,
+):
     """ROUNDS alternated rounds of `runs` (name -> (config, schedulerName, label)); "without"
     first, the others in an order that turns each round. Listeners (name -> pid) not under
-    measurement are paused. Returns [{name: (rate, cpu ms per pod)}]."""
+    measurement are paused; `extender`: the one listener every run uses, measured in each (with
+    the machine's CPU). Returns [{name: (rate, cpu ms per pod)}]."""
     others = [name for name in runs if name != "without"]
     rounds = []
     for number in range(ROUNDS):
@@ -495,7 +520,8 @@ def _rounds(plane, runs: dict, *, pods: int, first_run: int, listeners: dict[str
                     label,
                     first_run + number,
                     pods=pods,
-                    extender=listeners.get(name),
+                    extender=listeners.get(name, extender),
+                    machine_cpu=extender is not None,
                 )
         rounds.append(rates)
         ratios = ", ".join(f"{name} {rates[name][0] / rates['without'][0]:.2f}" for name in others)

@@ -119,7 +119,9 @@ def run() -> dict[str, float]:
             }
             time.sleep(1.5)  # the extender's workers write their counts every second
             before = _shadow_counters(stack.extender_request("GET", "/metrics")[1])
-            rounds = _rounds(plane, runs, pods=PODS, first_run=1, listeners={})
+            rounds = _rounds(
+                plane, runs, pods=PODS, first_run=1, listeners={}, extender=stack.extender.pid
+            )
             time.sleep(1.5)
             after = _shadow_counters(stack.extender_request("GET", "/metrics")[1])
         finally:

@@ -38,6 +38,7 @@ import signal
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -488,6 +489,21 @@ def _throughput(
     return rate, cpu_ms
 
 
+def _pods_delete(plane, tag: str, settled: Callable[[], bool] | None = None) -> None:
+    """Removes run `tag`'s pods at once (no kubelet confirms a graceful delete) and waits until
+    the API server lists none and `settled()` holds (the extender's snapshot has let
+    go of them), so that the next run starts from the cluster this one started from."""
+    selector = f"labelSelector=run%3D{tag}"
+    plane.api.delete(f"/api/v1/namespaces/default/pods?{selector}", grace_period_seconds=0)
+    deadline = time.monotonic() + 300
+    while plane.api.get(f"/api/v1/namespaces/default/pods?{selector}&limit=1")["items"] or (
+        settled is not None and not settled()
+    ):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the pods of run {tag} were not gone within 300 s")
+        time.sleep(0.2)
+
+
 def _rounds(
     plane,
     runs: dict,
@@ -496,15 +512,25 @@ def _rounds(
     first_run: int,
     listeners: dict[str, int],
     extender: int | None = None,
+    fresh: Callable[[], bool] | None = None,
 ):
     """ROUNDS alternated rounds of `runs` (name -> (config, schedulerName, label)); "without"
     first, the others in an order that turns each round. Listeners (name -> pid) not under
     measurement are paused; `extender`: the one listener every run uses, measured in each (with
-    the machine's CPU). Returns [{name: (rate, cpu ms per pod)}]."""
+    the machine's CPU). Returns [{name: (rate, cpu ms per pod)}].
+
+    With `fresh` (a check that the extender's snapshot holds no bench pods), each run's pods
+    are deleted after it and every run starts from the same cluster, and the order turns with
+    "without" too (first in odd rounds, last in even ones). Otherwise pods accumulate: each run
+    schedules into a cluster 1000 pods fuller than the one before, a little slower, and the run
+    that always comes second (as the one other run after "without" did) pays for it in its
+    ratio."""
     others = [name for name in runs if name != "without"]
     rounds = []
     for number in range(ROUNDS):
         order = ["without", *(others if number % 2 == 0 else list(reversed(others)))]
+        if fresh is not None and number % 2 == 1:
+            order.reverse()
         rates = {}
         for name in order:
             config, scheduler_name, label = runs[name]
@@ -520,6 +546,8 @@ def _rounds(
                     extender=listeners.get(name, extender),
                     machine_cpu=extender is not None,
                 )
+            if fresh is not None:
+                _pods_delete(plane, f"{scheduler_name}-{first_run + number}", fresh)
         rounds.append(rates)
         ratios = ", ".join(f"{name} {rates[name][0] / rates['without'][0]:.2f}" for name in others)
         print(f"  round {number + 1}: with/without {ratios}")

@@ -7,8 +7,9 @@ extender over mutual TLS, as `make run`), two policies of the same text (bench/e
 `bench-shadowed` with a shadow (the same policy preferring zone-b: it differs on most pods, so
 each judged pod builds a record with both breakdowns, the costlier case). The two
 kube-schedulers (same binaries, same client QPS) run alternately, SCHEDWEB_BENCH_ROUNDS rounds
-(default 3) of SCHEDWEB_BENCH_SHADOW_PODS pods (default 1000) each; the median of the rounds'
-ratios with/without is printed (target at least 0.9), with the shadow's counters from the
+(default 3) of SCHEDWEB_BENCH_SHADOW_PODS pods (default 1000) each, every run on the same empty
+nodes (its pods deleted after it) and in an order that turns each round; the median of the
+rounds' ratios with/without is printed (target at least 0.9), with the shadow's counters from the
 listener's /metrics (judged, skipped, evaluation time) so that a ratio bought by shedding all
 shadow work shows as such.
 
@@ -47,6 +48,24 @@ def _shadow_counters(text: str) -> dict[str, float]:
         ):
             totals[name.rsplit("_", 1)[1]] = value
     return totals
+
+
+def _snapshot_without_pods(stack):
+    """A check that the cluster snapshot in Redis (what the extender follows) holds no pods:
+    each run starts from the same empty nodes (bench/extender.py, _rounds)."""
+    import redis as redis_client
+
+    from policies.cluster.store import SnapshotReader
+
+    reader = SnapshotReader(
+        stack.env["SCHEDWEB_CLUSTER_NAME"], client=redis_client.Redis.from_url(stack.redis.url)
+    )
+
+    def empty() -> bool:
+        reader.refresh()
+        return reader.current is not None and reader.current.state.pod_count() == 0
+
+    return empty
 
 
 def run() -> dict[str, float]:
@@ -120,7 +139,13 @@ def run() -> dict[str, float]:
             time.sleep(1.5)  # the extender's workers write their counts every second
             before = _shadow_counters(stack.extender_request("GET", "/metrics")[1])
             rounds = _rounds(
-                plane, runs, pods=PODS, first_run=1, listeners={}, extender=stack.extender.pid
+                plane,
+                runs,
+                pods=PODS,
+                first_run=1,
+                listeners={},
+                extender=stack.extender.pid,
+                fresh=_snapshot_without_pods(stack),
             )
             time.sleep(1.5)
             after = _shadow_counters(stack.extender_request("GET", "/metrics")[1])

@@ -38,3 +38,48 @@ def test_a_worker_survives_restoring_unacked_messages_after_the_connection_is_go
     channel.connection.client = None  # what kombu.Connection._do_close_transport leaves
     assert channel.qos.restore_unacked() is None  # raised AttributeError ('hostname') before
     ignore_errors(connection, connection.close)
+
+
+def test_a_task_finished_after_the_connection_is_gone_acks_without_ending_the_worker(
+    redis_server, caplog
+):
+    """A task delivered before Redis went away and finished after the worker reconnected is
+    acked (acks_late) through the closed channel: its connection is None and the ack raised
+    AttributeError ('client'), which ended the worker: it received tasks and ran none (seen in
+    tests/e2e/test_resilience.py under load). Now the ack is logged and skipped."""
+    connection = app.connection_for_read(redis_server.url)
+    connection.ensure_connection(max_retries=3)
+    channel = connection.default_channel
+    queue = app.amqp.queues["celery"]
+    queue(channel).declare()
+    with app.connection_for_write(redis_server.url) as writer:
+        writer.Producer().publish({"x": 2}, exchange=queue.exchange, routing_key=queue.routing_key)
+    message = queue(channel).get(no_ack=False)
+    assert message is not None
+    redis_server.stop()
+    channel._pool = None  # the lost connection's state, as in the test above
+    channel.connection.client = None
+    ignore_errors(connection, channel.close)  # the consumer closes the channel of the lost link
+    assert channel.connection is None  # kombu's close_channel let go of it
+    caplog.set_level("WARNING", logger="schedweb.celery")
+    message.ack()  # raised AttributeError ('NoneType' object has no attribute 'client') before
+    assert "a finished task's ack not sent" in caplog.text
+    ignore_errors(connection, connection.close)
+
+
+def test_an_ack_failing_for_another_reason_still_raises(redis_server):
+    """The guard is for the lost connection only: a live channel's errors are not hidden."""
+    from kombu.transport import redis as transport
+
+    connection = app.connection_for_read(redis_server.url)
+    connection.ensure_connection(max_retries=3)
+    channel = connection.default_channel
+    qos = channel.qos
+    assert isinstance(qos, transport.QoS) and channel.connection is not None
+    try:
+        qos._remove_from_indices = None  # an AttributeError-free bug would be a TypeError
+        with pytest.raises(TypeError):
+            qos.ack("no-such-tag")
+    finally:
+        del qos._remove_from_indices
+        ignore_errors(connection, connection.close)

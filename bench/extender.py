@@ -384,6 +384,37 @@ def _machine_cpu_seconds() -> float:
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
+def _machine_cpu_by_process() -> dict[int, tuple[str, float]]:
+    """CPU seconds so far of every live process on the machine, with its program (its
+    command's first two words, shortened): where a run's CPU went, beyond the extender's."""
+    spent: dict[int, tuple[str, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            comm, _, rest = (entry / "stat").read_text().partition(" (")[2].rpartition(")")
+            fields = rest.split()
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            words = [Path(a.decode(errors="replace")).name for a in argv[:3] if a]
+            if words and words[0].startswith("python"):
+                words = words[1:]  # the script or module, not the interpreter
+            if words[:1] == ["-c"]:  # multiprocessing's children: the spawn line says little
+                words = ["python -c"]
+            program = " ".join(words[:2])[:40] or comm
+            seconds = (int(fields[11]) + int(fields[12])) / _TICKS
+            spent[int(entry.name)] = (program, seconds)
+    return spent
+
+
+def _by_program(before: dict, after: dict) -> list[tuple[float, str]]:
+    """The CPU seconds spent between two _machine_cpu_by_process, by program, most first
+    (keyed by pid: a kernel worker's name changes with its work item)."""
+    spent: dict[str, float] = {}
+    for pid, (program, seconds) in after.items():
+        spent[program] = spent.get(program, 0.0) + seconds - before.get(pid, ("", 0.0))[1]
+    return sorted(((seconds, program) for program, seconds in spent.items()), reverse=True)
+
+
 def _cpu_seconds(root: int) -> dict[int, float]:
     """User + system CPU seconds so far of each process of the tree under `root`."""
     spent = {}
@@ -458,6 +489,7 @@ def _throughput(
     watch = _BindWatch(plane, f"run={tag}", pods)
     cpu_before = _cpu_seconds(extender) if extender else {}
     machine_before = _machine_cpu_seconds()
+    programs_before = _machine_cpu_by_process() if machine_cpu else {}
     process = plane.start_scheduler(config)
     try:
         if not watch.done.wait(900) or len(watch.bound) < pods:
@@ -466,6 +498,7 @@ def _throughput(
             )
         cpu_after = _cpu_seconds(extender) if extender else {}
         machine = (_machine_cpu_seconds() - machine_before) * 1e3 / pods
+        programs_after = _machine_cpu_by_process() if machine_cpu else {}
     finally:
         process.stop()
         watch.close()
@@ -486,6 +519,10 @@ def _throughput(
     if machine_cpu:
         cpu += f"; machine CPU {machine:.2f} ms/pod"
     print(f"  {label:26s} {pods} pods in {elapsed:6.2f} s = {rate:7.1f} pods/s{cpu}")
+    if machine_cpu:
+        by_program = _by_program(programs_before, programs_after)
+        top = ", ".join(f"{name} {seconds * 1e3 / pods:.2f}" for seconds, name in by_program[:7])
+        print(f"  {'':26s} machine CPU ms/pod by program: {top}")
     return rate, cpu_ms
 
 

@@ -334,7 +334,7 @@ SCHEDWEB_DECISIONS_PER_SECOND = env_float("SCHEDWEB_DECISIONS_PER_SECOND", 2.0)
 # A shadow version (issue 25) is judged after each filter answer, off its path, bounded: one
 # evaluation stops after SCHEDWEB_SHADOW_SLICE_MS of CPU (recorded as a shadow error), and shadows may
 # take at most SCHEDWEB_SHADOW_SHARE of a process's time (CPU seconds per second; past it pods
-# are skipped, counted and shown as not judged). Every judgement is counted; pods the shadow
+# are skipped, counted and shown as not judged; the shadow lane's whole process is paced to it). Every judgement is counted; pods the shadow
 # judged differently are listed as records at most SCHEDWEB_SHADOW_RECORDS_PER_SECOND a second
 # per process (the others only counted), and at most SCHEDWEB_SHADOW_DETAILS_PER_SECOND of those
 # keep both versions' node breakdowns (about 2.5 ms to build at 500 nodes; the model's pick is

@@ -103,6 +103,8 @@ def _survive_a_lost_broker_with_unacked_messages() -> None:
     tests/e2e/test_broker.py; seen in tests/e2e/test_resilience.py.
     """
     import logging
+    from collections.abc import Callable
+    from typing import Any
 
     from kombu.transport import redis as transport
 
@@ -111,7 +113,7 @@ def _survive_a_lost_broker_with_unacked_messages() -> None:
     def connection_gone(qos) -> bool:
         return getattr(qos.channel.connection, "client", None) is None
 
-    def guarded(original, what: str):
+    def guarded(original, what: str | Callable[[Any], str]):
         if getattr(original, "schedweb_guarded", False):
             return original
 

@@ -80,10 +80,13 @@ app.conf.beat_schedule = {
     },
     "resolve-decision-nodes": {"task": "schedweb.decisions_resolve_chosen", "schedule": 30.0},
     "prune-decisions": {"task": "schedweb.decisions_prune", "schedule": 3600.0},
+    # every 30 s, as resolve-decision-nodes (both catch the worker's snapshot up): at every 5 s
+    # it was a third of the worker's CPU under bench shadow's churn, most of the shadow's cost
+    # outside the lane
     "shadow-picks": {
         "task": "schedweb.shadow_picks",
-        "schedule": 5.0,
-        "options": {"expires": 10.0},
+        "schedule": 30.0,
+        "options": {"expires": 60.0},
     },
     "prune-shares": {"task": "schedweb.shares_prune", "schedule": 3600.0},
 }

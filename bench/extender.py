@@ -526,12 +526,40 @@ def _throughput(
     return rate, cpu_ms
 
 
+QUIET_CORES = 0.35  # a machine below this much CPU over QUIET_WINDOW seconds is quiet
+QUIET_WINDOW = 1.0
+QUIET_TIMEOUT = 90.0
+
+
+def _machine_quiet(label: str) -> None:
+    """Waits until the whole machine spends less than QUIET_CORES cores over QUIET_WINDOW
+    seconds (at most QUIET_TIMEOUT), and prints how long that took and the CPU spent meanwhile:
+    what one run leaves to do after its last bind (a shadow lane's queued bodies, the Celery
+    worker's records, the API server's deletions) lands there, not in the next run, whichever
+    configuration that is."""
+    started = time.monotonic()
+    spent_before = _machine_cpu_seconds()
+    while True:
+        before = _machine_cpu_seconds()
+        time.sleep(QUIET_WINDOW)
+        cores = (_machine_cpu_seconds() - before) / QUIET_WINDOW
+        waited = time.monotonic() - started
+        if cores < QUIET_CORES or waited >= QUIET_TIMEOUT:
+            break
+    spent = _machine_cpu_seconds() - spent_before
+    state = "quiet" if cores < QUIET_CORES else f"still at {cores:.2f} cores"
+    print(f"  {'':26s} before {label}: {state} after {waited:.1f} s ({spent:.2f} CPU s meanwhile)")
+
+
 def _pods_delete(plane, tag: str, settled: Callable[[], bool] | None = None) -> None:
-    """Removes run `tag`'s pods at once (no kubelet confirms a graceful delete) and waits until
-    the API server lists none and `settled()` holds (the extender's snapshot has let
-    go of them), so that the next run starts from the cluster this one started from."""
+    """Removes run `tag`'s pods at once (no kubelet confirms a graceful delete) and the
+    namespace's events, and waits until the API server lists no pod and `settled()` holds (the
+    extender's snapshot has let go of them), so that the next run starts from the cluster this
+    one started from."""
     selector = f"labelSelector=run%3D{tag}"
     plane.api.delete(f"/api/v1/namespaces/default/pods?{selector}", grace_period_seconds=0)
+    # and kube-scheduler's events about them (a "Scheduled" one per pod, kept an hour)
+    plane.api.delete("/api/v1/namespaces/default/events")
     deadline = time.monotonic() + 300
     while plane.api.get(f"/api/v1/namespaces/default/pods?{selector}&limit=1")["items"] or (
         settled is not None and not settled()
@@ -550,6 +578,8 @@ def _rounds(
     listeners: dict[str, int],
     extender: int | None = None,
     fresh: Callable[[], bool] | None = None,
+    quiet: bool = False,
+    count: int = ROUNDS,
 ):
     """ROUNDS alternated rounds of `runs` (name -> (config, schedulerName, label)); "without"
     first, the others in an order that turns each round. Listeners (name -> pid) not under
@@ -561,10 +591,14 @@ def _rounds(
     "without" too (first in odd rounds, last in even ones). Otherwise pods accumulate: each run
     schedules into a cluster 1000 pods fuller than the one before, a little slower, and the run
     that always comes second (as the one other run after "without" did) pays for it in its
-    ratio."""
+    ratio.
+
+    With `quiet`, each run starts on a quiet machine (_machine_quiet): a configuration whose
+    work outlasts its run (a shadow's) would otherwise slow whichever run comes next, and the
+    rounds' ratios alternated between 0.8 and 1.0 with the order."""
     others = [name for name in runs if name != "without"]
     rounds = []
-    for number in range(ROUNDS):
+    for number in range(count):
         order = ["without", *(others if number % 2 == 0 else list(reversed(others)))]
         if fresh is not None and number % 2 == 1:
             order.reverse()
@@ -572,6 +606,8 @@ def _rounds(
         for name in order:
             config, scheduler_name, label = runs[name]
             idle = [pid for listener, pid in listeners.items() if listener != name]
+            if quiet:
+                _machine_quiet(label)
             with _paused(idle):
                 rates[name] = _throughput(
                     plane,

@@ -7,8 +7,10 @@ extender over mutual TLS, as `make run`), two policies of the same text (bench/e
 `bench-shadowed` with a shadow (the same policy preferring zone-b: it differs on most pods, so
 each judged pod builds a record with both breakdowns, the costlier case). The two
 kube-schedulers (same binaries, same client QPS) run alternately, SCHEDWEB_BENCH_ROUNDS rounds
-(default 3) of SCHEDWEB_BENCH_SHADOW_PODS pods (default 1000) each, every run on the same empty
-nodes (its pods deleted after it) and in an order that turns each round, after a warm-up of
+(default 6) of SCHEDWEB_BENCH_SHADOW_PODS pods (default 2000) each, every run on the same empty
+nodes (its pods deleted after it), on a quiet machine (what the run before left to do, done:
+the shadow's queued bodies are its work, after the answers, and are bounded by
+SCHEDWEB_SHADOW_QUEUE) and in an order that turns each round, after a warm-up of
 WARM_PODS pods each (the shadow lane's start is not measured); the median of the
 rounds' ratios with/without is printed (target at least 0.9), with the shadow's counters from the
 listener's /metrics (judged, skipped, evaluation time) so that a ratio bought by shedding all
@@ -29,7 +31,9 @@ from .engine import POLICY
 from .extender import _pods_delete, _rounds, _throughput, nodes_create
 
 NODES = int(os.environ.get("SCHEDWEB_BENCH_SHADOW_NODES", "500"))
-PODS = int(os.environ.get("SCHEDWEB_BENCH_SHADOW_PODS", "1000"))
+PODS = int(os.environ.get("SCHEDWEB_BENCH_SHADOW_PODS", "2000"))
+# even: each configuration runs first as often as second (the order turns each round)
+ROUNDS = int(os.environ.get("SCHEDWEB_BENCH_ROUNDS", "6"))
 WARM_PODS = 200  # scheduled by each configuration once before the measured rounds
 TARGET_RATIO = 0.9  # issue 25: with a shadow / without, median of the rounds
 
@@ -154,6 +158,8 @@ def run() -> dict[str, float]:
                 listeners={},
                 extender=stack.extender.pid,
                 fresh=empty,
+                quiet=True,
+                count=ROUNDS,
             )
             time.sleep(1.5)
             after = _shadow_counters(stack.extender_request("GET", "/metrics")[1])

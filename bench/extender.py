@@ -41,6 +41,7 @@ import signal
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -386,6 +387,37 @@ def _machine_cpu_seconds() -> float:
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
+def _machine_cpu_by_process() -> dict[int, tuple[str, float]]:
+    """CPU seconds so far of every live process on the machine, with its program (its
+    command's first two words, shortened): where a run's CPU went, beyond the extender's."""
+    spent: dict[int, tuple[str, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            comm, _, rest = (entry / "stat").read_text().partition(" (")[2].rpartition(")")
+            fields = rest.split()
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            words = [Path(a.decode(errors="replace")).name for a in argv[:3] if a]
+            if words and words[0].startswith("python"):
+                words = words[1:]  # the script or module, not the interpreter
+            if words[:1] == ["-c"]:  # multiprocessing's children: the spawn line says little
+                words = ["python -c"]
+            program = " ".join(words[:2])[:40] or comm
+            seconds = (int(fields[11]) + int(fields[12])) / _TICKS
+            spent[int(entry.name)] = (program, seconds)
+    return spent
+
+
+def _by_program(before: dict, after: dict) -> list[tuple[float, str]]:
+    """The CPU seconds spent between two _machine_cpu_by_process, by program, most first
+    (keyed by pid: a kernel worker's name changes with its work item)."""
+    spent: dict[str, float] = {}
+    for pid, (program, seconds) in after.items():
+        spent[program] = spent.get(program, 0.0) + seconds - before.get(pid, ("", 0.0))[1]
+    return sorted(((seconds, program) for program, seconds in spent.items()), reverse=True)
+
+
 def _cpu_seconds(root: int) -> dict[int, float]:
     """User + system CPU seconds so far of each process of the tree under `root`."""
     spent = {}
@@ -460,6 +492,7 @@ def _throughput(
     watch = _BindWatch(plane, f"run={tag}", pods)
     cpu_before = _cpu_seconds(extender) if extender else {}
     machine_before = _machine_cpu_seconds()
+    programs_before = _machine_cpu_by_process() if machine_cpu else {}
     process = plane.start_scheduler(config)
     try:
         if not watch.done.wait(900) or len(watch.bound) < pods:
@@ -468,6 +501,7 @@ def _throughput(
             )
         cpu_after = _cpu_seconds(extender) if extender else {}
         machine = (_machine_cpu_seconds() - machine_before) * 1e3 / pods
+        programs_after = _machine_cpu_by_process() if machine_cpu else {}
     finally:
         process.stop()
         watch.close()
@@ -488,7 +522,54 @@ def _throughput(
     if machine_cpu:
         cpu += f"; machine CPU {machine:.2f} ms/pod"
     print(f"  {label:26s} {pods} pods in {elapsed:6.2f} s = {rate:7.1f} pods/s{cpu}")
+    if machine_cpu:
+        by_program = _by_program(programs_before, programs_after)
+        top = ", ".join(f"{name} {seconds * 1e3 / pods:.2f}" for seconds, name in by_program[:7])
+        print(f"  {'':26s} machine CPU ms/pod by program: {top}")
     return rate, cpu_ms
+
+
+QUIET_CORES = 0.35  # a machine below this much CPU over QUIET_WINDOW seconds is quiet
+QUIET_WINDOW = 1.0
+QUIET_TIMEOUT = 90.0
+
+
+def _machine_quiet(label: str) -> None:
+    """Waits until the whole machine spends less than QUIET_CORES cores over QUIET_WINDOW
+    seconds (at most QUIET_TIMEOUT), and prints how long that took and the CPU spent meanwhile:
+    what one run leaves to do after its last bind (a shadow lane's queued bodies, the Celery
+    worker's records, the API server's deletions) lands there, not in the next run, whichever
+    configuration that is."""
+    started = time.monotonic()
+    spent_before = _machine_cpu_seconds()
+    while True:
+        before = _machine_cpu_seconds()
+        time.sleep(QUIET_WINDOW)
+        cores = (_machine_cpu_seconds() - before) / QUIET_WINDOW
+        waited = time.monotonic() - started
+        if cores < QUIET_CORES or waited >= QUIET_TIMEOUT:
+            break
+    spent = _machine_cpu_seconds() - spent_before
+    state = "quiet" if cores < QUIET_CORES else f"still at {cores:.2f} cores"
+    print(f"  {'':26s} before {label}: {state} after {waited:.1f} s ({spent:.2f} CPU s meanwhile)")
+
+
+def _pods_delete(plane, tag: str, settled: Callable[[], bool] | None = None) -> None:
+    """Removes run `tag`'s pods at once (no kubelet confirms a graceful delete) and the
+    namespace's events, and waits until the API server lists no pod and `settled()` holds (the
+    extender's snapshot has let go of them), so that the next run starts from the cluster this
+    one started from."""
+    selector = f"labelSelector=run%3D{tag}"
+    plane.api.delete(f"/api/v1/namespaces/default/pods?{selector}", grace_period_seconds=0)
+    # and kube-scheduler's events about them (a "Scheduled" one per pod, kept an hour)
+    plane.api.delete("/api/v1/namespaces/default/events")
+    deadline = time.monotonic() + 300
+    while plane.api.get(f"/api/v1/namespaces/default/pods?{selector}&limit=1")["items"] or (
+        settled is not None and not settled()
+    ):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the pods of run {tag} were not gone within 300 s")
+        time.sleep(0.2)
 
 
 def _rounds(
@@ -499,19 +580,37 @@ def _rounds(
     first_run: int,
     listeners: dict[str, int],
     extender: int | None = None,
+    fresh: Callable[[], bool] | None = None,
+    quiet: bool = False,
+    count: int = ROUNDS,
 ):
     """ROUNDS alternated rounds of `runs` (name -> (config, schedulerName, label)); "without"
     first, the others in an order that turns each round. Listeners (name -> pid) not under
     measurement are paused; `extender`: the one listener every run uses, measured in each (with
-    the machine's CPU). Returns [{name: (rate, cpu ms per pod)}]."""
+    the machine's CPU). Returns [{name: (rate, cpu ms per pod)}].
+
+    With `fresh` (a check that the extender's snapshot holds no bench pods), each run's pods
+    are deleted after it and every run starts from the same cluster, and the order turns with
+    "without" too (first in odd rounds, last in even ones). Otherwise pods accumulate: each run
+    schedules into a cluster 1000 pods fuller than the one before, a little slower, and the run
+    that always comes second (as the one other run after "without" did) pays for it in its
+    ratio.
+
+    With `quiet`, each run starts on a quiet machine (_machine_quiet): a configuration whose
+    work outlasts its run (a shadow's) would otherwise slow whichever run comes next, and the
+    rounds' ratios alternated between 0.8 and 1.0 with the order."""
     others = [name for name in runs if name != "without"]
     rounds = []
-    for number in range(ROUNDS):
+    for number in range(count):
         order = ["without", *(others if number % 2 == 0 else list(reversed(others)))]
+        if fresh is not None and number % 2 == 1:
+            order.reverse()
         rates = {}
         for name in order:
             config, scheduler_name, label = runs[name]
             idle = [pid for listener, pid in listeners.items() if listener != name]
+            if quiet:
+                _machine_quiet(label)
             with _paused(idle):
                 rates[name] = _throughput(
                     plane,
@@ -523,6 +622,8 @@ def _rounds(
                     extender=listeners.get(name, extender),
                     machine_cpu=extender is not None,
                 )
+            if fresh is not None:
+                _pods_delete(plane, f"{scheduler_name}-{first_run + number}", fresh)
         rounds.append(rates)
         ratios = ", ".join(f"{name} {rates[name][0] / rates['without'][0]:.2f}" for name in others)
         print(f"  round {number + 1}: with/without {ratios}")

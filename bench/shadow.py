@@ -7,8 +7,12 @@ extender over mutual TLS, as `make run`), two policies of the same text (bench/e
 `bench-shadowed` with a shadow (the same policy preferring zone-b: it differs on most pods, so
 each judged pod builds a record with both breakdowns, the costlier case). The two
 kube-schedulers (same binaries, same client QPS) run alternately, SCHEDWEB_BENCH_ROUNDS rounds
-(default 3) of SCHEDWEB_BENCH_SHADOW_PODS pods (default 1000) each; the median of the rounds'
-ratios with/without is printed (target at least 0.9), with the shadow's counters from the
+(default 6) of SCHEDWEB_BENCH_SHADOW_PODS pods (default 2000) each, every run on the same empty
+nodes (its pods deleted after it), on a quiet machine (what the run before left to do, done:
+the shadow's queued bodies are its work, after the answers, and are bounded by
+SCHEDWEB_SHADOW_QUEUE) and in an order that turns each round, after a warm-up of
+WARM_PODS pods each (the shadow lane's start is not measured); the median of the
+rounds' ratios with/without is printed (target at least 0.9), with the shadow's counters from the
 listener's /metrics (judged, skipped, evaluation time) so that a ratio bought by shedding all
 shadow work shows as such.
 
@@ -24,10 +28,13 @@ import time
 from pathlib import Path
 
 from .engine import POLICY
-from .extender import _rounds, nodes_create
+from .extender import _pods_delete, _rounds, _throughput, nodes_create
 
 NODES = int(os.environ.get("SCHEDWEB_BENCH_SHADOW_NODES", "500"))
-PODS = int(os.environ.get("SCHEDWEB_BENCH_SHADOW_PODS", "1000"))
+PODS = int(os.environ.get("SCHEDWEB_BENCH_SHADOW_PODS", "2000"))
+# even: each configuration runs first as often as second (the order turns each round)
+ROUNDS = int(os.environ.get("SCHEDWEB_BENCH_ROUNDS", "6"))
+WARM_PODS = 200  # scheduled by each configuration once before the measured rounds
 TARGET_RATIO = 0.9  # issue 25: with a shadow / without, median of the rounds
 
 
@@ -47,6 +54,24 @@ def _shadow_counters(text: str) -> dict[str, float]:
         ):
             totals[name.rsplit("_", 1)[1]] = value
     return totals
+
+
+def _snapshot_without_pods(stack):
+    """A check that the cluster snapshot in Redis (what the extender follows) holds no pods:
+    each run starts from the same empty nodes (bench/extender.py, _rounds)."""
+    import redis as redis_client
+
+    from policies.cluster.store import SnapshotReader
+
+    reader = SnapshotReader(
+        stack.env["SCHEDWEB_CLUSTER_NAME"], client=redis_client.Redis.from_url(stack.redis.url)
+    )
+
+    def empty() -> bool:
+        reader.refresh()
+        return reader.current is not None and reader.current.state.pod_count() == 0
+
+    return empty
 
 
 def run() -> dict[str, float]:
@@ -117,10 +142,24 @@ def run() -> dict[str, float]:
                 "without": (configs["bench-plain"], "bench-plain", "without a shadow"),
                 "shadow": (configs["bench-shadowed"], "bench-shadowed", "with a shadow"),
             }
+            empty = _snapshot_without_pods(stack)
+            for config, scheduler, label in runs.values():
+                # not measured: the shadow lane's start (a process, Django, the snapshot) and
+                # each process's first use of everything land here, not in round 1
+                _throughput(plane, config, scheduler, f"{label}, warm-up", 0, pods=WARM_PODS)
+                _pods_delete(plane, f"{scheduler}-0", empty)
             time.sleep(1.5)  # the extender's workers write their counts every second
             before = _shadow_counters(stack.extender_request("GET", "/metrics")[1])
             rounds = _rounds(
-                plane, runs, pods=PODS, first_run=1, listeners={}, extender=stack.extender.pid
+                plane,
+                runs,
+                pods=PODS,
+                first_run=1,
+                listeners={},
+                extender=stack.extender.pid,
+                fresh=empty,
+                quiet=True,
+                count=ROUNDS,
             )
             time.sleep(1.5)
             after = _shadow_counters(stack.extender_request("GET", "/metrics")[1])

@@ -47,7 +47,9 @@ node's, are what it yields to). At nice 10 in the answering worker it still cost
 17% of its throughput on this 2-core machine (bench shadow: 0.83), more than judging on the
 listener's loop had. The lane serves kube-scheduler nothing, so publishers do not wait for it; a
 body names the policy set's counter the listener answered with, and the lane reads a newer set
-before it judges. Large bodies never wait for it.
+before it judges. Large bodies never wait for it. Its whole CPU time is paced to
+SCHEDWEB_SHADOW_SHARE of a core (shadow.LanePace): past it the lane sleeps, and the bodies wait
+in the listener's bounded queue.
 
 A thread would not do: orjson.loads does not release the GIL. The answering workers run at a
 lower CPU priority (nice 10) so that on a busy machine the listener's own process is scheduled
@@ -179,13 +181,28 @@ def _answer(verb: str, body: bytes) -> tuple[int, bytes, str]:
         if now - _lane_refreshed >= LANE_REFRESH_SECONDS:
             runtime().snapshot_refresh()
             _lane_refreshed = now
-        return shadow_answer(body, int(counter) if counter.isdigit() else None)
+        answer = shadow_answer(body, int(counter) if counter.isdigit() else None)
+        lane_pace().wait()
+        return answer
     runtime().snapshot_refresh()
     return extender_answer(verb, body)
 
 
 _lane_clock = time.monotonic  # the lane's refresh clock (LANE_REFRESH_SECONDS); tests set theirs
 _lane_refreshed = float("-inf")
+_lane_pace = None
+
+
+def lane_pace():
+    """The shadow lane's pace (shadow.LanePace): SCHEDWEB_SHADOW_SHARE of a core, at most."""
+    global _lane_pace
+    if _lane_pace is None:
+        from django.conf import settings
+
+        from .shadow import LanePace
+
+        _lane_pace = LanePace(share=settings.SCHEDWEB_SHADOW_SHARE)
+    return _lane_pace
 
 
 def _worker_main(channel: socket.socket, parent: int, lane: str | None = None) -> None:

@@ -253,6 +253,19 @@ class DecisionBuffer(Rate):
         return items
 
 
+def tasks_import() -> None:
+    """Has Celery import the task modules now, at the process's start. Its first lookup of a
+    task does (policies/background.py, registered_task), and that runs Django's system checks:
+    365 ms of CPU here, mostly holding the GIL, which the first decisions flush spent while
+    kube-scheduler's first calls waited."""
+    from policies.background import DECISIONS_RECORD, registered_task
+
+    try:
+        registered_task(DECISIONS_RECORD)
+    except Exception:  # the flush looks the task up again (and logs what fails then)
+        log.exception("extender start: Celery's task modules could not be imported")
+
+
 class ExtenderRuntime:
     """Everything one process needs to answer kube-scheduler. With `on_demand`, the background
     thread leaves the snapshot alone and `snapshot_refresh()` is called before each answer.
@@ -288,6 +301,7 @@ class ExtenderRuntime:
         self.gang_mode = ""  # workload | hold, as the worker detected (policies/gangs.py)
         self._changes_from: bytes | str = "0-0"  # the changes stream's last entry seen
         self._initial_load()
+        tasks_import()
         self.extender = Extender(
             policies=lambda: self.registry.by_scheduler,
             snapshot=self.snapshots.current,

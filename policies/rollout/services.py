@@ -150,7 +150,7 @@ def policy_shadow_discard(*, actor, policy: Policy, message: str = "") -> Served
 
 # --- kube-scheduler's pick under each version, from the model --------------------------------
 
-# Records given a pick per run (beat, every 5 s: schedweb.shadow_picks): two model cycles each over
+# Records given a pick per run (beat, every 30 s: schedweb.shadow_picks): two model cycles each over
 # the record's candidates (about 20-60 ms at 500 nodes on a loaded core), so at most about a
 # second of the worker's time per run. Older or further records are left without one.
 PICKS_PER_RUN = 10
@@ -163,13 +163,17 @@ def shadow_picks_fill(*, cluster, limit: int = PICKS_PER_RUN) -> int:
     its profile (as previews compute it), for the newest shadow records that kept their node
     breakdowns and have no pick yet: over the candidates the record names, in `cluster`'s
     snapshot as it is when this runs (seconds after the answer: the pods bound since are in
-    it). Stored as the record's shadow.pick {active, shadow, differs}; returns how many."""
+    it). Stored as the record's shadow.pick {active, shadow, differs}; returns how many.
+
+    `cluster` may be a function giving it, called only when a record awaits its pick: the
+    worker's live snapshot catches up on every change since the last run when read (0.05-1 s
+    every 5 s in bench shadow's churn), which a run with nothing to fill does not need."""
     from policies.cluster.manifest import pod_view_from_object
     from policies.evaluation import placement_from_cycle, profile_active
     from policies.models import Decision, PolicyVersion
     from policies.schedmodel.pipeline import cycle_run
 
-    state = cluster.state
+    state = None
     rows = Decision.objects.filter(
         role="shadow",
         shadow_outcome__in=_PICKED,
@@ -184,6 +188,8 @@ def shadow_picks_fill(*, cluster, limit: int = PICKS_PER_RUN) -> int:
         shadow = data.get("shadow")
         if not isinstance(shadow, dict) or "pick" in shadow or not data.get("nodes"):
             continue
+        if state is None:
+            state = (cluster() if callable(cluster) else cluster).state
         nodes = [state.node(n.get("n", "")) for n in data["nodes"] if isinstance(n, dict)]
         nodes = [n for n in nodes if n is not None]
         try:

@@ -48,11 +48,10 @@ def decisions_prune() -> int:
 @shared_task(name=SHADOW_PICKS, time_limit=60)
 def shadow_picks() -> int:
     """Adds the model's kube-scheduler pick under both versions to recent shadow records (beat,
-    every 5 s; a bounded number per run)."""
+    every 30 s; a bounded number per run)."""
     from policies.rollout.services import shadow_picks_fill
 
     try:
-        cluster = cluster_default()
+        return shadow_picks_fill(cluster=cluster_default)  # read only if a record awaits
     except ClusterUnavailable:
         return 0
-    return shadow_picks_fill(cluster=cluster)

@@ -42,6 +42,7 @@ STACK_ENV = {
     "SCHEDWEB_SHADOW_DETAILS_PER_SECOND": "100000",
     # every pod judged however starved of CPU the shadow lane is on a loaded machine
     "SCHEDWEB_SHADOW_QUEUE": "1000",
+    "SCHEDWEB_SHADOW_SHARE": "0.5",
 }
 ACTIVE = """\
 name: shadowed

@@ -21,6 +21,7 @@ import orjson
 import pytest
 
 from policies.extender import entry, offload
+from policies.extender.shadow import LanePace
 from policies.publishing import active_entries_write
 from tests.prometheus_text import samples
 from tests.redisdb import redis_database
@@ -320,13 +321,57 @@ def test_the_lane_brings_its_snapshot_up_to_date_at_most_every_refresh_interval(
     monkeypatch.setattr(state, "snapshot_refresh", lambda: (refreshes.append(now[0]), refresh()))
     monkeypatch.setattr(offload, "_lane_clock", lambda: now[0])
     monkeypatch.setattr(offload, "_lane_refreshed", float("-inf"))
+    paced: list[float] = []
+    monkeypatch.setattr(offload, "_lane_pace", _Pace(paced))
     body = args_body(go_pod("w1"), NODES)
     counter = f"{offload.SHADOW} {state.registry.counter}"
     for step in (0.0, 0.1, 0.1, 0.1, 0.2):  # at 1000, 1000.1, .2, .3 and .5
         now[0] += step
         assert offload._answer(counter, body) == (200, b"", f"{NAME}/v2")
     assert refreshes == [1000.0, pytest.approx(1000.3)]
-    # a large body (the answering workers) is always answered over the newest snapshot
+    assert len(paced) == 5  # the lane's pace after every shadow body
+    # a large body (the answering workers) is always answered over the newest snapshot, unpaced
     offload._answer("filter", body)
     offload._answer("filter", body)
     assert len(refreshes) == 4
+    assert len(paced) == 5
+
+
+class _Pace:
+    """A LanePace that records its calls and never sleeps."""
+
+    def __init__(self, calls: list[float]) -> None:
+        self.calls = calls
+
+    def wait(self) -> float:
+        self.calls.append(time.monotonic())
+        return 0.0
+
+
+def test_the_lane_sleeps_off_the_cpu_it_spent_past_its_share():
+    """The lane's whole CPU (its process's) held to `share` of a core, with a clock, a CPU
+    clock and a sleep of the test's: within the share nothing waits; past it the lane sleeps
+    exactly what brings it back to the share; an idle lane saves at most `burst`."""
+    now, cpu, slept = [100.0], [5.0], []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    pace = LanePace(share=0.25, burst=0.1, cpu=lambda: cpu[0], clock=lambda: now[0], sleep=sleep)
+    now[0] += 1.0
+    cpu[0] += 0.2  # 0.25 earned in the second (the burst caps it at 0.1), 0.2 spent
+    assert pace.wait() == pytest.approx(0.4)  # 0.1 short: 0.4 s at 0.25
+    assert slept == [pytest.approx(0.4)]
+    assert pace.wait() == 0.0  # the sleep earned back exactly what was missing
+    now[0] += 0.2
+    cpu[0] += 0.05  # 0.05 earned, 0.05 spent: even
+    assert pace.wait() == 0.0
+    now[0] += 3600.0  # idle for an hour: at most the burst saved
+    cpu[0] += 0.3
+    assert pace.wait() == pytest.approx(0.8)  # 0.1 saved, 0.3 spent: 0.2 short
+    # a share of 0 judges nothing (the governor sheds every pod): the lane never sleeps forever
+    idle = LanePace(share=0.0, cpu=lambda: cpu[0], clock=lambda: now[0], sleep=sleep)
+    cpu[0] += 1.0
+    assert idle.wait() == 0.0
+    assert len(slept) == 2

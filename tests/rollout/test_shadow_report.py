@@ -225,3 +225,28 @@ def test_the_model_s_pick_under_each_version_is_added_to_recent_records_as_a_pre
     api = token_client(make_user("vic", "viewer"))
     listed = api.get("/api/v1/policies/least/shadow").json()["results"]
     assert all(set(r["pick"]) == {"active", "shadow", "differs"} for r in listed)
+
+
+@pytest.mark.django_db
+def test_the_picks_read_the_cluster_only_when_a_record_awaits_one():
+    """The worker's live snapshot catches up on every change when read: a run with no record
+    to fill (no shadow, or all filled) must not read it."""
+    from policies.cluster.loaded import LoadedCluster
+    from policies.rollout.services import shadow_picks_fill
+
+    reads = []
+
+    def cluster():
+        reads.append(1)
+        return LoadedCluster(demo_state().freeze(), "demo", "demo")
+
+    assert shadow_picks_fill(cluster=cluster) == 0
+    _policy_with_shadow()
+    _store(["alike"], strict=False)  # judged the same: no pick needed
+    assert shadow_picks_fill(cluster=cluster) == 0
+    assert reads == []
+    _store(["web-1", "web-2"])
+    assert shadow_picks_fill(cluster=cluster) == 2
+    assert reads == [1]  # once per run, however many records
+    assert shadow_picks_fill(cluster=cluster) == 0
+    assert reads == [1]

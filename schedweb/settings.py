@@ -338,10 +338,10 @@ SCHEDWEB_DECISIONS_PER_SECOND = env_float("SCHEDWEB_DECISIONS_PER_SECOND", 2.0)
 # judged differently are listed as records at most SCHEDWEB_SHADOW_RECORDS_PER_SECOND a second
 # per process (the others only counted), and at most SCHEDWEB_SHADOW_DETAILS_PER_SECOND of those
 # keep both versions' node breakdowns (about 2.5 ms to build at 500 nodes; the model's pick is
-# added to 2 a second, policies/rollout/services.py). At 20 breakdowns and a record per pod a
+# added to 10 every 30 s, policies/rollout/services.py). At 20 breakdowns and a record per pod a
 # second kube-scheduler's throughput with a shadow fell to 0.77-0.84 of the run without. A
 # share of 0.25 (the shadow lane's whole process held to it, offload.lane_pace) kept a median
-# of 0.85-0.95, 0.1 kept 0.88-0.91 (and judged 40% of the pods), 0.05 kept 0.93 (and judged 15%:
+# of 0.85-0.95, 0.1 kept 0.88-0.91 (and judged 40% of the pods), 0.05 kept 0.93-1.01 (judged 11-17%:
 # under that churn most of the lane's time goes to following the snapshot; bench shadow, 250
 # pods a second over 500 nodes on 2 cores).
 SCHEDWEB_SHADOW_SLICE_MS = env_float("SCHEDWEB_SHADOW_SLICE_MS", 25.0)

@@ -6,7 +6,9 @@ Namespaces, ReplicaSets and Services a real one has) is measured as the pods run
 - the extender: `python -m schedweb.extender_server` as shipped (one uvicorn worker and the
   offload pool's process) serving the snapshot from Redis, after a filter and a prioritize over
   500 of its nodes and a filter large enough for the offload pool, whose process then holds the
-  snapshot too; resident memory (RSS) and peak (VmHWM) of each process;
+  snapshot too; resident memory (RSS) and peak (VmHWM) of each process, then the offload
+  process's RSS at rest (it lets go of its snapshot when idle, issue 28) and the processes'
+  sum against issue 28's targets;
 - the worker: the snapshot watcher's first sync (the list responses decoded, turned into state,
   written whole to Redis) and a task reading the snapshot (the requeue sweep every 2 s), each in a
   process of its own (bench/sizing_worker.py), peaks; and an idle process (Django and schedweb
@@ -41,6 +43,11 @@ CLUSTER = "bench-sizing"
 # Kubernetes scalability envelope, 5000 x 150 000 (issue 28: measured, no longer extrapolated;
 # at least three sizes not on a line, so that the fit below is determined).
 SIZES = [(500, 5_000), (1_000, 30_000), (5_000, 50_000), (5_000, 150_000)]
+# The offload process's idle limit here (SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS, 60 by default):
+# its memory at rest is measured once it let go of its snapshot.
+REST_SECONDS = 10
+# Issue 28: the extender's processes together (RSS) at most this many MB at (nodes, pods).
+TOGETHER_TARGET_MB = {(5_000, 50_000): 400, (5_000, 150_000): 1000}
 
 
 def sizes_from_env() -> list[tuple[int, int]]:
@@ -143,7 +150,11 @@ def _extender_measure(env: dict[str, str], workdir: Path, node_names: list[str],
 
     (port,) = free_ports(count=1)
     listener_env = {k: v for k, v in env.items() if "_TLS_" not in k and "CLIENT_CA" not in k}
-    listener_env |= {"SCHEDWEB_EXTENDER_PORT": str(port), "SCHEDWEB_EXTENDER_WORKERS": "1"}
+    listener_env |= {
+        "SCHEDWEB_EXTENDER_PORT": str(port),
+        "SCHEDWEB_EXTENDER_WORKERS": "1",
+        "SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS": str(REST_SECONDS),
+    }
     process = ManagedProcess(
         name="extender-sizing",
         argv=[sys.executable, "-m", "schedweb.extender_server"],
@@ -170,7 +181,8 @@ def _extender_measure(env: dict[str, str], workdir: Path, node_names: list[str],
         )
         # the offload process reloads when its next large body comes
         _post(port, "filter", large)
-        processes = {}
+        answered = time.time()
+        processes, pids = {}, {}
         for pid in _process_tree(process.pid):
             command = Path(f"/proc/{pid}/cmdline").read_bytes()
             if pid == process.pid:
@@ -179,10 +191,35 @@ def _extender_measure(env: dict[str, str], workdir: Path, node_names: list[str],
                 role = "tracker"
             else:
                 role = "offload"
+            pids[role] = pid
             processes[role] = {"rss_mb": _status(pid, "VmRSS"), "peak_mb": _status(pid, "VmHWM")}
+        if "offload" in pids:  # at rest: no large body for REST_SECONDS, its snapshot let go
+            process.wait_ready(
+                check=lambda: _released(env, pids["offload"], since=answered + REST_SECONDS),
+                timeout=600,
+                what="the offload at rest",
+            )
+            processes["offload"]["rest_mb"] = _status(pids["offload"], "VmRSS")
         return processes
     finally:
         process.stop(grace=5)
+
+
+def _released(env: dict[str, str], pid: int, *, since: float) -> bool:
+    """The process `pid` reports that it holds no snapshot (its served record, written after
+    `since`: while it loads, it holds none either)."""
+    import redis as redis_client
+
+    from policies.publishing import served_read
+
+    client = redis_client.Redis.from_url(env["SCHEDWEB_REDIS_URL"])
+    try:
+        records = [r for r in served_read(client) if r.get("pid") == pid]
+    finally:
+        client.close()
+    return bool(records) and all(
+        r.get("snapshotVersion") is None and r.get("at", 0) > since for r in records
+    )
 
 
 def measure(env: dict[str, str], workdir: Path, nodes: int, pods: int) -> dict:
@@ -303,6 +340,21 @@ def table(env: dict[str, str], workdir: Path, sizes: list[tuple[int, int]] | Non
         )
         for pod, need in needs.items():
             results[f"sizing_{pod}_mb_{nodes}_{pods}"] = need
+        offload = ext.get("offload", {})
+        in_use = ext["listener"]["rss_mb"] + offload.get("rss_mb", 0)
+        at_rest = ext["listener"]["rss_mb"] + offload.get("rest_mb", offload.get("rss_mb", 0))
+        target = TOGETHER_TARGET_MB.get((nodes, pods))
+        verdict = ""
+        if target:
+            verdict = f" (issue 28: at most {target}: {'ok' if in_use <= target else 'OVER'}"
+            verdict += f" in use, {'ok' if at_rest <= target else 'OVER'} at rest)"
+        print(
+            f"    the extender's processes together (RSS): {in_use:.0f} MB with the offload"
+            f" process in use, {at_rest:.0f} MB once it let go of its snapshot"
+            f" ({offload.get('rest_mb', 0):.0f} MB at rest){verdict}"
+        )
+        results[f"sizing_extender_rss_mb_{nodes}_{pods}"] = in_use
+        results[f"sizing_extender_rest_mb_{nodes}_{pods}"] = at_rest
     if len({(r["nodes"], r["pods"]) for r in rows}) >= 3:
         print(
             "  each process's peak, least squares over the rows: MB = base + per 1000 nodes +"

@@ -155,11 +155,22 @@ SCHEDWEB_EXTENDER_INLINE_NODES = env_int("SCHEDWEB_EXTENDER_INLINE_NODES", 100)
 SCHEDWEB_EXTENDER_INLINE_NAMES = env_int("SCHEDWEB_EXTENDER_INLINE_NAMES", 8192)
 SCHEDWEB_EXTENDER_OFFLOAD_WORKERS = env_int("SCHEDWEB_EXTENDER_OFFLOAD_WORKERS", 1)
 SCHEDWEB_EXTENDER_OFFLOAD_QUEUE = env_int("SCHEDWEB_EXTENDER_OFFLOAD_QUEUE", 2)
-if SCHEDWEB_EXTENDER_OFFLOAD_WORKERS < 1 or SCHEDWEB_EXTENDER_OFFLOAD_QUEUE < 0:
+# An offload process lets go of its copy of the snapshot after this many seconds without a body
+# (issue 28: with nodeCacheCapable, as schedulerconfig prints it, bodies rarely come there, and
+# the copy doubled the extender's memory; in a busy cluster the deltas it would need after a
+# minute are past the catch-up limit anyway, so its next body loaded the snapshot whole either
+# way). 0: keep it.
+SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS = env_float("SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS", 60.0)
+if (
+    SCHEDWEB_EXTENDER_OFFLOAD_WORKERS < 1
+    or SCHEDWEB_EXTENDER_OFFLOAD_QUEUE < 0
+    or not SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS >= 0
+):
     from django.core.exceptions import ImproperlyConfigured
 
     raise ImproperlyConfigured(
-        "SCHEDWEB_EXTENDER_OFFLOAD_WORKERS must be at least 1 and _OFFLOAD_QUEUE at least 0."
+        "SCHEDWEB_EXTENDER_OFFLOAD_WORKERS must be at least 1, _OFFLOAD_QUEUE and"
+        " _OFFLOAD_IDLE_SECONDS at least 0."
     )
 
 # Redis: Celery broker, snapshot store and version counters.

@@ -253,16 +253,21 @@ def live_snapshots(
     in_place: bool = False,
     on_change: Callable[[int], None] | None = None,
     lean: bool = False,
+    drop_before_load: bool = False,
 ) -> LiveSnapshots:
     """A fresh reader of the live snapshot for a process that refreshes it itself (the
-    extender: `in_place` and `lean`, see SnapshotReader)."""
+    extender: `in_place`, `lean` and `drop_before_load`, see SnapshotReader)."""
     if cluster is None:
         from django.conf import settings
 
         cluster = settings.SCHEDWEB_CLUSTER_NAME
     return LiveSnapshots(
         SnapshotReader(
-            cluster_name_check(cluster), in_place=in_place, on_change=on_change, lean=lean
+            cluster_name_check(cluster),
+            in_place=in_place,
+            on_change=on_change,
+            lean=lean,
+            drop_before_load=drop_before_load,
         )
     )
 

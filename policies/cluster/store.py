@@ -64,6 +64,9 @@ from policies.errors import ClusterUnavailable
 log = logging.getLogger(__name__)
 
 EVENTS_MAXLEN = 100_000  # deltas kept; a reader further behind reloads the full snapshot
+# Full loads tried in a row by a reader that let go of its state first (drop_before_load), when
+# the stored snapshot was rewritten while it read it: it has nothing else to answer from.
+_LOAD_ATTEMPTS = 3
 CATCH_UP_MAX = 20_000  # beyond this many deltas a full reload is cheaper than applying them
 _XRANGE_BATCH = 2_000
 _APPLY_CHUNK = 64  # deltas applied per hold of an in-place reader's serve lock (~1 ms at most)
@@ -368,7 +371,10 @@ class SnapshotReader:
     swaps it in, so holders of the old one keep a consistent (older) picture. `on_change`
     (version) is called after each applied change, outside the lock. With `lean`, its state
     cuts the raw objects of pods bound to a node (policies/cluster/compact.py): for the
-    extender's processes, which only count those pods.
+    extender's processes, which only count those pods. With `drop_before_load`, a full load
+    lets go of the state held before it builds the new one, so the process never holds two (a
+    process whose answers wait for its refresh anyway: the offload pool's; the listener keeps
+    answering from the old one meanwhile); `release()` lets go of it outright.
     """
 
     def __init__(
@@ -382,9 +388,11 @@ class SnapshotReader:
         in_place: bool = False,
         on_change: Callable[[int], None] | None = None,
         lean: bool = False,
+        drop_before_load: bool = False,
     ) -> None:
         self.store = SnapshotStore(cluster, client=client)
         self.lean = lean
+        self.drop_before_load = drop_before_load
         self.cluster = self.store.cluster
         self.stale_seconds = stale_seconds if stale_seconds is not None else _stale_setting()
         self.catch_up_max = catch_up_max
@@ -501,6 +509,22 @@ class SnapshotReader:
             self._state = None
             return taken
 
+    def release(self, when: Callable[[], bool] | None = None) -> bool:
+        """Lets go of the state held (the next refresh loads it whole), for a process whose
+        copy would sit idle: True if one was held (and `when()`, asked under the lock a refresh
+        takes, said yes). Readers holding it keep it until they are done (under `serve_lock`
+        for an in-place one)."""
+        with self._lock:
+            if self._state is None or (when is not None and not when()):
+                return False
+            with self.serve_lock:
+                self._drop()
+        return True
+
+    def _drop(self) -> None:
+        self._state = self._snapshot = self._loaded = None
+        self._epoch, self._version = "", 0
+
     # -- refreshing ----------------------------------------------------------------------------
 
     def note_error(self, exc: BaseException) -> None:
@@ -568,7 +592,7 @@ class SnapshotReader:
             self.on_change(self._version)
         return changed
 
-    def _load_full(self) -> bool:
+    def _load_full(self, attempt: int = 1) -> bool:
         """Loads snap:full, then the deltas written since. False if there is none."""
         keys = self.store.keys
         # Do not parse the same unreadable blob again on every refresh.
@@ -592,11 +616,16 @@ class SnapshotReader:
         label_keys = set(self._label_keys)
         if self._state is not None:
             label_keys |= self._state.indexed_labels()
+            if self.drop_before_load:
+                with self.serve_lock:
+                    self._drop()
         try:
             with bulk_load(freeze=large):
                 state = ClusterState.from_bytes(pieces, label_keys=label_keys, lean=self.lean)
         except _PieceGone as exc:  # rewritten while it was read: the next refresh loads it
             log.info("snapshot of %s: %s; loading it again", self.cluster, exc)
+            if self.drop_before_load and attempt < _LOAD_ATTEMPTS:  # nothing held meanwhile
+                return self._load_full(attempt + 1)
             return False
         except ValueError as exc:  # written by another version of schedweb, or damaged
             log.error("snapshot of %s cannot be read: %s", self.cluster, exc)

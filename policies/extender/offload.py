@@ -26,7 +26,11 @@ changed, the deltas since its last body otherwise (or a full load past the catch
 
 Each worker holds its own snapshot, lean like the listener's (policies/cluster/compact.py: bound
 pods without their raw objects, shared parts), rather than one shared with the listener (issue
-28 weighed both). A fork of the listener after its load would share pages only until they are
+28 weighed both). It never holds two: a full load lets go of the old one first (its body waits
+for the load anyway), and a worker without a body for SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS
+lets go of its copy (runtime.py, _memory_release; bodies rarely come here when kube-scheduler
+sends node names, and after a minute of a busy cluster the deltas a worker would need are past
+the catch-up limit, so it loaded the snapshot whole either way). A fork of the listener after its load would share pages only until they are
 touched, and CPython touches what it reads (every reference count: an answer over 5000 nodes and
 a count over the pods copies the pages it passes), while the listener's changes copy the pages
 they write, so the sharing decays with every body and every watch event; and the listener's

@@ -20,6 +20,7 @@ gives prioritize over P exactly the scores an evaluation over P would.
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -36,8 +37,19 @@ SIZE = 4
 class _Entry:
     names: list[str]
     compiled: Any
-    state: Any
+    # The snapshot's state, weakly: an entry must not keep a replaced snapshot alive (an offload
+    # process drops its old one before it loads the next, and lets go of an idle one, issue 28).
+    state: Any  # weakref.ref, or a callable returning it (_weak)
     evaluation: Evaluation
+
+
+def _weak(state: Any) -> Any:
+    """A weak reference to the state; a callable returning it where none can be made (None
+    when there is no snapshot)."""
+    try:
+        return weakref.ref(state)
+    except TypeError:
+        return lambda: state
 
 
 class SharedEvaluations:
@@ -92,7 +104,7 @@ class SharedEvaluations:
         if (
             entry is None
             or entry.compiled is not compiled
-            or entry.state is not state
+            or entry.state() is not state
             or entry.names != names
         ):
             self.misses += 1
@@ -106,7 +118,7 @@ class SharedEvaluations:
     ) -> None:
         if key is None:
             return
-        self._items[key] = _Entry(names, compiled, state, evaluation)
+        self._items[key] = _Entry(names, compiled, _weak(state), evaluation)
         self._items.move_to_end(key)
         if len(self.evicted) > 2 * self._size:
             self.evicted.clear()

@@ -545,3 +545,74 @@ def test_a_state_rewritten_while_its_pieces_are_read_is_read_again_not_mixed(
     monkeypatch.setattr(SnapshotReader, "_pieces", fetch)
     reader.refresh()
     assert reader.current.state.pod_count() == 40 and reader.full_loads == 1
+
+
+@pytest.mark.parametrize("drop", [False, True])
+def test_a_reader_that_drops_before_loading_never_holds_two_states(
+    store, writer, monkeypatch, drop
+):
+    """The offload pool's readers (drop_before_load): their answers wait for the refresh
+    anyway, so the old state goes before the new one is built; the listener's keep answering
+    from it meanwhile (issue 28: a reload held both, and kept 125 MB of the first)."""
+    _, reader = _read(store, writer, in_place=True, lean=True, drop_before_load=drop)
+    old = reader.current.state
+    held: list = []
+    build = ClusterState.from_bytes
+
+    def recording(data, **options):
+        held.append((reader.current, reader.follow_from()))
+        return build(data, **options)
+
+    monkeypatch.setattr(ClusterState, "from_bytes", staticmethod(recording))
+    writer.full(ClusterState.from_objects([make_node("n9", cpu="2")], []), reset=True)
+    assert reader.refresh() is True
+    current, follow_from = held[0]
+    if drop:
+        assert current is None and follow_from is None
+    else:
+        assert current is not None and current.state is old
+    assert [n["name"] for n in reader.current.state.nodes()] == ["n9"]
+    assert reader.full_loads == 2
+
+
+def test_a_dropping_reader_reads_a_snapshot_rewritten_under_it_again_at_once(
+    store, writer, monkeypatch
+):
+    """It holds nothing else to answer from: a load that met a rewrite is retried in the same
+    refresh (a reader that kept its old state answers from that and retries at its next)."""
+    monkeypatch.setattr(store_module, "FULL_CHUNK_BYTES", 2000)
+    state = ClusterState.from_objects(
+        [make_node("n1", cpu="64")],
+        [make_pod(f"web-{i}", cpu="10m", node_name="n1") for i in range(40)],
+    )
+    writer.full(state, reset=True)
+    _healthy(store)
+    reader = SnapshotReader(store.cluster, client=store.client, drop_before_load=True)
+    fetch = SnapshotReader._pieces
+    rewrites = []
+
+    def checkpoint_once(self, count, written):
+        if not rewrites:
+            rewrites.append(1)
+            time.sleep(0.01)  # the checkpoint's time differs from the first write's
+            writer.full(state, reset=False)
+        yield from fetch(self, count, written)
+
+    monkeypatch.setattr(SnapshotReader, "_pieces", checkpoint_once)
+    assert reader.refresh() is True
+    assert rewrites and reader.current.state.pod_count() == 40 and reader.full_loads == 1
+
+
+def test_a_released_reader_holds_nothing_and_loads_whole_at_its_next_refresh(store, writer):
+    _, reader = _read(store, writer, in_place=True, lean=True)
+    _healthy(store)
+    assert reader.release(when=lambda: False) is False  # asked under the lock: not now
+    assert reader.current is not None
+    held = reader.current.state
+    assert reader.release() is True
+    assert reader.current is None and reader.follow_from() is None
+    assert reader.release() is False  # nothing left to let go of
+    assert held.node("n1")["requested"]["cpu"] == 250  # a request holding it keeps it whole
+    assert reader.refresh() is True
+    assert reader.full_loads == 2 and reader.current.state is not held
+    assert reader.current.state.node("n1")["requested"]["cpu"] == 250

@@ -423,3 +423,55 @@ def test_a_worker_that_dies_fails_only_its_body_and_is_replaced(listener):
     status, answer, _policy = _post(listener, "filter", body)  # a new worker's
     assert (status, answer) == (200, runtime().extender.filter(body).body)
     assert _workers(server) and worker not in _workers(server)
+
+
+def _offload_snapshot(client) -> list:
+    """The snapshot versions the offload pool's processes report serving (None: none held)."""
+    from policies.publishing import served_read
+
+    return [r.get("snapshotVersion") for r in served_read(client) if r.get("role") == "offload"]
+
+
+@pytest.mark.django_db
+def test_an_idle_worker_lets_go_of_its_snapshot_and_loads_it_again_for_the_next_body(
+    settings, tmp_path, publish
+):
+    """Issue 28: the pool's copy of the snapshot was a second one in every extender pod; a
+    worker without a body for SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS lets go of it, and the
+    next body is answered over the snapshot as it is then (loaded whole, the old one dropped
+    before the new one is built)."""
+    from policies.cluster.demo import demo_objects
+    from policies.cluster.state import ClusterState
+    from policies.cluster.store import NODE, SnapshotStore, SnapshotWriter
+    from tests.redisdb import redis_database
+
+    with redis_database(settings, REDIS_DB) as client:
+        store = SnapshotStore("offload-idle", client=client)
+        writer = SnapshotWriter(store)
+        nodes, pods = demo_objects()
+        state = ClusterState.from_objects(nodes, pods)
+        writer.full(state, reset=True)
+        store.meta_write({"status": "ok", "heartbeat_at": time.time()})
+        publish(DRAIN)
+        with _listener_process(
+            tmp_path,
+            "no-drain",
+            SCHEDWEB_CLUSTER_SOURCE="live",
+            SCHEDWEB_CLUSTER_NAME="offload-idle",
+            SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS="1",
+        ) as port:
+            body = _padded_filter(go_pod("abc"))
+            deadline = time.monotonic() + 60
+            while _offload_snapshot(client) != [None]:  # reported every half second
+                assert time.monotonic() < deadline, _offload_snapshot(client)
+                time.sleep(0.1)
+            node = next(n for n in nodes if n["metadata"]["name"] == "a-small-1")
+            node["metadata"]["labels"]["drain"] = "yes"
+            writer.deltas([(NODE, orjson.dumps(state.apply_node(node)["object"]))])
+            store.meta_write({"status": "ok", "heartbeat_at": time.time()})
+            status, raw, policy = _post(port, "filter", body)
+            answer = orjson.loads(raw)
+            assert (status, policy) == (200, "no-drain/v1")
+            assert "a-small-1" not in answer["NodeNames"] and "cp-1" in answer["NodeNames"]
+            rejected = answer["FailedNodes"] | answer["FailedAndUnresolvableNodes"]
+            assert rejected["a-small-1"].startswith("not-draining")

@@ -197,6 +197,30 @@ def test_a_sampled_prioritize_decision_shows_the_evaluation_it_answered_from(pub
     assert by_name["cp-1"]["ext"] == 10 and record["winners"] == ["cp-1"]
 
 
+def test_the_cache_keeps_no_replaced_snapshot_alive(publish):
+    """An offload process lets go of its snapshot before loading the next and when idle (issue
+    28): the evaluations kept for prioritize must not hold the old one, nor answer from it."""
+    import gc
+    import weakref
+
+    publish(SPREAD)
+    pod = go_pod("abc")
+    names = ["cp-1", "a-small-1", "worker-medium-a-1"]
+    snapshots = runtime().snapshots
+    current = snapshots.current()
+    nodes, pods = demo_objects()
+    snapshots._snapshot = dataclasses.replace(
+        current, state=ClusterState.from_objects(nodes, pods).freeze()
+    )
+    _filter(pod, names)
+    assert len(runtime().extender.shared) == 1  # every candidate passed: one key
+    held = weakref.ref(snapshots._snapshot.state)
+    snapshots._snapshot = current
+    gc.collect()
+    assert held() is None
+    assert _prioritize(pod, names) == _fresh(pod, names)
+
+
 def test_the_cache_stays_bounded(publish):
     publish(SPREAD)
     shared = runtime().extender.shared

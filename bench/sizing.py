@@ -176,12 +176,19 @@ def _extender_measure(env: dict[str, str], workdir: Path, node_names: list[str],
         for verb, candidates in (("filter", names), ("prioritize", names), ("filter", large)):
             _post(port, verb, candidates)
         rewrite()
-        process.wait_ready(
-            check=lambda: _snapshot_version(port) != first, timeout=1800, what="the reload"
-        )
+
+        def reloaded() -> bool:
+            # the offload process kept in use meanwhile (a large body every check): its figure
+            # is then that of a process that held a snapshot and loaded the next, not of one
+            # that let go of it while the listener reloaded (at 150 000 pods, over 10 s)
+            _post(port, "filter", large)
+            return _snapshot_version(port) != first
+
+        process.wait_ready(check=reloaded, timeout=1800, what="the reload")
         # the offload process reloads when its next large body comes
         _post(port, "filter", large)
         answered = time.time()
+        time.sleep(1.5)  # its housekeeping (every 0.5 s) trims the heap after the load
         processes, pids = {}, {}
         for pid in _process_tree(process.pid):
             command = Path(f"/proc/{pid}/cmdline").read_bytes()

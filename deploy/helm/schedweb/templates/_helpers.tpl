@@ -335,7 +335,7 @@ snapshot, issue 28), the worker's watcher, a process reading the snapshot (a wor
 worker), an idle one, and Redis's copy of the snapshot. */}}
 {{- define "schedweb.sizingModel" -}}
 listener: [174.5, 51.0, 3.0]
-watcher: [102.0, 12.5, 31.5]
+watcher: [102.5, 12.5, 31.5]
 reader: [149.5, 15.0, 34.5]
 idle: [62.0, 0.0, 0.0]
 redis: [5.0, 2.5, 4.0]

@@ -3,18 +3,20 @@ figures behind the README's sizing table and the Helm chart's memory check.
 
 For each size in SIZES a synthetic cluster (policies/cluster/demo.py generate_cluster, with the
 Namespaces, ReplicaSets and Services a real one has) is measured as the pods run it:
-- the extender: `python -m schedweb.extender_server` as shipped (one uvicorn worker and the
-  offload pool's process) serving the snapshot from Redis, after a filter and a prioritize over
-  500 of its nodes and a filter large enough for the offload pool, whose process then holds the
-  snapshot too; resident memory (RSS) and peak (VmHWM) of each process, then the offload
-  process's RSS at rest (it lets go of its snapshot when idle, issue 28) and the processes'
-  sum against issue 28's targets;
+- the extender: `python -m schedweb.extender_server` as shipped (one uvicorn worker) serving
+  the snapshot from Redis, after a filter and a prioritize over 500 of its nodes and filters
+  large enough for the offload pool (a child forked from the listener for each, sharing its
+  pages), across a full reload; the listener's resident memory (RSS) and peak (VmHWM) at rest,
+  then, while 60 large filters are answered one after another, the largest sum of the
+  processes' proportional set sizes (PSS: a page shared by the listener and a child counted
+  once, as the pod's memory cgroup counts it) and the children's own pages then; that sum (in
+  use) and the listener's RSS (at rest) against issue 28's targets;
 - the worker: the snapshot watcher's first sync (the list responses decoded, turned into state,
   written whole to Redis) and a task reading the snapshot (the requeue sweep every 2 s), each in a
   process of its own (bench/sizing_worker.py), peaks; and an idle process (Django and schedweb
   imported) for the floor.
-A pod's need is the sum of its processes' peaks: extender = listener + offload worker + resource
-tracker; worker (concurrency 2) = Celery's main process (the idle floor) + the watcher's child +
+A pod's need is the sum of its processes' peaks: extender = listener + what a forked child adds
+(the in-use sum less the listener at rest) + resource tracker; worker (concurrency 2) = Celery's main process (the idle floor) + the watcher's child +
 a child reading the snapshot. The least-squares line through the rows (MiB = a + b per node + c
 per 1000 pods) is printed with the chart's values: deploy/helm/schedweb/values.yaml `sizing`.
 
@@ -43,9 +45,6 @@ CLUSTER = "bench-sizing"
 # Kubernetes scalability envelope, 5000 x 150 000 (issue 28: measured, no longer extrapolated;
 # at least three sizes not on a line, so that the fit below is determined).
 SIZES = [(500, 5_000), (1_000, 30_000), (5_000, 50_000), (5_000, 150_000)]
-# The offload process's idle limit here (SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS, 60 by default):
-# its memory at rest is measured once it let go of its snapshot.
-REST_SECONDS = 10
 # Issue 28: the extender's processes together (RSS) at most this many MB at (nodes, pods).
 TOGETHER_TARGET_MB = {(5_000, 50_000): 400, (5_000, 150_000): 1000}
 
@@ -153,7 +152,6 @@ def _extender_measure(env: dict[str, str], workdir: Path, node_names: list[str],
     listener_env |= {
         "SCHEDWEB_EXTENDER_PORT": str(port),
         "SCHEDWEB_EXTENDER_WORKERS": "1",
-        "SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS": str(REST_SECONDS),
     }
     process = ManagedProcess(
         name="extender-sizing",
@@ -185,48 +183,83 @@ def _extender_measure(env: dict[str, str], workdir: Path, node_names: list[str],
             return _snapshot_version(port) != first
 
         process.wait_ready(check=reloaded, timeout=1800, what="the reload")
-        # the offload process reloads when its next large body comes
-        _post(port, "filter", large)
-        answered = time.time()
         time.sleep(1.5)  # its housekeeping (every 0.5 s) trims the heap after the load
-        processes, pids = {}, {}
-        for pid in _process_tree(process.pid):
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
-            if pid == process.pid:
-                role = "listener"
-            elif b"resource_tracker" in command:
-                role = "tracker"
-            else:
-                role = "offload"
-            pids[role] = pid
-            processes[role] = {"rss_mb": _status(pid, "VmRSS"), "peak_mb": _status(pid, "VmHWM")}
-        if "offload" in pids:  # at rest: no large body for REST_SECONDS, its snapshot let go
-            process.wait_ready(
-                check=lambda: _released(env, pids["offload"], since=answered + REST_SECONDS),
-                timeout=600,
-                what="the offload at rest",
-            )
-            processes["offload"]["rest_mb"] = _status(pids["offload"], "VmRSS")
+        pid = process.pid
+        processes = {
+            "listener": {"rss_mb": _status(pid, "VmRSS"), "peak_mb": _status(pid, "VmHWM")}
+        }
+        # In use: large bodies one after another, each answered by a child forked for it; the
+        # processes' proportional set sizes (a shared page counted once over them, as the pod's
+        # memory cgroup counts it) summed at every sample, and the largest sum kept.
+        busiest = _in_use(port, pid, large)
+        processes["offload"] = {
+            # what a child adds: the sum less the listener alone
+            "peak_mb": max(0.0, busiest["sum_mb"] - processes["listener"]["rss_mb"]),
+            "rss_mb": busiest["child_private_mb"],  # its pages not shared with the listener
+            "sum_mb": busiest["sum_mb"],
+            "children": busiest["children"],
+        }
+        for child in _process_tree(pid):
+            if child != pid and b"resource_tracker" in Path(f"/proc/{child}/cmdline").read_bytes():
+                processes["tracker"] = {
+                    "rss_mb": _status(child, "VmRSS"),
+                    "peak_mb": _status(child, "VmHWM"),
+                }
         return processes
     finally:
         process.stop(grace=5)
 
 
-def _released(env: dict[str, str], pid: int, *, since: float) -> bool:
-    """The process `pid` reports that it holds no snapshot (its served record, written after
-    `since`: while it loads, it holds none either)."""
-    import redis as redis_client
-
-    from policies.publishing import served_read
-
-    client = redis_client.Redis.from_url(env["SCHEDWEB_REDIS_URL"])
+def _smaps(pid: int) -> dict[str, float]:
+    """A process's smaps_rollup figures in MB (empty once it is gone)."""
     try:
-        records = [r for r in served_read(client) if r.get("pid") == pid]
-    finally:
-        client.close()
-    return bool(records) and all(
-        r.get("snapshotVersion") is None and r.get("at", 0) > since for r in records
-    )
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return {}
+    out = {}
+    for line in text.splitlines()[1:]:
+        name, _, value = line.partition(":")
+        with contextlib.suppress(ValueError, IndexError):
+            out[name] = int(value.split()[0]) / 1024
+    return out
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _in_use(port: int, root: int, large: list[str], *, bodies: int = 60) -> dict[str, float]:
+    """The extender's processes while `bodies` large filters are answered one after another
+    (from a thread): the largest sum of their proportional set sizes over the samples, and at
+    that moment the private memory of the children (forked for the bodies)."""
+    import threading
+
+    done = threading.Event()
+
+    def send() -> None:
+        try:
+            for _ in range(bodies):
+                _post(port, "filter", large)
+        finally:
+            done.set()
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    best = {"sum_mb": 0.0, "child_private_mb": 0.0, "children": 0}
+    own = Path(f"/proc/{root}/cmdline").read_bytes()
+    while not done.is_set():
+        figures = {pid: _smaps(pid) for pid in _process_tree(root)}
+        forked = {pid for pid in figures if pid != root and _cmdline(pid) == own}
+        children = [f for pid, f in figures.items() if pid in forked and f]
+        total = sum(f.get("Pss", 0.0) for f in figures.values())
+        if children and total > best["sum_mb"]:
+            private = sum(f.get("Private_Clean", 0) + f.get("Private_Dirty", 0) for f in children)
+            best = {"sum_mb": total, "child_private_mb": private, "children": len(children)}
+    sender.join()
+    return best
 
 
 def measure(env: dict[str, str], workdir: Path, nodes: int, pods: int) -> dict:
@@ -348,17 +381,19 @@ def table(env: dict[str, str], workdir: Path, sizes: list[tuple[int, int]] | Non
         for pod, need in needs.items():
             results[f"sizing_{pod}_mb_{nodes}_{pods}"] = need
         offload = ext.get("offload", {})
-        in_use = ext["listener"]["rss_mb"] + offload.get("rss_mb", 0)
-        at_rest = ext["listener"]["rss_mb"] + offload.get("rest_mb", offload.get("rss_mb", 0))
+        tracker = ext.get("tracker", {}).get("rss_mb", 0)
+        at_rest = ext["listener"]["rss_mb"] + tracker
+        in_use = offload.get("sum_mb", at_rest)
         target = TOGETHER_TARGET_MB.get((nodes, pods))
         verdict = ""
         if target:
             verdict = f" (issue 28: at most {target}: {'ok' if in_use <= target else 'OVER'}"
             verdict += f" in use, {'ok' if at_rest <= target else 'OVER'} at rest)"
         print(
-            f"    the extender's processes together (RSS): {in_use:.0f} MB with the offload"
-            f" process in use, {at_rest:.0f} MB once it let go of its snapshot"
-            f" ({offload.get('rest_mb', 0):.0f} MB at rest){verdict}"
+            f"    the extender's processes together: {in_use:.0f} MB in use (the largest sum of"
+            f" their PSS while large bodies were answered, {offload.get('children', 0)} child(ren)"
+            f" then, {offload.get('rss_mb', 0):.0f} MB of their own), {at_rest:.0f} MB at rest"
+            f" (RSS, no child){verdict}"
         )
         results[f"sizing_extender_rss_mb_{nodes}_{pods}"] = in_use
         results[f"sizing_extender_rest_mb_{nodes}_{pods}"] = at_rest

@@ -138,9 +138,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("SCHEDWEB_MAX_BODY_BYTES", 1_048_576)
 SCHEDWEB_EXTENDER_MAX_BODY_BYTES = env_int("SCHEDWEB_EXTENDER_MAX_BODY_BYTES", 64 * 1_048_576)
 # Bodies up to SCHEDWEB_EXTENDER_INLINE_BODY_BYTES are answered on the listener's event loop (a
 # 500-name filter is about 10 KB and takes about a millisecond). Larger filter, prioritize and
-# preempt bodies are answered by a pool of SCHEDWEB_EXTENDER_OFFLOAD_WORKERS processes, at most
-# _OFFLOAD_QUEUE more waiting (503 past that), streamed to a worker as they arrive; a larger bind
-# body is refused (413). Parsing holds
+# preempt bodies are answered in children forked from the listener (sharing its snapshot), at
+# most SCHEDWEB_EXTENDER_OFFLOAD_WORKERS at once and _OFFLOAD_QUEUE more waiting (503 past that),
+# streamed to their child as they arrive; a larger bind body is refused (413). Parsing holds
 # the GIL: 200000 bare Node objects (6.6 MB) took 120-450 ms in one orjson.loads here, and as long
 # again to check, so a thread would still stall the loop (schedweb/asgi.py). 128 KiB keeps
 # nodeCacheCapable requests of about 6000 names inline and bounds an inline parse to ~15 ms.
@@ -155,11 +155,11 @@ SCHEDWEB_EXTENDER_INLINE_NODES = env_int("SCHEDWEB_EXTENDER_INLINE_NODES", 100)
 SCHEDWEB_EXTENDER_INLINE_NAMES = env_int("SCHEDWEB_EXTENDER_INLINE_NAMES", 8192)
 SCHEDWEB_EXTENDER_OFFLOAD_WORKERS = env_int("SCHEDWEB_EXTENDER_OFFLOAD_WORKERS", 1)
 SCHEDWEB_EXTENDER_OFFLOAD_QUEUE = env_int("SCHEDWEB_EXTENDER_OFFLOAD_QUEUE", 2)
-# An offload process lets go of its copy of the snapshot after this many seconds without a body
-# (issue 28: with nodeCacheCapable, as schedulerconfig prints it, bodies rarely come there, and
-# the copy doubled the extender's memory; in a busy cluster the deltas it would need after a
-# minute are past the catch-up limit anyway, so its next body loaded the snapshot whole either
-# way). 0: keep it.
+# The shadow lane's process (the one extender process with a snapshot of its own, while a shadow
+# is judged) lets go of its copy after this many seconds without a body (issue 28: the copy
+# doubled the extender's memory; in a busy cluster the deltas it would need after a minute are
+# past the catch-up limit anyway, so its next body loaded the snapshot whole either way).
+# 0: keep it.
 SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS = env_float("SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS", 60.0)
 if (
     SCHEDWEB_EXTENDER_OFFLOAD_WORKERS < 1

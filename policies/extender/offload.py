@@ -1,43 +1,46 @@
-"""Large extender bodies are answered in a pool of worker processes, off the listener's event loop.
+"""Large extender bodies are answered in processes forked from the listener, off its event loop.
 
 A filter, prioritize or preempt body that is large (over SCHEDWEB_EXTENDER_INLINE_BODY_BYTES) or
 that is much work (more items than SCHEDWEB_EXTENDER_INLINE_NODES or _INLINE_NAMES, issue 27) is
-answered by a process of this pool, with its own runtime (policies/extender/runtime.py: the same
-active versions and snapshot from Redis, its metrics and decisions flushed the same way) through
-the same entry.extender_answer. The listener's process only moves bytes and sends the answer, so
-a 7 MB body of 200000 bare Node objects (seconds of parsing and checking, with the GIL held by
-orjson for 120-450 ms at a time) no longer holds up a normal 500-name filter or /healthz.
+answered by a child the listener forks for it, through the same entry.extender_answer. The
+listener's process only moves bytes and sends the answer, so a 7 MB body of 200000 bare Node
+objects (seconds of parsing and checking, with the GIL held by orjson for 120-450 ms at a time)
+no longer holds up a normal 500-name filter or /healthz.
 
-The body is streamed: the listener takes a worker when the request's headers say the body is
+The child shares the listener's snapshot and compiled policies page by page (issue 28): until
+then each process of a spawned pool held its own copy, a second snapshot in every extender pod
+(215 MB beside the listener's 283 at 5000 nodes and 50 000 pods). It is forked for one body and
+ends with its answer, so the sharing never decays: CPython copies a page whenever it changes a
+reference count on it, and a long-lived fork would copy, body after body and watch event after
+watch event, what it shares. One answer copies what it touches (about 40 MB at 50 000 pods for
+bodies of 8000 names, `make bench`'s sizing suite: docs/perf/issue-28-sizing.txt); the
+listener's changes meanwhile copy the pages they write, for the child's few milliseconds.
+The fork is taken with the serve lock held (the thread that applies the cluster's changes holds
+it while it changes the snapshot), so the child's snapshot is whole; only the forking thread
+goes on in the child, so every lock of its runtime is replaced (another thread may have held
+one: ExtenderRuntime.forked) and it never returns to the loop. Before its answer it reads what
+Redis holds now, one round trip each when nothing changed: the active policies (a publish the
+listener has not applied yet) and the snapshot's changes since the fork. What answering adds to
+the runtime's records (metrics, sampled decisions, rejected pods, canary counts) goes back with
+the answer and is added to the listener's (ExtenderRuntime.effects). The fork itself holds the
+listener's GIL for a few milliseconds (its page tables copied: 5-6 ms at 50 000 pods here).
+
+The body is streamed: the listener forks the child when the request's headers say the body is
 large (or, chunked, once it grows past the inline limit) and forwards each piece to it as it
-arrives, over a Unix socket of that worker's, so the listener never holds a large body whole
-(six 60 MB bodies took it from 179 MB to 790 MB, and 562 MB stayed). Reading from the client
-waits while the worker's socket is full (asyncio's flow control), so a fast client cannot make
-the listener buffer either. The worker assembles the body and answers.
+arrives, over a Unix socket pair, so the listener never holds a large body whole (six 60 MB
+bodies took it from 179 MB to 790 MB, and 562 MB stayed). Reading from the client waits while
+the child's socket is full (asyncio's flow control), so a fast client cannot make the listener
+buffer either. The child assembles the body and answers.
 
-    listener -> worker: b"<verb>\\n", then frames of a 4-byte length and that many bytes, then a
-                        0 length (the end) or 0xFFFFFFFF (abandoned: the client left, or the body
-                        grew past the limit; the worker drops what it has and waits for the next)
-    worker -> listener: a 10-byte header (status, policy length, body length), policy, body
+    listener -> child: b"<verb>\\n", then frames of a 4-byte length and that many bytes, then a
+                       0 length (the end) or 0xFFFFFFFF (abandoned: the client left, or the body
+                       grew past the limit; the child drops what it has and ends)
+    child -> listener: a 10-byte header (status, policy length, body length), policy, body, then
+                       a 4-byte length and the effects (the shadow lane: no effects)
 
-A worker brings its snapshot up to date when a body arrives rather than following every cluster
-change (policies/extender/runtime.py, snapshot_on_demand): one Redis round trip when nothing
-changed, the deltas since its last body otherwise (or a full load past the catch-up limit).
-
-Each worker holds its own snapshot, lean like the listener's (policies/cluster/compact.py: bound
-pods without their raw objects, shared parts), rather than one shared with the listener (issue
-28 weighed both). It never holds two: a full load lets go of the old one first (its body waits
-for the load anyway), and a worker without a body for SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS
-lets go of its copy (runtime.py, _memory_release; bodies rarely come here when kube-scheduler
-sends node names, and after a minute of a busy cluster the deltas a worker would need are past
-the catch-up limit, so it loaded the snapshot whole either way). A fork of the listener after its load would share pages only until they are
-touched, and CPython touches what it reads (every reference count: an answer over 5000 nodes and
-a count over the pods copies the pages it passes), while the listener's changes copy the pages
-they write, so the sharing decays with every body and every watch event; and the listener's
-process runs uvicorn's loop and the runtime's thread, whose locks a fork can copy held (why the
-pool spawns). A shared-memory snapshot would need views built on demand on every read of the hot
-path. What the two lean copies take is measured by `make bench`'s sizing suite
-(docs/perf/issue-28-sizing.txt).
+A child gets SIGKILL when the listener ends (PR_SET_PDEATHSIG), and the listener kills one that
+has not ended once its request is over (answered, abandoned, or cancelled) and reaps it from
+its loop.
 
 The pool also takes work no caller waits for (`forward`): the filter bodies the listener
 answered from the active version, for the shadow version to be judged on them (issue 25; entry.
@@ -55,24 +58,29 @@ before it judges. Large bodies never wait for it. Its whole CPU time is paced to
 SCHEDWEB_SHADOW_SHARE of a core (shadow.LanePace): past it the lane sleeps, and the bodies wait
 in the listener's bounded queue.
 
-A thread would not do: orjson.loads does not release the GIL. The answering workers run at a
-lower CPU priority (nice 10) so that on a busy machine the listener's own process is scheduled
-first.
+A thread would not do: orjson.loads does not release the GIL. The children run at a lower CPU
+priority (nice 10) so that on a busy machine the listener's own process is scheduled first.
 
-The pool is bounded: OFFLOAD_WORKERS processes and at most OFFLOAD_QUEUE bodies waiting for one
-(their bodies left unread meanwhile); past that a body gets a 503 at once (kube-scheduler retries
-the pod with backoff), at its headers when Content-Length says it is large. Processes are started
-with `spawn` (a forked copy of a uvicorn worker would carry its loop and the runtime's threads in
-a broken state); one that dies is replaced, and the request it held gets a 503.
+The pool is bounded: OFFLOAD_WORKERS bodies answered at once (a child each) and at most
+OFFLOAD_QUEUE waiting for a place (their bodies left unread meanwhile); past that a body gets a
+503 at once (kube-scheduler retries the pod with backoff), at its headers when Content-Length
+says it is large. A child that dies fails its request with a 503. The shadow lane is a process
+of its own, started with `spawn` (a long-lived fork of the listener would carry its loop and the
+runtime's threads in a broken state, and copy the shared pages as it goes); it holds a snapshot
+of its own, lean like the listener's, and lets go of it when idle for
+SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS (runtime.py, _memory_release).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import gc
 import logging
 import multiprocessing
 import os
+import signal
 import socket
 import struct
 import threading
@@ -109,6 +117,9 @@ _END = 0
 _ABANDONED = 0xFFFFFFFF
 _ANSWER = struct.Struct("!HII")  # status, policy length, body length
 _VERB_MAX = 40  # "<verb>" or "shadow <policy set counter>"
+_PR_SET_PDEATHSIG = 1  # prctl(2)
+# A forked child not yet gone once its answer is read is looked at again this often (reaped).
+REAP_SECONDS = 0.05
 
 
 class Abandoned(Exception):
@@ -119,15 +130,11 @@ class Abandoned(Exception):
 # --- the worker processes ------------------------------------------------------------------
 
 
-def _worker_start(parent: int, *, lane: str | None = None) -> None:
-    """Runs once in each worker process: lower priority (for the shadow `lane`, its class:
-    LANE_CLASSES), set before any thread starts (threads inherit it), an exit with its parent,
-    Django set up, runtime loaded."""
-    if lane is not None:
-        lane_priority(lane)
-    else:
-        with contextlib.suppress(OSError):
-            os.nice(WORKER_NICE)
+def _worker_start(parent: int, *, lane: str) -> None:
+    """Runs once in the shadow lane's process: its priority (`lane`, its class: LANE_CLASSES),
+    set before any thread starts (threads inherit it), an exit with its parent, Django set up,
+    runtime loaded."""
+    lane_priority(lane)
     threading.Thread(target=_exit_with, args=(parent,), name="offload-parent", daemon=True).start()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedweb.settings")
     import django
@@ -135,14 +142,12 @@ def _worker_start(parent: int, *, lane: str | None = None) -> None:
     django.setup()
     from multiprocessing.util import Finalize
 
-    from .runtime import reset_runtime, runtime, serve_as, snapshot_on_demand
+    from .runtime import reset_runtime, runtime, snapshot_on_demand
 
-    snapshot_on_demand()  # brought up to date per large body, not on every cluster change
-    if lane is None:  # the lane answers kube-scheduler nothing: publishers need not wait for it
-        serve_as("offload")  # it answers with the active policies too: publishers wait for it
-    runtime()  # the initial load here, not in the first large request
+    snapshot_on_demand()  # brought up to date every LANE_REFRESH_SECONDS, not on every change
+    runtime()  # the initial load here, not in the first body
     # The pool's shutdown ends this process through multiprocessing's exit, which runs these
-    # finalizers (not atexit): the process then stops reporting what it serves.
+    # finalizers (not atexit).
     Finalize(None, reset_runtime, exitpriority=10)
 
 
@@ -209,43 +214,87 @@ def lane_pace():
     return _lane_pace
 
 
-def _worker_main(channel: socket.socket, parent: int, lane: str | None = None) -> None:
-    """A worker process: answers the requests the listener streams over `channel`, one at a
-    time, until the listener closes it (or exits); the shadow lane (`lane`: its priority class)
-    takes forwarded bodies."""
+def _request_read(stream: Any) -> tuple[str, bytes] | bool | None:
+    """The next request on a worker's channel: (verb, body); None when the listener closed it
+    or went away; False for a body the listener abandoned."""
+    verb = stream.readline(_VERB_MAX).strip().decode("ascii", "replace")
+    if not verb:
+        return None  # the listener closed the channel
+    chunks: list[bytes] | None = []
+    while True:
+        header = stream.read(_LENGTH.size)
+        if len(header) != _LENGTH.size:
+            return None  # the listener went away mid-body
+        (length,) = _LENGTH.unpack(header)
+        if length == _END:
+            break
+        if length == _ABANDONED:
+            return False
+        chunk = stream.read(length)
+        if len(chunk) != length:
+            return None  # the listener went away mid-body
+        chunks.append(chunk)
+    return verb, b"".join(chunks)
+
+
+def _answered(verb: str, body: bytes) -> bytes:
+    """The answer's frame for the channel: header, policy label, body."""
+    try:
+        status, answer, policy = _answer(verb, body)
+    except Exception:  # the services never raise; if one does, the caller retries
+        log.exception("extender offload: %s failed in the worker", verb)
+        status, answer, policy = BUSY, protocol.error_body("the large-body worker failed"), ""
+    label = policy.encode()
+    return _ANSWER.pack(status, len(label), len(answer)) + label + answer
+
+
+def _worker_main(channel: socket.socket, parent: int, lane: str) -> None:
+    """The shadow lane's process (`lane`: its priority class): answers the bodies the listener
+    streams over `channel`, one at a time, until the listener closes it (or exits)."""
     _worker_start(parent, lane=lane)
     stream = channel.makefile("rb")
     while True:
-        verb = stream.readline(_VERB_MAX).strip().decode("ascii", "replace")
-        if not verb:
-            return  # the listener closed the channel
-        chunks: list[bytes] | None = []
-        while True:
-            header = stream.read(_LENGTH.size)
-            if len(header) != _LENGTH.size:
-                return  # the listener went away mid-body
-            (length,) = _LENGTH.unpack(header)
-            if length == _END:
-                break
-            if length == _ABANDONED:
-                chunks = None
-                break
-            chunk = stream.read(length)
-            if len(chunk) != length:
-                return  # the listener went away mid-body
-            chunks.append(chunk)
-        if chunks is None:
+        request = _request_read(stream)
+        if request is None:
+            return
+        if request is False:
             continue
-        body = b"".join(chunks)
-        del chunks
-        try:
-            status, answer, policy = _answer(verb, body)
-        except Exception:  # the services never raise; if one does, the caller retries
-            log.exception("extender offload: %s failed in the worker", verb)
-            status, answer, policy = BUSY, protocol.error_body("the large-body worker failed"), ""
+        verb, body = request
+        channel.sendall(_answered(verb, body))
         del body
-        label = policy.encode()
-        channel.sendall(_ANSWER.pack(status, len(label), len(answer)) + label + answer)
+
+
+def _child_main(channel: socket.socket, state: Any) -> None:
+    """A child forked for one body: reads it, answers it over the listener's snapshot and
+    policies (as they were at the fork, brought up to date), sends back the answer and what
+    answering added to the runtime's records (ExtenderRuntime.effects), and returns (the caller
+    exits). `state`: the listener's runtime, this child's once `forked()`. It dies with the
+    listener (PR_SET_PDEATHSIG)."""
+    _die_with_parent()
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICE)
+    # What it inherited is never collected here: a collection writes to every object it walks,
+    # which would copy the pages it shares with the listener.
+    gc.freeze()
+    state.forked()
+    request = _request_read(channel.makefile("rb"))
+    if not request:
+        return
+    verb, body = request
+    state.policies_refresh()  # the snapshot: _answer
+    answer = _answered(verb, body)
+    del body
+    effects = state.effects()
+    channel.sendall(answer + _LENGTH.pack(len(effects)) + effects)
+
+
+def _die_with_parent() -> None:
+    """This process gets SIGKILL when the thread that forked it ends (its listener)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: it ends after its one body anyway
+        pass
 
 
 # --- the listener's side -------------------------------------------------------------------
@@ -254,13 +303,13 @@ def _worker_main(channel: socket.socket, parent: int, lane: str | None = None) -
 class _Worker:
     """A worker process and the listener's end of its channel."""
 
-    def __init__(self, context: Any, parent: int, *, lane: str | None = None) -> None:
+    def __init__(self, context: Any, parent: int, *, lane: str) -> None:
         ours, theirs = socket.socketpair()
         self.lane = lane
         self.process = context.Process(
             target=_worker_main,
             args=(theirs, parent, lane),
-            name="schedweb-offload" if lane is None else "schedweb-shadow",
+            name="schedweb-shadow",
             daemon=True,
         )
         self.process.start()
@@ -292,6 +341,74 @@ class _Worker:
             self.process.join(5)
 
 
+class _Child:
+    """A process forked from the listener for one body, and the listener's end of its channel.
+    Forked with the serve lock held: the snapshot it inherits is whole (the thread that applies
+    the cluster's changes does so under that lock)."""
+
+    def __init__(self, state: Any) -> None:
+        ours, theirs = socket.socketpair()
+        with state.serve_lock:
+            pid = os.fork()
+        if pid == 0:  # the child: never returns
+            code = 1
+            try:
+                ours.close()
+                _child_main(theirs, state)
+                code = 0
+            except BaseException:
+                with contextlib.suppress(BaseException):
+                    log.exception("extender offload: the forked child failed")
+            finally:
+                os._exit(code)
+        theirs.close()
+        self.pid = pid
+        self.socket = ours
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def streams(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if self._streams is None:
+            self._streams = await asyncio.open_connection(sock=self.socket)
+        return self._streams
+
+    def close(self) -> None:
+        """Its channel closed, the child killed if it has not ended, and reaped (now, or by the
+        loop shortly after: an answered child is exiting)."""
+        if self._streams is not None:
+            with contextlib.suppress(RuntimeError):
+                self._streams[1].close()
+        self.socket.close()
+        if not _reaped(self.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            _reap_later(self.pid)
+
+
+def _reaped(pid: int) -> bool:
+    try:
+        done, _status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return done == pid
+
+
+def _reap_later(pid: int) -> None:
+    """Waits for `pid` from the running loop (no thread blocks on it), or here when there is
+    none (a killed child ends at once)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        return
+
+    def again() -> None:
+        if not _reaped(pid):
+            loop.call_later(REAP_SECONDS, again)
+
+    loop.call_later(REAP_SECONDS, again)
+
+
 class Offload:
     """The pool and its bound; one per listener process, created on first use, started at the
     listener's lifespan start (in its event loop)."""
@@ -304,10 +421,11 @@ class Offload:
         self.lane_class = lane_class
         self.capacity = workers + queue
         self.in_flight = 0  # bodies reserved a place: being answered, or waiting for a worker
-        self._context = multiprocessing.get_context("spawn")
-        self._idle: asyncio.Queue[_Worker] | None = None
+        self._context = multiprocessing.get_context("spawn")  # the shadow lane's
+        # a token per body that may be answered at once (a forked child each)
+        self._idle: asyncio.Queue[int] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._all: list[_Worker] = []
+        self._children: set[_Child] = set()
         # Work no caller waits for (forward): queued, then sent in batches by the task `_drain`
         # to the shadow lane's process, started with the first of it. The bounds count the
         # batch the lane holds (`_in_lane` bodies) with the queue (`_forward_bytes`: both).
@@ -319,23 +437,15 @@ class Offload:
         self._hold: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
-        """Starts the workers now (the listener's lifespan start, in its loop) rather than on
-        the first large body: their start takes a second or two."""
+        """Binds the pool to the running loop (the listener's lifespan start; tests run each
+        request in a loop of their own)."""
         loop = asyncio.get_running_loop()
         if self._loop is loop:
             return
         self._loop = loop
-        self._idle = asyncio.Queue()  # of this loop (tests run requests in loops of their own)
-        for worker in self._all:
-            self._idle.put_nowait(worker)
-        while len(self._all) < self.workers:
-            self._spawn()
-
-    def _spawn(self) -> None:
-        worker = _Worker(self._context, os.getpid())
-        self._all.append(worker)
-        assert self._idle is not None
-        self._idle.put_nowait(worker)
+        self._idle = asyncio.Queue()
+        for token in range(self.workers):
+            self._idle.put_nowait(token)
 
     def full(self) -> bool:
         return self.in_flight >= self.capacity
@@ -356,9 +466,22 @@ class Offload:
         """The answer from a worker to `body` (bytes, or pieces as they arrive), within a
         place(). Abandoned from the pieces passes through once the worker knows; a worker that
         dies or fails to answer gets a 503 (and a replacement)."""
+        from .runtime import runtime
+
         self.start()
         assert self._idle is not None
-        return await self._exchange(await self._idle.get(), verb, body)
+        token = await self._idle.get()
+        try:
+            state = await asyncio.to_thread(runtime)  # built already, but for a failed start
+            child = _Child(state)
+            self._children.add(child)
+            try:
+                return await self._exchange(child, verb, body, state)
+            finally:
+                self._children.discard(child)
+                child.close()
+        finally:
+            self._idle.put_nowait(token)
 
     def forward(self, verb: str, body: bytes) -> bool:
         """Queues `body` for the shadow lane, for work no caller waits for (the shadow's, after
@@ -434,14 +557,12 @@ class Offload:
                 lane.close(wait=False)
 
     async def _exchange(
-        self, worker: _Worker, verb: str, body: bytes | AsyncIterator[bytes]
+        self, child: _Child, verb: str, body: bytes | AsyncIterator[bytes], state: Any
     ) -> tuple[int, bytes, str]:
-        """`body` to `worker` and its answer back; the worker goes back to the idle ones, or is
-        replaced when it broke."""
-        assert self._idle is not None
-        reusable = False
+        """`body` to `child` and its answer back; what answering added to the child's records
+        (metrics, sampled decisions) merged into this process's."""
         try:
-            reader, writer = await worker.streams()
+            reader, writer = await child.streams()
             writer.write(verb.encode("ascii") + b"\n")
             try:
                 if isinstance(body, bytes | bytearray | memoryview):
@@ -453,42 +574,42 @@ class Offload:
                         if piece:
                             writer.write(_LENGTH.pack(len(piece)))
                             writer.write(piece)
-                            await writer.drain()  # the client waits while the worker is full
+                            await writer.drain()  # the client waits while the child is full
             except Abandoned:
-                writer.write(_LENGTH.pack(_ABANDONED))
-                await writer.drain()
-                reusable = True
+                with contextlib.suppress(OSError, RuntimeError):
+                    writer.write(_LENGTH.pack(_ABANDONED))
+                    await writer.drain()
                 raise
             writer.write(_LENGTH.pack(_END))
             await writer.drain()
             status, policy_length, length = _ANSWER.unpack(await reader.readexactly(_ANSWER.size))
             policy = (await reader.readexactly(policy_length)).decode()
             answer = await reader.readexactly(length)
-            reusable = True
-            return status, answer, policy
+            (effects_length,) = _LENGTH.unpack(await reader.readexactly(_LENGTH.size))
+            effects = await reader.readexactly(effects_length)
         except (OSError, RuntimeError, asyncio.IncompleteReadError, struct.error):
-            # A worker died (killed, out of memory): this request fails, a new one takes its
-            # place. uvloop raises RuntimeError ("the handler is closed") on a write once the
-            # channel's transport has seen the dead worker's EOF and closed, where asyncio's own
-            # loop drops the write and fails the drain: which one depends on whether the loop ran
-            # between the death and the write (on a loaded machine, 3 of 8 runs got a 500). A cancelled request also lands in `finally` with reusable False: the
-            # worker may still answer it, so it is not given another request.
-            log.error("extender offload: a worker process died or broke its channel; replacing it")
+            # A child died (killed, out of memory): this request fails, the next gets a child
+            # of its own. uvloop raises RuntimeError ("the handler is closed") on a write once
+            # the channel's transport has seen the dead child's EOF and closed, where asyncio's
+            # own loop drops the write and fails the drain: which one depends on whether the
+            # loop ran between the death and the write (on a loaded machine, 3 of 8 runs got a
+            # 500 before both were caught).
+            log.error("extender offload: a forked child died or broke its channel")
             return BUSY, protocol.error_body("the large-body worker failed; retry", code="busy"), ""
-        finally:
-            if reusable:
-                self._idle.put_nowait(worker)
-            else:
-                self._all.remove(worker)
-                worker.close(wait=False)
-                self._spawn()
+        try:
+            state.effects_merge(effects)
+        except Exception:  # its counts are lost, never its answer
+            log.exception("extender offload: a child's records could not be merged")
+        return status, answer, policy
 
     def close(self, *, wait: bool = False) -> None:
-        """Stops the workers (the listener's shutdown): each sees its channel close and exits;
-        with `wait`, they are joined."""
-        for worker in [*self._all, *([self._lane] if self._lane is not None else [])]:
-            worker.close(wait=wait)
-        self._all = []
+        """Stops the pool (the listener's shutdown): the children answering are killed, the
+        shadow lane sees its channel close and exits; with `wait`, it is joined."""
+        for child in list(self._children):
+            child.close()
+        self._children.clear()
+        if self._lane is not None:
+            self._lane.close(wait=wait)
         self._lane = None
         if self._hold is not None:
             self._hold.cancel()

@@ -1,4 +1,5 @@
-"""Large bodies are answered by a worker process, off the listener's event loop (issue 14).
+"""Large bodies are answered by a process forked from the listener for each of them, off the
+listener's event loop (issues 14 and 28).
 
 The listener runs as shipped (`python -m schedweb.extender_server`, plain HTTP on loopback, one
 uvicorn worker) with a low inline limit, over a Redis database of its own into which the test
@@ -133,34 +134,62 @@ def _head(length: int, extra: str = "") -> bytes:
 
 
 def _listener_pid(port: int) -> int:
-    [server] = [
+    """The listener's process (not a child it forked for a body: those share its command line
+    and environment)."""
+    found = {
         int(p.name)
         for p in Path("/proc").iterdir()
         if p.name.isdigit()
         and f"SCHEDWEB_EXTENDER_PORT={port}".encode() in _environ(p)
         and b"schedweb.extender_server" in _cmdline(p)
-    ]
+    }
+    [server] = [pid for pid in found if _parent(pid) not in found]
     return server
 
 
-def _workers(server: int) -> set[int]:
-    """The pids of the pool processes of the listener whose pid is `server`."""
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _lane_processes(server: int) -> set[int]:
+    """The pids of the shadow lane's process (spawned) of the listener whose pid is `server`."""
     return {pid for pid in _children(server) if b"spawn_main" in _cmdline(Path(f"/proc/{pid}"))}
 
 
+def _forked(server: int) -> set[int]:
+    """The pids of the children the listener whose pid is `server` forked for bodies (its own
+    command line; not the lane, not multiprocessing's resource tracker)."""
+    own = _cmdline(Path(f"/proc/{server}"))
+    return {pid for pid in _children(server) if _cmdline(Path(f"/proc/{pid}")) == own}
+
+
+def _forked_for(port: int, count: int = 1) -> set[int]:
+    """The listener's forked children once there are `count` (each body that took a place in
+    the pool has one from its headers on)."""
+    server = _listener_pid(port)
+    deadline = time.monotonic() + 30
+    while len(children := _forked(server)) < count:
+        assert time.monotonic() < deadline, f"the listener forked {children}, not {count}"
+        time.sleep(0.02)
+    return children
+
+
 @contextlib.contextmanager
-def _workers_stopped(port: int):
-    """The pool's processes stopped (SIGSTOP) for the block: a body handed to one is worked on
-    until the block ends, however fast this machine would have answered it."""
-    workers = _workers(_listener_pid(port))
-    assert workers, "the listener started no worker process"
-    for pid in workers:
+def _children_stopped(port: int):
+    """The children answering bodies stopped (SIGSTOP) for the block: a body handed to one is
+    worked on until the block ends, however fast this machine would have answered it."""
+    children = _forked_for(port)
+    for pid in children:
         os.kill(pid, signal.SIGSTOP)
     try:
         yield
     finally:
-        for pid in workers:
-            os.kill(pid, signal.SIGCONT)
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
 
 
 def _holding_the_pool(port: int, length: int) -> socket.socket:
@@ -194,18 +223,18 @@ def test_small_filters_and_healthz_are_answered_while_a_hostile_body_is_parsed(l
     small = args_body(go_pod("abc"), ["cp-1", "a-small-1"])
     body = _hostile()
     with ThreadPoolExecutor(max_workers=1) as pool:
-        with _workers_stopped(listener):
-            # The hostile body holds the pool's one place before anything else is sent (sent
-            # at once, a probe for a full pool could take the place first and have it refused).
-            holder = _holding_the_pool(listener, len(body))
-            holder.settimeout(300)
+        # The hostile body holds the pool's one place before anything else is sent (sent at
+        # once, a probe for a full pool could take the place first and have it refused).
+        holder = _holding_the_pool(listener, len(body))
+        holder.settimeout(300)
+        with _children_stopped(listener):
             hostile = pool.submit(_answer_to, holder, body)
             answers = [_post(listener, "filter", small) for _ in range(20)]
             connection = http.client.HTTPConnection("127.0.0.1", listener, timeout=60)
             connection.request("GET", "/healthz")
             healthz = connection.getresponse().status
             connection.close()
-            assert not hostile.done()  # still with the worker
+            assert not hostile.done()  # still with the child
         hostile_status = hostile.result()[0]
         holder.close()
     assert [status for status, _answer, _policy in answers] == [200] * 20
@@ -218,19 +247,18 @@ def test_small_filters_and_healthz_are_answered_while_a_hostile_body_is_parsed(l
 
 @pytest.mark.django_db
 def test_large_bodies_past_the_pool_s_capacity_get_a_503_at_once(listener):
-    """One worker, no queue: a large body takes the pool's place when its headers arrive (it is
-    streamed to the worker as it comes); while the worker holds it (stopped, for as long as the
-    test needs), the next large ones are refused at their headers, before their body is read,
-    and their connection is closed."""
+    """One place, no queue: a large body takes the pool's place when its headers arrive (it is
+    streamed to the child forked for it as it comes); while it holds it (its body not sent, for
+    as long as the test needs), the next large ones are refused at their headers, before their
+    body is read, and their connection is closed."""
     body = _padded_filter(go_pod("abc"))
     with ThreadPoolExecutor(max_workers=1) as pool:
-        with _workers_stopped(listener):
-            # Its headers read while the pool has room: the listener's 100 Continue says so.
-            early = _holding_the_pool(listener, len(body))
-            refused = pool.submit(_post, listener, "filter", body)
-            status, answer, _policy = refused.result()
-            assert (status, orjson.loads(answer)["error"]) == (503, "busy")
-            answering = pool.submit(_answer_to, early, body)  # to the stopped worker
+        # Its headers read while the pool has room: the listener's 100 Continue says so.
+        early = _holding_the_pool(listener, len(body))
+        refused = pool.submit(_post, listener, "filter", body)
+        status, answer, _policy = refused.result()
+        assert (status, orjson.loads(answer)["error"]) == (503, "busy")
+        answering = pool.submit(_answer_to, early, body)
         status, answer = answering.result()
         answered = status, orjson.loads(answer)
         early.close()
@@ -242,16 +270,15 @@ def test_a_chunked_body_takes_a_place_in_the_pool_once_it_grows_past_the_inline_
     chunked body is refused once it is larger than the inline limit, the rest unread."""
     body = _padded_filter(go_pod("abc"))
     head = _head(0).replace(b"Content-Length: 0\r\n", b"Transfer-Encoding: chunked\r\n")
-    with _workers_stopped(listener):
-        holder = _holding_the_pool(listener, len(body))
-        with socket.create_connection(("127.0.0.1", listener), timeout=60) as sock:
-            sock.sendall(head)
-            piece = 4096
-            with contextlib.suppress(OSError):  # refused and closed while this still sends
-                for _ in range(2 * INLINE // piece):  # never the last chunk: never complete
-                    sock.sendall(b"%x\r\n" % piece + b"x" * piece + b"\r\n")
-            answer = read_until_closed(sock)
-        holder.close()
+    holder = _holding_the_pool(listener, len(body))  # the pool's one place, its body not sent
+    with socket.create_connection(("127.0.0.1", listener), timeout=60) as sock:
+        sock.sendall(head)
+        piece = 4096
+        with contextlib.suppress(OSError):  # refused and closed while this still sends
+            for _ in range(2 * INLINE // piece):  # never the last chunk: never complete
+                sock.sendall(b"%x\r\n" % piece + b"x" * piece + b"\r\n")
+        answer = read_until_closed(sock)
+    holder.close()
     assert answer.startswith(b"HTTP/1.1 503 "), answer[:200]
     assert b"connection: close" in answer
 
@@ -286,15 +313,16 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.django_db
-def test_the_worker_processes_end_when_the_listener_is_killed(listener):
+def test_a_forked_child_ends_when_the_listener_is_killed(listener):
     server = _listener_pid(listener)
-    workers = _workers(server)
-    assert workers, "the listener started no worker process"
-    os.kill(server, 9)  # no shutdown of its own: the workers notice their parent is gone
+    holder = _holding_the_pool(listener, len(_padded_filter(go_pod("abc"))))
+    children = _forked_for(listener)  # waiting for the body that never comes
+    os.kill(server, 9)  # no shutdown of its own: the kernel ends its children (PDEATHSIG)
     deadline = time.monotonic() + 30
-    while any(_alive(pid) for pid in workers):
-        assert time.monotonic() < deadline, f"worker processes {workers} outlived the listener"
-        time.sleep(0.1)
+    while any(_alive(pid) for pid in children):
+        assert time.monotonic() < deadline, f"forked children {children} outlived the listener"
+        time.sleep(0.05)
+    holder.close()
 
 
 def _environ(proc: Path) -> bytes:
@@ -371,28 +399,33 @@ def _node_mode(count: int) -> bytes:
 
 
 @pytest.mark.django_db
-def test_a_small_body_of_many_nodes_is_answered_by_a_worker_and_in_order(listener):
+def test_a_small_body_of_many_nodes_is_answered_by_the_pool_and_in_order(listener):
     """Offloaded by its item count (SCHEDWEB_EXTENDER_INLINE_NODES, 100) though it is under the
-    inline byte limit: while the worker is stopped it waits, normal filters on other
-    connections are answered, and a filter pipelined behind it on its connection is answered
-    after it."""
+    inline byte limit: while the pool's one place is held it gets the pool's 503 (answered
+    inline, it would get a 200, as normal filters do meanwhile); then, pipelined before a
+    normal filter on one connection, the two are answered in order."""
     heavy = _node_mode(300)
     small = args_body(go_pod("abc"), ["cp-1", "a-small-1"])
-    pipelined = _head(len(heavy)) + heavy + _head(len(small)) + small
-    with _workers_stopped(listener):
-        sock = socket.create_connection(("127.0.0.1", listener), timeout=60)
-        sock.sendall(pipelined)
-        answers = [_post(listener, "filter", small) for _ in range(10)]
-        sock.setblocking(False)
-        with pytest.raises(BlockingIOError):
-            sock.recv(1)  # nothing yet: the heavy one is with the stopped worker
-        sock.setblocking(True)
-    stream = sock.makefile("rb")
-    (first_status, first_body), (second_status, second_body) = _response(stream), _response(stream)
-    sock.close()
+    holder = _holding_the_pool(listener, len(_padded_filter(go_pod("abc"))))
+    status, answer, _policy = _post(listener, "filter", heavy)
+    assert (status, orjson.loads(answer)["error"]) == (503, "busy")
+    answers = [_post(listener, "filter", small) for _ in range(10)]
     assert [status for status, _answer, _policy in answers] == [200] * 10
+    holder.close()
+    pipelined = _head(len(heavy)) + heavy + _head(len(small)) + small
+    deadline = time.monotonic() + 60
+    while True:  # the held place is given back once the listener sees the holder leave
+        with socket.create_connection(("127.0.0.1", listener), timeout=60) as sock:
+            sock.sendall(pipelined)
+            stream = sock.makefile("rb")
+            (first_status, first_body) = _response(stream)
+            if first_status != 503:
+                second_status, second_body = _response(stream)
+                break
+        assert time.monotonic() < deadline, first_body
+        time.sleep(0.05)
     assert (first_status, second_status) == (200, 200)
-    assert len(first_body["Nodes"]["items"]) == 300  # the worker's answer: every node passes
+    assert len(first_body["Nodes"]["items"]) == 300  # the child's answer: every node passes
     assert second_body == orjson.loads(runtime().extender.filter(small).body)
 
 
@@ -408,70 +441,39 @@ def _response(stream) -> tuple[int, dict]:
 
 
 @pytest.mark.django_db
-def test_a_worker_that_dies_fails_only_its_body_and_is_replaced(listener):
-    server = _listener_pid(listener)
-    (worker,) = _workers(server)
-    os.kill(worker, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while _alive(worker):
-        assert time.monotonic() < deadline, "the killed worker did not die"
-        time.sleep(0.05)
+def test_a_child_that_dies_fails_only_its_body(listener):
     body = _padded_filter(go_pod("abc"))
-    status, answer, _policy = _post(listener, "filter", body)
+    holder = _holding_the_pool(listener, len(body))
+    (child,) = _forked_for(listener)
+    os.kill(child, signal.SIGKILL)
+    status, answer = _answer_to(holder, body)
+    holder.close()
     assert status == 503, answer  # never a 500 (uvloop's closed transport, issue 22's stress)
     assert orjson.loads(answer)["error"] == "busy"
-    status, answer, _policy = _post(listener, "filter", body)  # a new worker's
+    status, answer, _policy = _post(listener, "filter", body)  # a child of its own
     assert (status, answer) == (200, runtime().extender.filter(body).body)
-    assert _workers(server) and worker not in _workers(server)
-
-
-def _offload_snapshot(client) -> list:
-    """The snapshot versions the offload pool's processes report serving (None: none held)."""
-    from policies.publishing import served_read
-
-    return [r.get("snapshotVersion") for r in served_read(client) if r.get("role") == "offload"]
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{child}").exists():  # reaped by the listener, never left a zombie
+        assert time.monotonic() < deadline, f"the killed child {child} was not reaped"
+        time.sleep(0.05)
 
 
 @pytest.mark.django_db
-def test_an_idle_worker_lets_go_of_its_snapshot_and_loads_it_again_for_the_next_body(
-    settings, tmp_path, publish
-):
-    """Issue 28: the pool's copy of the snapshot was a second one in every extender pod; a
-    worker without a body for SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS lets go of it, and the
-    next body is answered over the snapshot as it is then (loaded whole, the old one dropped
-    before the new one is built)."""
-    from policies.cluster.demo import demo_objects
-    from policies.cluster.state import ClusterState
-    from policies.cluster.store import NODE, SnapshotStore, SnapshotWriter
-    from tests.redisdb import redis_database
+def test_no_process_holds_a_second_snapshot_between_large_bodies(listener):
+    """Issue 28: the pool's processes each held a copy of the snapshot (a second one in every
+    extender pod). A child forked for a body shares the listener's pages and ends with its
+    answer: once the answers are in, the listener has no child left (each reaped), and only
+    the listener's process reports what it serves."""
+    from policies.publishing import served_read
+    from policies.redis import redis_client
 
-    with redis_database(settings, REDIS_DB) as client:
-        store = SnapshotStore("offload-idle", client=client)
-        writer = SnapshotWriter(store)
-        nodes, pods = demo_objects()
-        state = ClusterState.from_objects(nodes, pods)
-        writer.full(state, reset=True)
-        store.meta_write({"status": "ok", "heartbeat_at": time.time()})
-        publish(DRAIN)
-        with _listener_process(
-            tmp_path,
-            "no-drain",
-            SCHEDWEB_CLUSTER_SOURCE="live",
-            SCHEDWEB_CLUSTER_NAME="offload-idle",
-            SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS="1",
-        ) as port:
-            body = _padded_filter(go_pod("abc"))
-            deadline = time.monotonic() + 60
-            while _offload_snapshot(client) != [None]:  # reported every half second
-                assert time.monotonic() < deadline, _offload_snapshot(client)
-                time.sleep(0.1)
-            node = next(n for n in nodes if n["metadata"]["name"] == "a-small-1")
-            node["metadata"]["labels"]["drain"] = "yes"
-            writer.deltas([(NODE, orjson.dumps(state.apply_node(node)["object"]))])
-            store.meta_write({"status": "ok", "heartbeat_at": time.time()})
-            status, raw, policy = _post(port, "filter", body)
-            answer = orjson.loads(raw)
-            assert (status, policy) == (200, "no-drain/v1")
-            assert "a-small-1" not in answer["NodeNames"] and "cp-1" in answer["NodeNames"]
-            rejected = answer["FailedNodes"] | answer["FailedAndUnresolvableNodes"]
-            assert rejected["a-small-1"].startswith("not-draining")
+    server = _listener_pid(listener)
+    body = _padded_filter(go_pod("abc"))
+    for verb in ("filter", "prioritize", "filter"):
+        assert _post(listener, verb, body)[0] == 200
+    deadline = time.monotonic() + 30
+    while _children(server):
+        assert time.monotonic() < deadline, f"children left: {_children(server)}"
+        time.sleep(0.05)
+    roles = {r.get("pid"): r.get("role") for r in served_read(redis_client())}  # REDIS_DB's
+    assert roles == {server: "listener"}, roles

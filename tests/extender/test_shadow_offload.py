@@ -29,11 +29,13 @@ from tests.redisdb import redis_database
 from .conftest import active_entry, args_body, example, go_pod, runtime_by_hand
 from .test_offload import (
     REDIS_DB,
+    _forked_for,
+    _holding_the_pool,
+    _lane_processes,
     _listener_pid,
     _listener_process,
     _padded_filter,
     _post,
-    _workers,
 )
 
 NAME = "seed-003-name-length"
@@ -89,8 +91,8 @@ def test_the_listener_hands_the_shadow_to_a_worker_which_judges_every_pod(settin
                     time.sleep(0.1)
             counts = _shadow_counts(port)
             assert (counts["moved"], counts.get("skipped", 0)) == (4, 0), counts
-            lane, answering = _lane_and_answering(port)
-            assert os.getpriority(os.PRIO_PROCESS, answering) == offload.WORKER_NICE
+            lane = _lane(port)
+            assert _answering_priority(port) == offload.WORKER_NICE
             os.kill(lane, signal.SIGSTOP)
             try:
                 for i in range(4, 6):  # queued for the lane, which cannot take them now
@@ -110,14 +112,27 @@ def test_the_listener_hands_the_shadow_to_a_worker_which_judges_every_pod(settin
                 time.sleep(0.1)
 
 
-def _lane_and_answering(port: int) -> tuple[int, int]:
-    """The pids of the listener's shadow lane (the idle scheduling class) and of its answering
-    worker (the normal class, at a lower priority)."""
-    classes = {pid: os.sched_getscheduler(pid) for pid in _workers(_listener_pid(port))}
-    lanes = [pid for pid, policy in classes.items() if policy == os.SCHED_IDLE]
-    answering = [pid for pid, policy in classes.items() if policy == os.SCHED_OTHER]
-    assert len(lanes) == 1 and len(answering) == 1, classes
-    return lanes[0], answering[0]
+def _lane(port: int) -> int:
+    """The pid of the listener's shadow lane (the idle scheduling class)."""
+    (lane,) = _lane_processes(_listener_pid(port))
+    assert os.sched_getscheduler(lane) == os.SCHED_IDLE
+    return lane
+
+
+def _answering_priority(port: int) -> int:
+    """The nice value of the child forked for a large body (the normal class, at a lower
+    priority than the listener's), read while its body is withheld."""
+    holder = _holding_the_pool(port, len(_padded_filter(go_pod("big"))))
+    try:
+        (child,) = _forked_for(port)
+        assert os.sched_getscheduler(child) == os.SCHED_OTHER
+        deadline = time.monotonic() + 30
+        while (nice := os.getpriority(os.PRIO_PROCESS, child)) != offload.WORKER_NICE:
+            assert time.monotonic() < deadline, nice  # set by the child once forked
+            time.sleep(0.02)
+        return nice
+    finally:
+        holder.close()
 
 
 def test_with_a_forward_the_listener_judges_nothing_itself_and_counts_a_refusal(

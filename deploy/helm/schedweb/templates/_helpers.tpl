@@ -330,8 +330,8 @@ for path in ("/readyz", "/login/"):
 
 {{/* Each snapshot-holding process's peak, MB = [base, per 1000 nodes, per 1000 pods], as `make
 bench` fitted them (bench/sizing.py, docs/perf/issue-28-sizing.txt; README "Sizing"), rounded
-up: the extender's listener (its offload process measured the same or less; both hold the lean
-snapshot, issue 28), the worker's watcher, a process reading the snapshot (a worker task, a web
+up: the extender's listener (it holds the lean snapshot, issue 28), what a child it forks for a
+large body adds (it shares the listener's pages), the worker's watcher, a process reading the snapshot (a worker task, a web
 worker), an idle one, and Redis's copy of the snapshot. */}}
 {{- define "schedweb.sizingModel" -}}
 listener: [174.5, 51.0, 3.0]

@@ -1,0 +1,107 @@
+"""A child forked from the listener for a large body (issue 28, policies/extender/offload.py):
+forked while another thread of the listener holds its locks, it still answers (its locks are
+new), exactly as the listener would, and what its answer added to the runtime's records comes
+back to the listener's. Real forks of this process: the child exits with os._exit."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import orjson
+import pytest
+
+from policies.extender import offload
+from policies.extender import runtime as runtime_module
+from policies.extender.runtime import _locks_renewed
+
+from .conftest import args_body, example, go_pod
+
+
+class _Holder:
+    def __init__(self, lock) -> None:
+        self.lock = lock
+        self.other = threading.Lock()
+
+
+class _Root:
+    def __init__(self, shared) -> None:
+        self.serve_lock = shared
+        self.reentrant = threading.RLock()
+        self.inner = _Holder(shared)
+
+
+_Holder.__module__ = _Root.__module__ = "policies.tests_fake"  # walked as schedweb's own
+
+
+def test_every_lock_is_new_and_free_and_a_shared_one_stays_shared():
+    shared = threading.Lock()
+    root = _Root(shared)
+    shared.acquire()
+    root.inner.other.acquire()
+    _locks_renewed(root)
+    assert root.serve_lock is not shared and root.serve_lock is root.inner.lock
+    assert not root.serve_lock.locked() and not root.inner.other.locked()
+    assert isinstance(root.reentrant, type(threading.RLock()))
+
+
+def _serve_and_wait(lock: threading.Lock, held: threading.Event, release: threading.Event):
+    with lock:
+        held.set()
+        release.wait(30)
+
+
+@pytest.mark.django_db
+def test_a_child_forked_while_another_thread_holds_the_locks_answers_and_its_records_come_back(
+    publish, settings
+):
+    settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
+    publish(example("seed-003-name-length"))
+    runtime_module.reset_runtime()
+    state = runtime_module.runtime()
+    body = args_body(go_pod("abc"), ["cp-1", "a-small-1"])
+    expected = state.extender.filter(body)
+    before = state.metrics.totals().get("requests|filter|200", 0)
+    held, release = threading.Event(), threading.Event()
+    # another thread of the listener in the middle of a metrics update: its lock held at the fork
+    holder = threading.Thread(
+        target=_serve_and_wait, args=(state.metrics._lock, held, release), daemon=True
+    )
+    holder.start()
+    assert held.wait(30)
+    try:
+        child = offload._Child(state)
+    finally:
+        release.set()
+        holder.join(30)
+    stream = child.socket.makefile("rwb")
+    stream.write(b"filter\n" + offload._LENGTH.pack(len(body)) + body)
+    stream.write(offload._LENGTH.pack(offload._END))
+    stream.flush()
+    child.socket.settimeout(60)  # a child stuck on a copied lock would never answer
+    status, policy_length, length = offload._ANSWER.unpack(stream.read(offload._ANSWER.size))
+    policy = stream.read(policy_length).decode()
+    answer = stream.read(length)
+    (effects_length,) = offload._LENGTH.unpack(stream.read(offload._LENGTH.size))
+    effects = stream.read(effects_length)
+    child.close()
+    assert (status, answer, policy) == (expected.status, expected.body, expected.policy)
+    state.effects_merge(effects)
+    assert state.metrics.totals()["requests|filter|200"] == before + 1  # the child's one answer
+    assert orjson.loads(answer)["NodeNames"]
+    with pytest.raises(ChildProcessError):  # reaped
+        os.waitpid(child.pid, os.WNOHANG)
+    runtime_module.reset_runtime()
+
+
+def test_a_child_whose_body_is_abandoned_ends_without_an_answer(publish, settings):
+    settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
+    runtime_module.reset_runtime()
+    child = offload._Child(runtime_module.runtime())
+    child.socket.sendall(b"filter\n" + offload._LENGTH.pack(offload._ABANDONED))
+    child.socket.settimeout(60)
+    assert child.socket.recv(1) == b""  # it ended: nothing sent, its channel closed
+    _pid, status = os.waitpid(child.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    child.socket.close()
+    runtime_module.reset_runtime()

@@ -15,8 +15,8 @@
    nodes for 5000 pods, without and with the extender over mutual TLS and the protocol-only one.
    At both sizes schedweb's ratio over the protocol-only one's, round by round, median (issue 28:
    at least 0.9). For every run with an extender, its processes'
-   CPU seconds (the listener's whole process tree: uvicorn, its workers, the offload pool) over
-   the pods bound (issue 13: at most 1.0 ms at 500 nodes), and its latency histogram per verb;
+   CPU seconds (the listener's whole process tree: uvicorn, its workers, children for large
+   bodies) over the pods bound (issue 13: at most 1.0 ms at 500 nodes), and its latency histogram per verb;
    while one configuration runs, the other extender listener is stopped (SIGSTOP) so that its
    idle processes take no CPU from the run;
 4. (the memory of the extender's processes by cluster size is the sizing suite's, bench/sizing.py);
@@ -361,7 +361,7 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def _process_tree(root: int) -> list[int]:
-    """`root` and every process descending from it (uvicorn's workers, the offload pool)."""
+    """`root` and every process descending from it (uvicorn's workers, children for bodies)."""
     children: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -512,7 +512,7 @@ def _throughput(
     cpu = ""
     if extender:
         # Per process, largest first: the one answering kube-scheduler, then those that only
-        # keep their snapshot current (uvicorn's other workers, the offload pool).
+        # keep their snapshot current (uvicorn's other workers).
         spent = sorted(
             (cpu_after[pid] - cpu_before.get(pid, 0.0) for pid in cpu_after), reverse=True
         )

@@ -16,9 +16,9 @@ for a quiet machine:
    median over snapshots that each follow 100 changed pods, as a live cluster's previews do (the
    model's view moved by the changes, policies/schedmodel/plugins.py Existing.moved).
 
-The memory of every process (the extender's listener and offload worker, the watcher, a reader)
-is the sizing suite's (bench/sizing.py, which measures 5000 x 150 000 too); the time from a
-binding to every extender process is the push suite's (bench/push.py).
+The memory of every process (the extender's listener and a child it forks for a large body, the
+watcher, a reader) is the sizing suite's (bench/sizing.py, which measures 5000 x 150 000 too);
+the time from a binding to every extender process is the push suite's (bench/push.py).
 
 SCHEDWEB_BENCH_SCALE="5000x5000,5000x50000,5000x150000" chooses the sizes (nodes x pods; the
 update ratio compares the first with the last).

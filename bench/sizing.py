@@ -8,9 +8,9 @@ Namespaces, ReplicaSets and Services a real one has) is measured as the pods run
   large enough for the offload pool (a child forked from the listener for each, sharing its
   pages), across a full reload; the listener's resident memory (RSS) and peak (VmHWM) at rest,
   then, while 60 large filters are answered one after another, the largest sum of the
-  processes' proportional set sizes (PSS: a page shared by the listener and a child counted
-  once, as the pod's memory cgroup counts it) and the children's own pages then; that sum (in
-  use) and the listener's RSS (at rest) against issue 28's targets;
+  listener's RSS and the pages only its children map (a page a child shares with the listener
+  counted once, as the pod's memory cgroup counts it), and the children's own pages then; that
+  sum (in use) and the listener's RSS (at rest) against issue 28's targets;
 - the worker: the snapshot watcher's first sync (the list responses decoded, turned into state,
   written whole to Redis) and a task reading the snapshot (the requeue sweep every 2 s), each in a
   process of its own (bench/sizing_worker.py), peaks; and an idle process (Django and schedweb
@@ -189,8 +189,8 @@ def _extender_measure(env: dict[str, str], workdir: Path, node_names: list[str],
             "listener": {"rss_mb": _status(pid, "VmRSS"), "peak_mb": _status(pid, "VmHWM")}
         }
         # In use: large bodies one after another, each answered by a child forked for it; the
-        # processes' proportional set sizes (a shared page counted once over them, as the pod's
-        # memory cgroup counts it) summed at every sample, and the largest sum kept.
+        # listener's RSS and its children's own pages (what they share counted once, as the
+        # pod's memory cgroup counts it) summed at every sample, and the largest sum kept.
         busiest = _in_use(port, pid, large)
         processes["offload"] = {
             # what a child adds: the sum less the listener alone
@@ -233,8 +233,9 @@ def _cmdline(pid: int) -> bytes:
 
 def _in_use(port: int, root: int, large: list[str], *, bodies: int = 60) -> dict[str, float]:
     """The extender's processes while `bodies` large filters are answered one after another
-    (from a thread): the largest sum of their proportional set sizes over the samples, and at
-    that moment the private memory of the children (forked for the bodies)."""
+    (from a thread): the largest sum, over the samples, of the listener's resident memory and
+    the pages only its children (forked for the bodies) map, each page counted once as the
+    pod's memory cgroup counts it; and the children's own pages at that moment."""
     import threading
 
     done = threading.Event()
@@ -252,11 +253,12 @@ def _in_use(port: int, root: int, large: list[str], *, bodies: int = 60) -> dict
     own = Path(f"/proc/{root}/cmdline").read_bytes()
     while not done.is_set():
         figures = {pid: _smaps(pid) for pid in _process_tree(root)}
-        forked = {pid for pid in figures if pid != root and _cmdline(pid) == own}
-        children = [f for pid, f in figures.items() if pid in forked and f]
-        total = sum(f.get("Pss", 0.0) for f in figures.values())
-        if children and total > best["sum_mb"]:
-            private = sum(f.get("Private_Clean", 0) + f.get("Private_Dirty", 0) for f in children)
+        children = [f for pid, f in figures.items() if pid != root and f and _cmdline(pid) == own]
+        if not children:
+            continue
+        private = sum(f.get("Private_Clean", 0) + f.get("Private_Dirty", 0) for f in children)
+        total = figures[root].get("Rss", 0.0) + private
+        if total > best["sum_mb"]:
             best = {"sum_mb": total, "child_private_mb": private, "children": len(children)}
     sender.join()
     return best
@@ -390,10 +392,10 @@ def table(env: dict[str, str], workdir: Path, sizes: list[tuple[int, int]] | Non
             verdict = f" (issue 28: at most {target}: {'ok' if in_use <= target else 'OVER'}"
             verdict += f" in use, {'ok' if at_rest <= target else 'OVER'} at rest)"
         print(
-            f"    the extender's processes together: {in_use:.0f} MB in use (the largest sum of"
-            f" their PSS while large bodies were answered, {offload.get('children', 0)} child(ren)"
-            f" then, {offload.get('rss_mb', 0):.0f} MB of their own), {at_rest:.0f} MB at rest"
-            f" (RSS, no child){verdict}"
+            f"    the extender's processes together: {in_use:.0f} MB in use (the listener's RSS"
+            f" and its children's own pages, the largest sum while large bodies were answered:"
+            f" {offload.get('children', 0)} child(ren) then, {offload.get('rss_mb', 0):.0f} MB of"
+            f" their own), {at_rest:.0f} MB at rest (RSS, no child){verdict}"
         )
         results[f"sizing_extender_rss_mb_{nodes}_{pods}"] = in_use
         results[f"sizing_extender_rest_mb_{nodes}_{pods}"] = at_rest

@@ -521,7 +521,8 @@ class TestCaseSerializer(serializers.Serializer):
 class PendingProcessSerializer(serializers.Serializer):
     process = serializers.CharField(help_text="host:pid of the extender process.")
     role = serializers.CharField(
-        help_text="listener (a worker of the extender's listener) or offload."
+        help_text="listener (a worker of the extender's listener; the children it forks for"
+        " large bodies serve what it serves)."
     )
     counter = serializers.IntegerField(help_text="The published set it serves.")
     policies = serializers.DictField(

@@ -264,13 +264,18 @@ def _worker_main(channel: socket.socket, parent: int, lane: str) -> None:
         del body
 
 
-def _child_main(channel: socket.socket, state: Any) -> None:
+def _child_main(channel: socket.socket, state: Any, parent: int) -> None:
     """A child forked for one body: reads it, answers it over the listener's snapshot and
     policies (as they were at the fork, brought up to date), sends back the answer and what
     answering added to the runtime's records (ExtenderRuntime.effects), and returns (the caller
     exits). `state`: the listener's runtime, this child's once `forked()`. It dies with the
     listener (PR_SET_PDEATHSIG)."""
-    _die_with_parent()
+    _die_with_parent(parent)
+    # The listener's signal handlers (uvicorn's) wake its loop through a descriptor this child
+    # shares: a signal sent here must not reach the listener's loop.
+    signal.set_wakeup_fd(-1)
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_DFL)
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICE)
     # What it inherited is never collected here: a collection writes to every object it walks,
@@ -288,13 +293,16 @@ def _child_main(channel: socket.socket, state: Any) -> None:
     channel.sendall(answer + _LENGTH.pack(len(effects)) + effects)
 
 
-def _die_with_parent() -> None:
-    """This process gets SIGKILL when the thread that forked it ends (its listener)."""
+def _die_with_parent(parent: int) -> None:
+    """This process gets SIGKILL when the thread that forked it ends (the listener's loop); it
+    ends now if the listener already did, before the request to be told."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):  # not Linux: it ends after its one body anyway
         pass
+    if os.getppid() != parent:
+        os._exit(0)
 
 
 # --- the listener's side -------------------------------------------------------------------
@@ -348,13 +356,14 @@ class _Child:
 
     def __init__(self, state: Any) -> None:
         ours, theirs = socket.socketpair()
+        parent = os.getpid()
         with state.serve_lock:
             pid = os.fork()
         if pid == 0:  # the child: never returns
             code = 1
             try:
                 ours.close()
-                _child_main(theirs, state)
+                _child_main(theirs, state, parent)
                 code = 0
             except BaseException:
                 with contextlib.suppress(BaseException):

@@ -272,7 +272,7 @@ def tasks_import() -> None:
 class ExtenderRuntime:
     """Everything one process needs to answer kube-scheduler. With `on_demand`, the background
     thread leaves the snapshot alone and `snapshot_refresh()` is called before each answer.
-    `role` ("listener", "offload"): an extender process that reports what it serves (publishers
+    `role` ("listener"): an extender process that reports what it serves (publishers
     wait for it); None (a web process's /readyz, tests) reports nothing."""
 
     def __init__(self, *, on_demand: bool = False, role: str | None = None) -> None:
@@ -476,8 +476,9 @@ class ExtenderRuntime:
 
     def _memory_release(self) -> None:
         """After a full load (the old state dropped since), the heap's free pages go back to the
-        system; an offload process idle for SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS lets go of
-        its snapshot first (its next body loads it whole)."""
+        system; an on-demand process (the shadow lane) idle for
+        SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS lets go of its snapshot first (its next body loads
+        it whole)."""
         reader = getattr(self.snapshots, "reader", None)
         if reader is None:
             return
@@ -781,7 +782,7 @@ class _StaticSnapshots:
 
 def snapshot_provider(*, on_change: Callable[[int], None] | None = None, on_demand: bool = False):
     """The snapshot source for extender processes: the live reader (pushed, changed in place),
-    or a static one. On demand (an offload process, whose answers wait for its refresh), a full
+    or a static one. On demand (the shadow lane, whose judgements wait for its refresh), a full
     load lets go of the old state first: the process never holds two."""
     if settings.SCHEDWEB_CLUSTER_SOURCE == "live":
         from policies.cluster.sources import live_snapshots
@@ -837,7 +838,7 @@ def snapshot_on_demand() -> None:
 
 
 def serve_as(role: str) -> None:
-    """This process is an extender process ("listener", "offload"): its runtime reports what it
+    """This process is an extender process ("listener"): its runtime reports what it
     serves, and publishers wait for it. Called before the runtime is made."""
     global _role
     _role = role

@@ -334,7 +334,8 @@ up: the extender's listener (it holds the lean snapshot, issue 28), what a child
 large body adds (it shares the listener's pages), the worker's watcher, a process reading the snapshot (a worker task, a web
 worker), an idle one, and Redis's copy of the snapshot. */}}
 {{- define "schedweb.sizingModel" -}}
-listener: [174.5, 51.0, 3.0]
+listener: [173.0, 50.5, 3.0]
+offload: [9.5, 9.0, 0.5]
 watcher: [102.5, 12.5, 31.5]
 reader: [149.5, 15.0, 34.5]
 idle: [62.0, 0.0, 0.0]

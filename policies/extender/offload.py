@@ -12,9 +12,10 @@ then each process of a spawned pool held its own copy, a second snapshot in ever
 (215 MB beside the listener's 283 at 5000 nodes and 50 000 pods). It is forked for one body and
 ends with its answer, so the sharing never decays: CPython copies a page whenever it changes a
 reference count on it, and a long-lived fork would copy, body after body and watch event after
-watch event, what it shares. One answer copies what it touches (about 40 MB at 50 000 pods for
-bodies of 8000 names, `make bench`'s sizing suite: docs/perf/issue-28-sizing.txt); the
-listener's changes meanwhile copy the pages they write, for the child's few milliseconds.
+watch event, what it shares. One answer copies what it touches (about 55 MB at 50 000 and at
+150 000 pods for bodies of 8000 names, `make bench`'s sizing suite:
+docs/perf/issue-28-sizing.txt); the listener's changes meanwhile copy the pages they write, for
+the child's few milliseconds.
 The fork is taken with the serve lock held (the thread that applies the cluster's changes holds
 it while it changes the snapshot), so the child's snapshot is whole; only the forking thread
 goes on in the child, so every lock of its runtime is replaced (another thread may have held
@@ -481,8 +482,12 @@ class Offload:
         assert self._idle is not None
         token = await self._idle.get()
         try:
-            state = await asyncio.to_thread(runtime)  # built already, but for a failed start
-            child = _Child(state)
+            try:
+                state = await asyncio.to_thread(runtime)  # built already, but for a failed start
+                child = _Child(state)
+            except Exception:  # no runtime, or no fork (out of memory or processes): a retry
+                log.exception("extender offload: no child for a large body")
+                return BUSY, protocol.error_body("no large-body worker; retry", code="busy"), ""
             self._children.add(child)
             try:
                 return await self._exchange(child, verb, body, state)

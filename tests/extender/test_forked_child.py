@@ -105,3 +105,43 @@ def test_a_child_whose_body_is_abandoned_ends_without_an_answer(publish, setting
     assert os.waitstatus_to_exitcode(status) == 0
     child.socket.close()
     runtime_module.reset_runtime()
+
+
+def test_a_body_gets_a_503_when_no_child_can_be_forked_and_the_place_is_given_back(
+    publish, settings, monkeypatch
+):
+    """fork() refused (no memory or no processes left): the body gets the pool's 503, which
+    kube-scheduler retries, and its place is free for the next body, which gets its answer."""
+    import asyncio
+    import errno
+
+    settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
+    publish(example("seed-003-name-length"))
+    runtime_module.reset_runtime()
+    state = runtime_module.runtime()
+    body = args_body(go_pod("abc"), ["cp-1", "a-small-1"])
+    real_fork = os.fork
+
+    def refused() -> int:
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    pool = offload.Offload(workers=1, queue=0)
+
+    async def answer() -> tuple[int, bytes, str]:
+        async with pool.place():
+            return await pool.answer("filter", body)
+
+    async def both() -> list[tuple[int, bytes, str]]:
+        monkeypatch.setattr(os, "fork", refused)
+        first = await answer()
+        monkeypatch.setattr(os, "fork", real_fork)
+        return [first, await asyncio.wait_for(answer(), 60)]
+
+    try:
+        (status, refusal, _policy), second = asyncio.run(both())
+    finally:
+        pool.close()
+        runtime_module.reset_runtime()
+    assert (status, orjson.loads(refusal)["error"]) == (503, "busy")
+    expected = state.extender.filter(body)
+    assert second == (expected.status, expected.body, expected.policy)

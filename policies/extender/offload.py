@@ -19,11 +19,11 @@ the child's few milliseconds.
 The fork is taken with the serve lock held (the thread that applies the cluster's changes holds
 it while it changes the snapshot), so the child's snapshot is whole; only the forking thread
 goes on in the child, so every lock of its runtime is replaced (another thread may have held
-one: ExtenderRuntime.forked) and it never returns to the loop. Before its answer it reads what
+one: policies/extender/fork.py) and it never returns to the loop. Before its answer it reads what
 Redis holds now, one round trip each when nothing changed: the active policies (a publish the
 listener has not applied yet) and the snapshot's changes since the fork. What answering adds to
 the runtime's records (metrics, sampled decisions, rejected pods, canary counts) goes back with
-the answer and is added to the listener's (ExtenderRuntime.effects). The fork itself holds the
+the answer and is added to the listener's (fork.effects). The fork itself holds the
 listener's GIL while its page tables are copied, and a normal call that comes meanwhile waits:
 5-6 ms at 50 000 pods on a quiet machine here, 16-22 ms at 150 000 beside a loaded test run
 (kube-scheduler sends large bodies only without nodeCacheCapable, and then every body is large).
@@ -78,12 +78,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import gc
 import logging
 import multiprocessing
 import os
-import signal
 import socket
 import struct
 import threading
@@ -92,7 +89,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
-from . import protocol
+from . import fork, protocol
 
 log = logging.getLogger(__name__)
 
@@ -120,9 +117,6 @@ _END = 0
 _ABANDONED = 0xFFFFFFFF
 _ANSWER = struct.Struct("!HII")  # status, policy length, body length
 _VERB_MAX = 40  # "<verb>" or "shadow <policy set counter>"
-_PR_SET_PDEATHSIG = 1  # prctl(2)
-# A forked child not yet gone once its answer is read is looked at again this often (reaped).
-REAP_SECONDS = 0.05
 
 
 class Abandoned(Exception):
@@ -267,45 +261,20 @@ def _worker_main(channel: socket.socket, parent: int, lane: str) -> None:
         del body
 
 
-def _child_main(channel: socket.socket, state: Any, parent: int) -> None:
-    """A child forked for one body: reads it, answers it over the listener's snapshot and
-    policies (as they were at the fork, brought up to date), sends back the answer and what
-    answering added to the runtime's records (ExtenderRuntime.effects), and returns (the caller
-    exits). `state`: the listener's runtime, this child's once `forked()`. It dies with the
-    listener (PR_SET_PDEATHSIG)."""
-    _die_with_parent(parent)
-    # The listener's signal handlers (uvicorn's) wake its loop through a descriptor this child
-    # shares: a signal sent here must not reach the listener's loop.
-    signal.set_wakeup_fd(-1)
-    for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, signal.SIG_DFL)
-    with contextlib.suppress(OSError):
-        os.nice(WORKER_NICE)
-    # What it inherited is never collected here: a collection writes to every object it walks,
-    # which would copy the pages it shares with the listener.
-    gc.freeze()
-    state.forked()
+def _child_main(channel: socket.socket, state: Any) -> None:
+    """In a child forked for one body (fork.Child): reads it, answers it over the listener's
+    snapshot and policies as they were at the fork, brought up to date (the policies here, the
+    snapshot in _answer), and sends back the answer and what answering added to the runtime's
+    records (fork.effects)."""
     request = _request_read(channel.makefile("rb"))
     if not request:
         return
     verb, body = request
-    state.policies_refresh()  # the snapshot: _answer
+    state.policies_refresh()
     answer = _answered(verb, body)
     del body
-    effects = state.effects()
+    effects = fork.effects(state)
     channel.sendall(answer + _LENGTH.pack(len(effects)) + effects)
-
-
-def _die_with_parent(parent: int) -> None:
-    """This process gets SIGKILL when the thread that forked it ends (the listener's loop); it
-    ends now if the listener already did, before the request to be told."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: it ends after its one body anyway
-        pass
-    if os.getppid() != parent:
-        os._exit(0)
 
 
 # --- the listener's side -------------------------------------------------------------------
@@ -352,75 +321,6 @@ class _Worker:
             self.process.join(5)
 
 
-class _Child:
-    """A process forked from the listener for one body, and the listener's end of its channel.
-    Forked with the serve lock held: the snapshot it inherits is whole (the thread that applies
-    the cluster's changes does so under that lock)."""
-
-    def __init__(self, state: Any) -> None:
-        ours, theirs = socket.socketpair()
-        parent = os.getpid()
-        with state.serve_lock:
-            pid = os.fork()
-        if pid == 0:  # the child: never returns
-            code = 1
-            try:
-                ours.close()
-                _child_main(theirs, state, parent)
-                code = 0
-            except BaseException:
-                with contextlib.suppress(BaseException):
-                    log.exception("extender offload: the forked child failed")
-            finally:
-                os._exit(code)
-        theirs.close()
-        self.pid = pid
-        self.socket = ours
-        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
-
-    async def streams(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        if self._streams is None:
-            self._streams = await asyncio.open_connection(sock=self.socket)
-        return self._streams
-
-    def close(self) -> None:
-        """Its channel closed, the child killed if it has not ended, and reaped (now, or by the
-        loop shortly after: an answered child is exiting)."""
-        if self._streams is not None:
-            with contextlib.suppress(RuntimeError):
-                self._streams[1].close()
-        self.socket.close()
-        if not _reaped(self.pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGKILL)
-            _reap_later(self.pid)
-
-
-def _reaped(pid: int) -> bool:
-    try:
-        done, _status = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return done == pid
-
-
-def _reap_later(pid: int) -> None:
-    """Waits for `pid` from the running loop (no thread blocks on it), or here when there is
-    none (a killed child ends at once)."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
-        return
-
-    def again() -> None:
-        if not _reaped(pid):
-            loop.call_later(REAP_SECONDS, again)
-
-    loop.call_later(REAP_SECONDS, again)
-
-
 class Offload:
     """The pool and its bound; one per listener process, created on first use, started at the
     listener's lifespan start (in its event loop)."""
@@ -437,7 +337,7 @@ class Offload:
         # a token per body that may be answered at once (a forked child each)
         self._idle: asyncio.Queue[int] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._children: set[_Child] = set()
+        self._children: set[fork.Child] = set()
         # Work no caller waits for (forward): queued, then sent in batches by the task `_drain`
         # to the shadow lane's process, started with the first of it. The bounds count the
         # batch the lane holds (`_in_lane` bodies) with the queue (`_forward_bytes`: both).
@@ -486,7 +386,7 @@ class Offload:
         try:
             try:
                 state = await asyncio.to_thread(runtime)  # built already, but for a failed start
-                child = _Child(state)
+                child = fork.Child(state, _child_main, nice=WORKER_NICE)
             except Exception:  # no runtime, or no fork (out of memory or processes): a retry
                 log.exception("extender offload: no child for a large body")
                 return BUSY, protocol.error_body("no large-body worker; retry", code="busy"), ""
@@ -573,7 +473,7 @@ class Offload:
                 lane.close(wait=False)
 
     async def _exchange(
-        self, child: _Child, verb: str, body: bytes | AsyncIterator[bytes], state: Any
+        self, child: fork.Child, verb: str, body: bytes | AsyncIterator[bytes], state: Any
     ) -> tuple[int, bytes, str]:
         """`body` to `child` and its answer back; what answering added to the child's records
         (metrics, sampled decisions) merged into this process's."""
@@ -613,7 +513,7 @@ class Offload:
             log.error("extender offload: a forked child died or broke its channel")
             return BUSY, protocol.error_body("the large-body worker failed; retry", code="busy"), ""
         try:
-            state.effects_merge(effects)
+            fork.effects_merge(state, effects)
         except Exception:  # its counts are lost, never its answer
             log.exception("extender offload: a child's records could not be merged")
         return status, answer, policy

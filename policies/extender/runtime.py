@@ -16,7 +16,7 @@ in-place snapshot under the serve lock, so a slow or dead Redis never delays an 
 extender keeps serving the last versions it holds.
 
 A large body is answered in a child forked from the listener for it (policies/extender/offload.py):
-it shares this runtime page by page, and `forked()` makes it the child's. The shadow lane's
+it shares this runtime page by page (policies/extender/fork.py). The shadow lane's
 process brings its snapshot up to date when it judges (`snapshot_on_demand`) instead of applying
 every change of the cluster as it happens, which cost a process about 0.4 ms of CPU per
 scheduled pod (a pod's binding is a snapshot change) on a machine whose cores kube-scheduler
@@ -31,11 +31,10 @@ import dataclasses
 import gc
 import logging
 import os
-import pickle
 import socket
 import threading
 import time
-from collections import defaultdict, deque
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -584,27 +583,6 @@ class ExtenderRuntime:
             except Exception as exc:  # the worker's periodic check rolls it back anyway
                 log.error("canary %s/v%s: cannot queue the rollback (%s)", name, version, exc)
 
-    # -- a child forked for one large body (policies/extender/offload.py) ----------------------
-
-    def forked(self) -> None:
-        """In a child the listener forked, with the serve lock held, to answer one large body:
-        this runtime becomes the child's (runtime() returns it here), with fresh locks (another
-        thread of the listener may have held one at the fork: only the forking thread goes on
-        here), no thread, no record of its own, and nothing pending but what its body adds
-        (`effects`, which the listener adds to its own)."""
-        self.pid = os.getpid()
-        self.role = None  # what it serves is the listener's, which confirmed it
-        _locks_renewed(self)
-        global _lock
-        _lock = threading.Lock()
-        self.metrics.directory = None  # its counts go back to the listener, not to a file
-        self.metrics.pid = self.pid
-        for counts in (self.metrics._pending, self.metrics._unsent, self.metrics._totals):
-            counts.clear()
-        self.decisions._items.clear()
-        self.rejections.clear()
-        self.extender.canary_counts._pending.clear()
-
     def policies_refresh(self) -> None:
         """The active policies as Redis has them now (one round trip when nothing changed): a
         forked child's before its body, whose listener may not have read a publish yet."""
@@ -612,41 +590,6 @@ class ExtenderRuntime:
             self.registry.refresh_from_redis()
         except Exception as exc:  # Redis down: answer with what the listener held
             self.redis_ok, self.last_error = False, f"redis: {exc}"
-
-    def effects(self) -> bytes:
-        """What answering added here that the listener records: the metrics' counts, the
-        sampled decisions (built here), rejected pods, and canary counts (pickled: the same
-        program reads them back, effects_merge)."""
-        canary = self.extender.canary_counts
-        return pickle.dumps(
-            {
-                "metrics": dict(self.metrics._pending),
-                "decisions": self.decisions.take(),
-                "rejections": list(self.rejections),
-                "canary": ({k: dict(v) for k, v in canary._pending.items()}, canary._guards),
-            },
-            protocol=pickle.HIGHEST_PROTOCOL,
-        )
-
-    def effects_merge(self, data: bytes) -> None:
-        """A forked child's `effects` added to this process's (its loop: the thread flushes
-        them with its own)."""
-        effects = pickle.loads(data)  # written by this program's fork (offload._child_main)
-        metrics = self.metrics
-        with metrics._lock:
-            for key, value in effects["metrics"].items():
-                metrics._pending[key] += value
-        for decision in effects["decisions"]:
-            self.decisions.append(decision)
-        self.rejections.extend(effects["rejections"])
-        counts, guards = effects["canary"]
-        canary = self.extender.canary_counts
-        with canary._lock:
-            for key, fields in counts.items():
-                mine = canary._pending.setdefault(key, defaultdict(int))
-                for field, value in fields.items():
-                    mine[field] += value
-            canary._guards.update(guards)
 
     def _flush_rejections(self) -> None:
         from policies.extender.requeue import rejections_record
@@ -871,33 +814,3 @@ def reset_runtime() -> None:
         if _runtime is not None and _runtime.pid == os.getpid():
             _runtime.close()
         _runtime = None
-
-
-_LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
-
-
-def _locks_renewed(root: object, depth: int = 6) -> None:
-    """Every lock held in an attribute of `root` and of the schedweb objects it holds (to
-    `depth` levels) replaced by a new, free one; a lock shared by two of them (the serve lock)
-    stays shared. For a forked child: a lock another thread held at the fork stays held there."""
-    fresh: dict[int, Any] = {}
-    seen: set[int] = set()
-    level = [root]
-    for _ in range(depth):
-        following = []
-        for obj in level:
-            if id(obj) in seen:
-                continue
-            seen.add(id(obj))
-            attributes = getattr(obj, "__dict__", None)
-            if attributes is None:
-                continue
-            for name, value in list(attributes.items()):
-                if isinstance(value, _LOCK_TYPES):
-                    if id(value) not in fresh:
-                        rlock = isinstance(value, _LOCK_TYPES[1])
-                        fresh[id(value)] = threading.RLock() if rlock else threading.Lock()
-                    setattr(obj, name, fresh[id(value)])
-                elif type(value).__module__.startswith("policies."):
-                    following.append(value)
-        level = following

@@ -1,4 +1,4 @@
-"""A child forked from the listener for a large body (issue 28, policies/extender/offload.py):
+"""A child forked from the listener for a large body (issue 28, policies/extender/fork.py):
 forked while another thread of the listener holds its locks, it still answers (its locks are
 new), exactly as the listener would, and what its answer added to the runtime's records comes
 back to the listener's. Real forks of this process: the child exits with os._exit."""
@@ -11,9 +11,8 @@ import threading
 import orjson
 import pytest
 
-from policies.extender import offload
+from policies.extender import fork, offload
 from policies.extender import runtime as runtime_module
-from policies.extender.runtime import _locks_renewed
 
 from .conftest import args_body, example, go_pod
 
@@ -39,7 +38,7 @@ def test_every_lock_is_new_and_free_and_a_shared_one_stays_shared():
     root = _Root(shared)
     shared.acquire()
     root.inner.other.acquire()
-    _locks_renewed(root)
+    fork.locks_renewed(root)
     assert root.serve_lock is not shared and root.serve_lock is root.inner.lock
     assert not root.serve_lock.locked() and not root.inner.other.locked()
     assert isinstance(root.reentrant, type(threading.RLock()))
@@ -70,7 +69,7 @@ def test_a_child_forked_while_another_thread_holds_the_locks_answers_and_its_rec
     holder.start()
     assert held.wait(30)
     try:
-        child = offload._Child(state)
+        child = fork.Child(state, offload._child_main)
     finally:
         release.set()
         holder.join(30)
@@ -86,7 +85,7 @@ def test_a_child_forked_while_another_thread_holds_the_locks_answers_and_its_rec
     effects = stream.read(effects_length)
     child.close()
     assert (status, answer, policy) == (expected.status, expected.body, expected.policy)
-    state.effects_merge(effects)
+    fork.effects_merge(state, effects)
     assert state.metrics.totals()["requests|filter|200"] == before + 1  # the child's one answer
     assert orjson.loads(answer)["NodeNames"]
     with pytest.raises(ChildProcessError):  # reaped
@@ -97,7 +96,7 @@ def test_a_child_forked_while_another_thread_holds_the_locks_answers_and_its_rec
 def test_a_child_whose_body_is_abandoned_ends_without_an_answer(publish, settings):
     settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
     runtime_module.reset_runtime()
-    child = offload._Child(runtime_module.runtime())
+    child = fork.Child(runtime_module.runtime(), offload._child_main)
     child.socket.sendall(b"filter\n" + offload._LENGTH.pack(offload._ABANDONED))
     child.socket.settimeout(60)
     assert child.socket.recv(1) == b""  # it ended: nothing sent, its channel closed

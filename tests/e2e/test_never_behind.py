@@ -3,8 +3,8 @@ TLS: a pod created the moment a publish or rollback returns is judged by the new
 pod created right after another was deleted is judged with that pod gone, as the preview judges
 it. (Room made by a new node, in queue-key order: tests/e2e/test_queue_admission.py.)
 
-The stack's extender listener runs two workers (and its offload pool's process), all of which
-must serve a change before its call returns. The bounds are generous settings, so that only
+The stack's extender listener runs two workers, both of which must serve a change before its call
+returns (a child one forks for a large body reads the policies Redis holds before it answers). The bounds are generous settings, so that only
 the evidence ends a wait: a publish waits at most 20 s for the extenders' confirmations, a
 request at most 20 s for the snapshot (kube-scheduler's httpTimeout here: 30 s). How fast they
 are in fact is measured by `make bench` (bench/push.py), not here.

@@ -1,6 +1,6 @@
 """What an extender process gives back (issue 28): the heap's free pages after each full load of
-the snapshot, and an offload process's whole snapshot after SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS
-without a body. The runtime over a live snapshot in Redis; its thread stopped, so that each
+the snapshot, and an on-demand process's (the shadow lane's) whole snapshot after
+SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS without a body. The runtime over a live snapshot in Redis; its thread stopped, so that each
 round of housekeeping is the test's, and idleness is set on its clock, not waited for."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _runtime(monkeypatch, *, on_demand: bool) -> tuple[runtime_module.ExtenderRu
     return made, trims
 
 
-def test_an_idle_offload_process_lets_go_of_its_snapshot_and_its_next_body_loads_it(
+def test_an_idle_on_demand_process_lets_go_of_its_snapshot_and_its_next_body_loads_it(
     live, monkeypatch
 ):
     made, trims = _runtime(monkeypatch, on_demand=True)

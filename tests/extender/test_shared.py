@@ -198,8 +198,9 @@ def test_a_sampled_prioritize_decision_shows_the_evaluation_it_answered_from(pub
 
 
 def test_the_cache_keeps_no_replaced_snapshot_alive(publish):
-    """An offload process lets go of its snapshot before loading the next and when idle (issue
-    28): the evaluations kept for prioritize must not hold the old one, nor answer from it."""
+    """A process lets go of its snapshot before loading the next, and the shadow lane when idle
+    (issue 28): the evaluations kept for prioritize must not hold the old one, nor answer from
+    it."""
     import gc
     import weakref
 

@@ -1,7 +1,8 @@
 """What an extender process gives back (issue 28): the heap's free pages after each full load of
 the snapshot, and an on-demand process's (the shadow lane's) whole snapshot after
-SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS without a body. The runtime over a live snapshot in Redis; its thread stopped, so that each
-round of housekeeping is the test's, and idleness is set on its clock, not waited for."""
+SCHEDWEB_EXTENDER_OFFLOAD_IDLE_SECONDS without a body. The runtime over a live snapshot in
+Redis; its thread stopped, so that each round of housekeeping is the test's, and idleness is set
+on its clock, not waited for."""
 
 from __future__ import annotations
 

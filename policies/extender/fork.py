@@ -119,9 +119,10 @@ def _prepared(state: Any, parent: int, nice: int) -> None:
         os._exit(0)
     # The listener's signal handlers (uvicorn's) wake its loop through a descriptor this child
     # shares: a signal sent here must not reach the listener's loop.
-    signal.set_wakeup_fd(-1)
-    for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, signal.SIG_DFL)
+    with contextlib.suppress(ValueError):  # forked from a thread other than the main one
+        signal.set_wakeup_fd(-1)
+        for number in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(number, signal.SIG_DFL)
     if nice:
         with contextlib.suppress(OSError):
             os.nice(nice)

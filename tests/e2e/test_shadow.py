@@ -274,6 +274,7 @@ def test_the_shadow_report_equals_an_offline_evaluation_and_changes_no_placement
 
 @pytest.mark.usefixtures("scheduler", "nodes")
 def test_promote_and_discard_are_served_by_every_extender_process_when_they_return(plane, stack):
+    stack.publish(ACTIVE, "A")  # a shadow is judged beside an active version (any test order)
     version = stack.publish(SHADOW, "B2 beside A", shadow=True)
     assert stack.served["servedByAll"], stack.served["summary"]
     status, body = stack.request(

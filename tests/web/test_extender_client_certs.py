@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import re
 import ssl
+import time
 
 import orjson
 import pytest
@@ -113,3 +114,74 @@ def test_refusals_are_counted_by_path_and_client(listener):
     assert after.get(("scheduler", "other"), 0) == before.get(("scheduler", "other"), 0) + 1
     assert after.get(("scheduler", "webhook"), 0) == before.get(("scheduler", "webhook"), 0) + 1
     assert after.get(("webhook", "scheduler"), 0) == before.get(("webhook", "scheduler"), 0) + 1
+
+
+def _tls_socket(listener, cert: str):
+    import socket
+
+    port, tls = listener
+    context = ssl.create_default_context(cafile=str(tls / "ca.crt"))
+    context.load_cert_chain(str(tls / f"{cert}.crt"), str(tls / f"{cert}.key"))
+    raw = socket.create_connection(("127.0.0.1", port), timeout=30)
+    return context.wrap_socket(raw, server_hostname="127.0.0.1")
+
+
+def _large_headers(length: int) -> bytes:
+    return (
+        "POST /extender/filter HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {length}\r\nExpect: 100-continue\r\n\r\n"
+    ).encode()
+
+
+def _first_answer(sock) -> bytes:
+    seen = b""
+    while b"\r\n\r\n" not in seen:
+        chunk = sock.recv(65536)
+        assert chunk, seen
+        seen += chunk
+    return seen
+
+
+def test_a_large_body_forks_a_child_only_for_kube_schedulers_certificate(listener):
+    """Issue 28: a child is forked for a large body at its headers (it shares the listener's
+    memory, and the fork holds the listener's loop for milliseconds): a client whose certificate
+    may not call the verbs gets its 403 there, before any child, however large it says the body
+    is; kube-scheduler's gets the 100 Continue with a child waiting for its body."""
+    from ..extender.test_offload import _forked, _listener_pid
+
+    server = _listener_pid(listener[0])
+    length = 60 * 1024 * 1024  # what it claims, never sent
+    with _tls_socket(listener, "probe") as sock:
+        sock.sendall(_large_headers(length))
+        answer = _first_answer(sock)
+        assert answer.startswith(b"HTTP/1.1 403 "), answer[:200]
+        assert _forked(server) == set()
+    with _tls_socket(listener, "client") as sock:
+        sock.sendall(_large_headers(length))
+        answer = _first_answer(sock)
+        assert answer.startswith(b"HTTP/1.1 100 "), answer[:200]
+        assert len(_forked(server)) == 1  # forked before the 100 Continue was sent
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"{" + b'"x": "' + b"y" * 200_000 + b'"',  # cut short: not JSON
+        b"[" * 150_000 + b"]" * 150_000,  # nesting orjson refuses
+        b'{"Pod": ' + orjson.dumps({"metadata": {"name": "p" * 300_000}}) + b"}",  # no spec
+    ],
+    ids=["truncated", "deep", "huge-name"],
+)
+def test_a_hostile_large_body_gets_a_400_from_its_child_and_the_listener_serves_on(listener, body):
+    from ..extender.test_offload import _forked, _listener_pid
+
+    status, answer = _request(listener, "client", "POST", "/extender/filter", body)
+    assert status == 400, answer[:300]
+    assert orjson.loads(answer)["error"]
+    status, _answer = _request(listener, "client", "POST", "/extender/filter", _verb_body("filter"))
+    assert status == 200
+    server = _listener_pid(listener[0])
+    deadline = time.monotonic() + 30
+    while _forked(server):  # each child reaped once its body is answered
+        assert time.monotonic() < deadline, _forked(server)
+        time.sleep(0.05)

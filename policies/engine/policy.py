@@ -254,6 +254,21 @@ class CompiledPolicy:
         self.weights = [r.weight for r in spec.scores]
         self.filter_names = [r.name for r in spec.filters]
         self._fast = _FastPath(self)
+        # Whether a node's results depend on the pod and that node's view alone (no expression
+        # reads the cluster, no gang): then an evaluation stays exact for as long as its nodes'
+        # views are the ones it read, whatever else the snapshot applied since
+        # (policies/extender/shared.py reuses it across such moves).
+        self.node_local = spec.gang is None and not any(
+            "cluster" in rule.program.references
+            for rule in (
+                *self.variables.values(),
+                *self.match_conditions,
+                *self.filters,
+                *self.messages,
+                *self.scores,
+            )
+            if rule is not None
+        )
 
     # -- compilation -------------------------------------------------------------------------
 

@@ -403,11 +403,11 @@ class Extender:
         # Cache-capable requests only: with full Node objects, a node the snapshot lacks is
         # judged from the object sent, which the names alone do not identify.
         key = (
-            self.shared.key(pod_key(args), served, snapshot, args.node_names)
-            if args.nodes is None
-            else None
+            self.shared.key(pod_key(args), served, args.node_names) if args.nodes is None else None
         )
-        evaluation = self.shared.get(key, args.node_names, policy, state)
+        version = snapshot.version if snapshot is not None else -1
+        exact = known if not unknown else None  # the views in the names' order
+        evaluation = self.shared.get(key, args.node_names, policy, state, version, lambda: exact)
         if evaluation is None:
             # With scores when prioritize may reuse it (a cacheable request): one evaluation
             # per pod instead of a filters-only one here and a full one in prioritize.
@@ -441,17 +441,19 @@ class Extender:
             else:
                 passed.append(name)
         if key is not None:
-            self.shared.put(key, args.node_names, policy, state, evaluation)
+            self.shared.put(key, args.node_names, policy, state, evaluation, version, exact)
             if len(passed) == len(evaluation.node_names) and evaluation.scored:
                 self._ahead = evaluation  # every node passed: prioritize asks about them all
             if len(passed) != len(args.node_names):
                 # What prioritize will be asked about: the names that passed.
                 self.shared.put(
-                    self.shared.key(pod_key(args), served, snapshot, passed),
+                    self.shared.key(pod_key(args), served, passed),
                     passed,
                     policy,
                     state,
                     evaluation,
+                    version,
+                    list(compress(exact, evaluation.passed)) if exact is not None else None,
                 )
         answer = Answer(
             200,
@@ -566,20 +568,37 @@ class Extender:
             snapshot = self._snapshot()
             state = snapshot.state if snapshot is not None else None
             key = (
-                self.shared.key(pod_key(args), served, snapshot, args.node_names)
+                self.shared.key(pod_key(args), served, args.node_names)
                 if args.nodes is None
                 else None
             )
-            evaluation = self.shared.get(key, args.node_names, served.compiled, state)
+            version = snapshot.version if snapshot is not None else -1
+            looked: list[tuple[list[NodeView], list[str]]] = []
+
+            def views() -> list[NodeView] | None:
+                looked.append(self._nodes(args, state))
+                return looked[0][0] if not looked[0][1] else None
+
+            evaluation = self.shared.get(
+                key, args.node_names, served.compiled, state, version, views
+            )
             if evaluation is None or not evaluation.scored:
-                known, unknown = self._nodes(args, state)
+                known, unknown = looked[0] if looked else self._nodes(args, state)
                 behind = self._behind(
                     attempt, snapshot, state, unknown, args.node_names, pod, served
                 )
                 if behind is not None:
                     return Answer(WAIT, b"", served.label, behind)
                 evaluation = served.compiled.evaluate(pod, known, state, memo=True)
-                self.shared.put(key, args.node_names, served.compiled, state, evaluation)
+                self.shared.put(
+                    key,
+                    args.node_names,
+                    served.compiled,
+                    state,
+                    evaluation,
+                    version,
+                    known if not unknown else None,
+                )
             if evaluation.node_names == args.node_names:
                 # Every name known, in order (the usual case): the columns as they are, often
                 # encoded already after filter's answer went out.

@@ -8,9 +8,17 @@ An entry is only reused for exactly what it was computed from: the same pod cont
 object as JSON, service.pod_key, compared in full: a uid and resourceVersion are only what the
 caller says, and a forged pod under a pending pod's uid must not decide the real pod's calls,
 issue 27), the same policy version (the compiled object itself), the same snapshot
-(the frozen state object itself, and its version) and the same candidate names in the same order
+(the state object itself, and its version) and the same candidate names in the same order
 (compared in full, not by hash: no collision can hand out another set's answer). A new snapshot,
 a new policy version or another candidate set is a miss and is evaluated afresh.
+
+One exception to "the same version": the live snapshot moves on between a pod's filter and its
+prioritize whenever the watcher reports anything (at 5000 nodes, while kube-scheduler binds
+100-150 pods a second, for most pods), and prioritize then evaluated all 500 candidates again.
+For a policy whose per-node results depend on the pod and the node's view alone
+(CompiledPolicy.node_local: nothing reads the cluster), the evaluation is as exact as a new
+one while every candidate's view is the very object it read (views are immutable: a change is a
+new view), so it is reused then (`moved` counts those reuses).
 
 Filter stores its evaluation under its own candidate set and under the set it answers (the names
 that passed): per-node verdicts and raw scores do not depend on the other candidates, and scores
@@ -22,7 +30,9 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
+from operator import is_
 from typing import Any
 
 from policies.engine.results import Evaluation
@@ -41,6 +51,10 @@ class _Entry:
     # process drops its old one before it loads the next, and lets go of an idle one, issue 28).
     state: Any  # weakref.ref, or a callable returning it (_weak)
     evaluation: Evaluation
+    version: int  # the snapshot's version it was evaluated at
+    # The node views it read, in the names' order, for a node-local policy; else None (then
+    # only the same version is reused).
+    views: list[Any] | None
 
 
 def _weak(state: Any) -> Any:
@@ -69,6 +83,7 @@ class SharedEvaluations:
         self.evicted: list[_Entry] = []
         self.hits = 0
         self.misses = 0
+        self.moved = 0  # hits on a snapshot that moved on, the candidates' views unchanged
 
     def _names_hash(self, names: list[str]) -> int:
         hashed = self._hashed
@@ -78,26 +93,25 @@ class SharedEvaluations:
         self._hashed = (names, value)
         return value
 
-    def key(
-        self, pod_key: bytes | None, served: Any, snapshot: Any, names: list[str]
-    ) -> tuple | None:
+    def key(self, pod_key: bytes | None, served: Any, names: list[str]) -> tuple | None:
         """The lookup key for the request's pod content (service.pod_key), or None when it
         cannot be cached (a pod too large to remember)."""
         if pod_key is None:
             return None
-        version = snapshot.version if snapshot is not None else -1
-        return (
-            pod_key,
-            served.name,
-            served.version,
-            version,
-            len(names),
-            self._names_hash(names),
-        )
+        return (pod_key, served.name, served.version, len(names), self._names_hash(names))
 
     def get(
-        self, key: tuple | None, names: list[str], compiled: Any, state: Any
+        self,
+        key: tuple | None,
+        names: list[str],
+        compiled: Any,
+        state: Any,
+        version: int,
+        views: Callable[[], list[Any] | None] | None = None,
     ) -> Evaluation | None:
+        """The evaluation stored for exactly this request, or None. `views`: the candidates'
+        views now, in the names' order (None when a name is unknown), asked only when the
+        snapshot's version moved since the evaluation."""
         if key is None:
             return None
         entry = self._items.get(key)
@@ -106,19 +120,41 @@ class SharedEvaluations:
             or entry.compiled is not compiled
             or entry.state() is not state
             or entry.names != names
+            or (entry.version != version and not self._unchanged(entry, views))
         ):
             self.misses += 1
             return None
+        entry.version = version
         self._items.move_to_end(key)
         self.hits += 1
         return entry.evaluation
 
+    def _unchanged(self, entry: _Entry, views: Callable[[], list[Any] | None] | None) -> bool:
+        """Whether every candidate's view is the one the entry's evaluation read."""
+        if entry.views is None or views is None:
+            return False
+        now = views()
+        if now is None or len(now) != len(entry.views) or not all(map(is_, now, entry.views)):
+            return False
+        self.moved += 1
+        return True
+
     def put(
-        self, key: tuple | None, names: list[str], compiled: Any, state: Any, evaluation: Evaluation
+        self,
+        key: tuple | None,
+        names: list[str],
+        compiled: Any,
+        state: Any,
+        evaluation: Evaluation,
+        version: int,
+        views: list[Any] | None = None,
     ) -> None:
+        """Stores `evaluation` of `names` at the snapshot's `version`; `views`: the node views
+        it read, in the names' order (kept for a node-local policy only)."""
         if key is None:
             return
-        self._items[key] = _Entry(names, compiled, _weak(state), evaluation)
+        kept = views if views is not None and getattr(compiled, "node_local", False) else None
+        self._items[key] = _Entry(names, compiled, _weak(state), evaluation, version, kept)
         self._items.move_to_end(key)
         if len(self.evicted) > 2 * self._size:
             self.evicted.clear()

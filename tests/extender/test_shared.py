@@ -327,3 +327,96 @@ def test_prioritize_with_other_bytes_is_parsed_and_checked(publish):
     assert "NodeNames[1]" in orjson.loads(response.content)["detail"]
     answer = _prioritize(pod, ["a-small-1"])
     assert [entry["Host"] for entry in answer] == ["a-small-1"]
+
+
+# -- a snapshot that moved between filter and prioritize (the live reader applies in place) ----
+
+# Reads the cluster: a pod landing anywhere may change every node's score.
+CROWD = """
+name: crowd
+schedulerNames: [schedweb]
+scores:
+  - name: fewer-web-pods
+    expression: 'cluster.countPods(pod.namespace, {"app": "web"}) + (node.name == "cp-1" ? 1 : 0)'
+    weight: 1
+    normalize: minmax
+"""
+
+
+def _in_place():
+    """The runtime's snapshot on a mutable state, as the live reader holds it (deltas applied
+    to the same state object, each at a new version); the state, for the test to change."""
+    snapshots = runtime().snapshots
+    current = snapshots.current()
+    nodes, pods = demo_objects()
+    state = ClusterState.from_objects(nodes, pods)
+    snapshots._snapshot = dataclasses.replace(current, state=state, version=current.version + 1)
+    return state
+
+
+def _apply(state, node: str, uid: str, cpu: str = "3") -> None:
+    """A running pod bound to `node`, applied to `state` as a watch delta, at the next version."""
+    pod = go_pod(f"pod-{uid}", cpu=cpu, memory="1Mi", uid=uid)
+    pod["spec"]["nodeName"] = node
+    pod["status"]["phase"] = "Running"
+    state.apply_pod(pod)
+    snapshots = runtime().snapshots
+    current = snapshots.current()
+    snapshots._snapshot = dataclasses.replace(current, version=current.version + 1)
+
+
+def test_only_a_policy_that_reads_nothing_but_pod_and_node_is_node_local():
+    from policies.engine.policy import compile_policy
+
+    assert compile_policy(SPREAD).node_local
+    assert compile_policy(example("least-allocated")).node_local
+    assert not compile_policy(CROWD).node_local
+    assert not compile_policy(example("seed-002-gang")).node_local
+
+
+def test_a_snapshot_moved_on_elsewhere_still_shares_filters_evaluation(publish):
+    """A change to nodes that are not candidates leaves filter's evaluation exact: prioritize
+    answers from it (before, it evaluated every candidate again: issue 28's 5000-node runs)."""
+    publish(example("least-allocated"))
+    pod = go_pod("web-2", cpu="500m")
+    names = ["cp-1", "a-small-1", "worker-medium-a-1"]
+    state = _in_place()
+    shared = runtime().extender.shared
+    assert _filter(pod, names)["NodeNames"] == names
+    _apply(state, "b-large-1", "elsewhere")
+    hits, moved, misses = shared.hits, shared.moved, shared.misses
+    answer = _prioritize(pod, names)
+    assert (shared.hits, shared.moved, shared.misses) == (hits + 1, moved + 1, misses)
+    assert answer == _fresh(pod, names)
+
+
+def test_a_change_to_a_candidate_is_evaluated_afresh(publish):
+    publish(example("least-allocated"))
+    pod = go_pod("web-2", cpu="500m")
+    names = ["cp-1", "a-small-1", "worker-medium-a-1"]
+    state = _in_place()
+    shared = runtime().extender.shared
+    assert _filter(pod, names)["NodeNames"] == names
+    before = _fresh(pod, names)
+    _filter(pod, names)
+    # a-small-1 now runs a pod that takes most of its CPU: its view is a new object
+    _apply(state, "a-small-1", "on-a-candidate", cpu="1500m")
+    moved, misses = shared.moved, shared.misses
+    answer = _prioritize(pod, names)
+    assert (shared.moved, shared.misses) == (moved, misses + 1)
+    assert answer == _fresh(pod, names)
+    assert answer != before
+
+
+def test_a_policy_reading_the_cluster_is_evaluated_afresh_once_the_snapshot_moved(publish):
+    publish(CROWD)
+    pod = go_pod("web-2")
+    names = ["cp-1", "a-small-1", "worker-medium-a-1"]
+    state = _in_place()
+    shared = runtime().extender.shared
+    _filter(pod, names)
+    _apply(state, "b-large-1", "another-web-pod")  # not a candidate, but counted by every node
+    moved, misses = shared.moved, shared.misses
+    answer = _prioritize(pod, names)
+    assert (shared.moved, shared.misses) == (moved, misses + 1)
+    assert answer == _fresh(pod, names)

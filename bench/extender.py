@@ -586,8 +586,11 @@ def _rounds(
 ):
     """ROUNDS alternated rounds of `runs` (name -> (config, schedulerName, label)); "without"
     first, the others in an order that turns each round. Listeners (name -> pid) not under
-    measurement are paused; `extender`: the one listener every run uses, measured in each (with
-    the machine's CPU). Returns [{name: (rate, cpu ms per pod)}].
+    measurement are paused; `extender`: the one listener every run uses, measured in each. Every
+    run prints the machine's CPU per pod by program: this 2-core machine is saturated in these
+    runs (issue 28: at 5000 nodes 1.9-2.0 cores busy with schedweb and with the protocol-only
+    extender alike), so a cost anywhere slows kube-scheduler. Returns [{name: (rate, cpu ms per
+    pod)}].
 
     With `fresh` (a check that the extender's snapshot holds no bench pods), each run's pods
     are deleted after it and every run starts from the same cluster, and the order turns with
@@ -620,7 +623,7 @@ def _rounds(
                     first_run + number,
                     pods=pods,
                     extender=listeners.get(name, extender),
-                    machine_cpu=extender is not None,
+                    machine_cpu=True,
                 )
             if fresh is not None:
                 _pods_delete(plane, f"{scheduler_name}-{first_run + number}", fresh)

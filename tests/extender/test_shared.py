@@ -374,15 +374,21 @@ def test_only_a_policy_that_reads_nothing_but_pod_and_node_is_node_local():
     assert not compile_policy(example("seed-002-gang")).node_local
 
 
-def test_a_snapshot_moved_on_elsewhere_still_shares_filters_evaluation(publish):
-    """A change to nodes that are not candidates leaves filter's evaluation exact: prioritize
-    answers from it (before, it evaluated every candidate again: issue 28's 5000-node runs)."""
+def _filtered_in_place(publish):
+    """least-allocated published, the snapshot on a mutable state, and a pod's filter over
+    three candidates answered: the pod, the names, the state and the shared evaluations."""
     publish(example("least-allocated"))
     pod = go_pod("web-2", cpu="500m")
     names = ["cp-1", "a-small-1", "worker-medium-a-1"]
     state = _in_place()
-    shared = runtime().extender.shared
     assert _filter(pod, names)["NodeNames"] == names
+    return pod, names, state, runtime().extender.shared
+
+
+def test_a_snapshot_moved_on_elsewhere_still_shares_filters_evaluation(publish):
+    """A change to nodes that are not candidates leaves filter's evaluation exact: prioritize
+    answers from it (before, it evaluated every candidate again: issue 28's 5000-node runs)."""
+    pod, names, state, shared = _filtered_in_place(publish)
     _apply(state, "b-large-1", "elsewhere")
     hits, moved, misses = shared.hits, shared.moved, shared.misses
     answer = _prioritize(pod, names)
@@ -391,12 +397,7 @@ def test_a_snapshot_moved_on_elsewhere_still_shares_filters_evaluation(publish):
 
 
 def test_a_change_to_a_candidate_is_evaluated_afresh(publish):
-    publish(example("least-allocated"))
-    pod = go_pod("web-2", cpu="500m")
-    names = ["cp-1", "a-small-1", "worker-medium-a-1"]
-    state = _in_place()
-    shared = runtime().extender.shared
-    assert _filter(pod, names)["NodeNames"] == names
+    pod, names, state, shared = _filtered_in_place(publish)
     before = _fresh(pod, names)
     _filter(pod, names)
     # a-small-1 now runs a pod that takes most of its CPU: its view is a new object

@@ -165,6 +165,16 @@ class _Reader:
         """The node view by name, if the snapshot has it."""
         return self._nodes.get(name)
 
+    def node_changes_since(self, mark: int) -> list[str] | None:
+        """The names of the nodes whose view was replaced, added or removed since `mark` (a
+        `node_mark()` of this object), oldest first; None when they are no longer known. A
+        frozen snapshot never changes."""
+        return [] if mark == 0 else None
+
+    def node_mark(self) -> int:
+        """A mark of this object's node views, for `node_changes_since`."""
+        return 0
+
     def node_lookup(self) -> Callable[[str], NodeView | None]:
         """`node` as a C-level callable (the index's get), for mapping over many names. Do not
         keep it past a change to this state: a frozen snapshot never changes."""
@@ -517,6 +527,7 @@ class ClusterSnapshot(_Reader):
 # pods). A chain holds at most LINEAGE_MAX changes (the views they name stay alive with it);
 # past that it starts again, and a consumer builds afresh.
 LINEAGE_MAX = 5000
+NODE_LOG_MAX = 4096  # node changes a mutable state names back (node_changes_since)
 POD_CHANGE, NODE_CHANGE, OBJECTS_CHANGE = "pod", "node", "objects"
 
 
@@ -559,6 +570,8 @@ class ClusterState(_Reader):
         "_frozen_version",
         "_history",
         "_journal",
+        "_node_log",
+        "_node_seq",
         "_owned",
         "_pod_counts",
         "_requested",
@@ -577,6 +590,29 @@ class ClusterState(_Reader):
         self._journal: list[tuple[str, str, Any, Any]] | None = []
         self._frozen_version: int | None = None  # the version of the last snapshot frozen
         self._chain: Lineage | None = None  # that snapshot's Lineage
+        # Names of the nodes whose view changed, the last one at _node_seq (bounded): what a
+        # reader of this very object (the extender's in-place snapshot) held before can be
+        # brought up to date by name instead of looking every name up again.
+        self._node_seq = 1
+        self._node_log: list[str] = []
+
+    def node_mark(self) -> int:
+        return self._node_seq
+
+    def node_changes_since(self, mark: int) -> list[str] | None:
+        behind = self._node_seq - mark
+        if behind == 0:
+            return []
+        if not 0 < behind <= len(self._node_log):
+            return None
+        return self._node_log[-behind:]
+
+    def _node_written(self, name: str) -> None:
+        self._node_seq += 1
+        log = self._node_log
+        log.append(name)
+        if len(log) > 2 * NODE_LOG_MAX:
+            del log[:NODE_LOG_MAX]
 
     def _note(self, kind: str, key: str, old: Any = None, new: Any = None) -> None:
         journal = self._journal
@@ -664,6 +700,7 @@ class ClusterState(_Reader):
         if view["name"] not in self._nodes:
             self._node_names = None
         self._nodes[view["name"]] = view
+        self._node_written(view["name"])
         if _has_status(view):
             self._incomplete.discard(view["name"])
         else:
@@ -676,6 +713,7 @@ class ClusterState(_Reader):
         """Removes a node; its pods stay accounted for when it comes back. False if unknown."""
         if self._nodes.pop(name, None) is None:
             return False
+        self._node_written(name)
         self._incomplete.discard(name)
         self._node_names = None
         self._note(NODE_CHANGE, name)
@@ -774,6 +812,8 @@ class ClusterState(_Reader):
     def _fill(self, nodes: Iterable[NodeView], pods: Iterable[PodView]) -> None:
         """Bulk load into an empty, unshared state: index and account every pod, then give
         each node its usage."""
+        self._node_seq += 1  # no name logged: a mark from before is past (a reader rebuilds)
+        self._node_log.clear()
         for view in pods:
             key = pod_key(view)
             old = self._pods.get(key)
@@ -827,6 +867,7 @@ class ClusterState(_Reader):
         self._nodes[name] = node_with_usage(
             node, requested=self._usage(name), pod_count=self._count(name)
         )
+        self._node_written(name)
 
     def _bucket(self, index: dict, key: Any, *, create: bool) -> dict | None:
         """index[key] ready for writing: copied first if a snapshot still shares it."""

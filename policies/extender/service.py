@@ -41,6 +41,7 @@ from .catch_up import Attempt, Behind, CatchUp, behind_of, policy_reads_pods
 from .metrics import Metrics
 from .shadow import ShadowGovernor, ShadowJob, Shadows
 from .shared import SharedEvaluations
+from .windows import Windows
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +198,7 @@ class Extender:
         self.inline_limits = inline_limits
         self._pods = _PodCache()
         self.shared = SharedEvaluations()
+        self.windows = Windows()
         # The last filter body and what it parsed to: kube-scheduler's prioritize for the same
         # pod usually sends the very same bytes (the same Pod, every name passed), and
         # parsing 500 names again was a tenth of the pair's time (issue 13).
@@ -266,9 +268,10 @@ class Extender:
         lookup = state.node if state is not None else (lambda name: None)
         if args.nodes is None:
             if state is not None:
-                # Every name known (the usual case): one C-level pass over the snapshot's index.
-                views = list(map(state.node_lookup(), args.node_names))
-                if all(views):  # a view is never empty: falsy only where a name is unknown
+                # Every name known (the usual case): a window seen before (windows.py), or one
+                # C-level pass over the snapshot's index. Shared: not to be modified.
+                views = self.windows.views(args.node_names, state)
+                if views is not None:
                     return views, unknown
             for name in args.node_names:
                 view = lookup(name)

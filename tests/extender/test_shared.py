@@ -421,3 +421,18 @@ def test_a_policy_reading_the_cluster_is_evaluated_afresh_once_the_snapshot_move
     answer = _prioritize(pod, names)
     assert (shared.moved, shared.misses) == (moved, misses + 1)
     assert answer == _fresh(pod, names)
+
+
+def test_a_candidate_list_sent_again_sees_the_pod_bound_inside_it_since(publish):
+    """The window's views come from the extender's cache (windows.py), brought up to date by
+    the node changed since: the pod bound there counts against its free CPU."""
+    _pod, names, state, _shared = _filtered_in_place(publish)
+    windows = runtime().extender.windows
+    _apply(state, "a-small-1", "inside", cpu="1")  # 1520m free before, 520m now
+    hits = windows.hits
+    answer = _filter(go_pod("web-3", cpu="1"), names)
+    assert windows.hits == hits + 1
+    assert answer["NodeNames"] == ["cp-1", "worker-medium-a-1"]
+    assert answer["FailedAndUnresolvableNodes"] == {
+        "a-small-1": "enough-cpu: needs 1000m CPU, 520m free"
+    }

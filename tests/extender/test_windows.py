@@ -72,7 +72,7 @@ def test_names_with_a_nul_never_match_a_window_whose_names_joined_alike():
     cache = Windows()
     cache.views(["a", "b", "c"], state)
     assert cache.views(["a\x00b", "c"], state) is None  # two names, not three: no match
-    assert cache.views(["a", "b\x00c", "x"], state) is None  # same count, same join length
+    assert cache.views(["a", "b\x00c", "x"], state) is None  # three names, "x" unknown
     assert _same(cache.views(["a", "b", "c"], state), _truth(state, ["a", "b", "c"]))
 
 

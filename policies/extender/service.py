@@ -421,7 +421,11 @@ class Extender:
                 scores=key is not None,
                 memo=True,
                 # every name known, views in their order: no view read for its name
-                names=args.node_names if args.nodes is None and not unknown else None,
+                names=(
+                    self.windows.kept_names(args.node_names)
+                    if args.nodes is None and not unknown
+                    else None
+                ),
             )
         passed: list[str] = []
         failed: dict[str, str] = {}

@@ -152,3 +152,17 @@ def test_a_long_candidate_list_is_answered_and_not_kept():
     short = names[:500]
     assert _same(cache.views(short, state), _truth(state, short))
     assert len(cache._windows) == 1 and len(next(iter(cache._windows))[1]) <= windows.KEY_CHARS_MAX
+
+
+def test_the_names_kept_are_the_windows_own_and_only_for_the_list_just_asked():
+    state, cache = _state(), Windows()
+    window = NAMES[:10]
+    cache.views(window, state)
+    assert cache.kept_names(window) is window  # built from it: nothing else kept
+    again = list(window)
+    cache.views(again, state)
+    assert cache.kept_names(again) is window  # equal, and the strings the memo stored
+    other = NAMES[10:20]
+    assert cache.kept_names(other) is other  # not the list views() was just given
+    cache.views(other, state)
+    assert cache.kept_names(again) is again

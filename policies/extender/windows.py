@@ -3,16 +3,18 @@
 kube-scheduler asks about a window of its nodes (percentageOfNodesToScore: 500 of 5000) that
 moves on by the nodes it looked at, so while they all fit the same windows come back every
 10 pods. Looking 500 names up in a 5000-node snapshot again, on memory the 9 other windows
-pushed out of the CPU's caches, cost 0.25 ms of a 1 ms pair in process (the
-key strings compared, the entries and views read). A window seen before is found by its names
+pushed out of the CPU's caches (the key strings compared, the entries and views read), took
+245 us where the same lookups repeated at once took 50 (docs/perf/issue-28-windows.txt). A window seen before is found by its names
 joined (built from the request's own strings, still in cache), and its views are brought up
 to date from the names of the nodes changed since (ClusterState.node_changes_since): a pod
 bound changes one view.
 
 Exact, never approximate: an entry is used only for the very snapshot object it was built from
 (a frozen snapshot never changes; the in-place one says what changed), and for the same names
-in the same order (the joined strings are compared whole; a name of a node is never a string
-with NUL in it, which the count of names rules out besides). Bounded: at most CAPACITY windows,
+in the same order (the joined strings are compared whole; a window is kept only when no name
+has a NUL in it, so with the count of names in the key two lists never share one). The state's
+Lineage journal does not serve here: it restarts at each freeze, and an in-place state is never
+frozen. Bounded: at most CAPACITY windows,
 forgotten all at once when full, each at most KEY_CHARS_MAX characters joined (3 MB in all); a
 window whose nodes changed by more than CHANGES_MAX since is built again. A client that sends
 windows of its own can push kube-scheduler's out: they are then looked up as before the cache.
@@ -80,7 +82,7 @@ class Windows:
         """The window's own list equal to `names`, if `views()` was just given `names` and
         found that window, else `names`. The engine's memo is keyed by name strings: probed with
         the strings it stored, a probe matches by identity instead of comparing characters
-        that are out of the CPU's caches (with the window, 5-7% of a pair in process)."""
+        that are out of the CPU's caches (5-10% of a pair in process)."""
         last = self._last
         return last[1] if last is not None and last[0] is names else names
 

@@ -166,3 +166,19 @@ def test_the_names_kept_are_the_windows_own_and_only_for_the_list_just_asked():
     assert cache.kept_names(other) is other  # not the list views() was just given
     cache.views(other, state)
     assert cache.kept_names(again) is again
+
+
+def test_a_client_cycling_lists_of_its_own_never_changes_kube_schedulers_views():
+    """Another client's lists between kube-scheduler's: they push its window out (then it is
+    looked up as before the cache), but every answer stays the views a lookup gives, and the
+    cache stays bounded."""
+    state, cache = _state(), Windows()
+    ours = NAMES[:20]
+    cache.views(ours, state)
+    rng = random.Random(7)
+    for i in range(3 * windows.CAPACITY):
+        theirs = rng.sample(NAMES, 5) + [f"ghost-{i}"] * (i % 2)  # some name no node has
+        assert _same(cache.views(theirs, state), _truth(state, theirs))
+        state.apply_pod(make_pod(f"p{i}", cpu="1m", node_name=rng.choice(ours)))
+        assert _same(cache.views(ours, state), _truth(state, ours))
+        assert len(cache._windows) <= windows.CAPACITY

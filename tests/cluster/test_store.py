@@ -616,3 +616,53 @@ def test_a_released_reader_holds_nothing_and_loads_whole_at_its_next_refresh(sto
     assert reader.refresh() is True
     assert reader.full_loads == 2 and reader.current.state is not held
     assert reader.current.state.node("n1")["requested"]["cpu"] == 250
+
+
+# -- the listener's event loop (issue 28): follow_nowait never waits and never reads Redis ------
+
+
+def test_entries_pushed_while_the_reader_is_busy_are_left_and_taken_once_it_is_free(store, writer):
+    state, reader = _read(store, writer, in_place=True)
+    pod = state.apply_pod(make_pod("web-2", cpu="500m", node_name="n1"))
+    writer.delta(POD, orjson.dumps(pod["object"]))
+    entries = _pushed(reader)
+    with reader._lock:  # a refresh (or a full load) in the runtime's thread
+        assert reader.follow_nowait(entries) is None
+    assert (
+        reader.current.version == 1 and reader.current.state.node("n1")["requested"]["cpu"] == 250
+    )
+    assert reader.follow_nowait(entries) is True
+    assert (
+        reader.current.version == 2 and reader.current.state.node("n1")["requested"]["cpu"] == 750
+    )
+    assert reader.follow_nowait(entries) is False  # taken already: nothing changes
+
+
+def test_a_gap_is_left_to_refresh_by_the_loop_and_what_continued_is_applied(store, writer):
+    state, reader = _read(store, writer, in_place=True)
+    pods = [state.apply_pod(make_pod(f"web-{i}", cpu="100m", node_name="n2")) for i in (2, 3, 4)]
+    writer.deltas([(POD, orjson.dumps(p["object"])) for p in pods])
+    entries = store.client.xrange(store.keys.events, min="2-0", max="+")
+    refreshes = reader.refreshes
+    # versions 2 and 4 pushed, 3 missing: 2 is applied, the rest waits for a refresh
+    assert reader.follow_nowait([entries[0], entries[2]]) is None
+    assert reader.current.version == 2 and reader.refreshes == refreshes
+    assert reader.refresh() is True
+    assert reader.current.version == 4 and reader.full_loads == 1
+    assert reader.current.state.node("n2")["requested"]["cpu"] == 300
+
+
+def test_a_reset_is_never_loaded_by_the_loop(store, writer):
+    _, reader = _read(store, writer, in_place=True)
+    old = reader.current.state
+    writer.full(ClusterState.from_objects([make_node("n9", cpu="2")], []), reset=True)
+    assert reader.follow_nowait(_pushed(reader)) is None
+    assert reader.full_loads == 1 and reader.current.state is old
+    assert reader.refresh() is True and reader.full_loads == 2
+
+
+def test_the_loop_takes_nothing_before_the_reader_holds_a_state(store, writer):
+    writer.full(_state(), reset=True)
+    reader = SnapshotReader(store.cluster, client=store.client, in_place=True)
+    entries = store.client.xrange(store.keys.events, min="-", max="+")
+    assert reader.follow_nowait(entries) is None and reader.current is None

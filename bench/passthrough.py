@@ -51,7 +51,6 @@ def _replace_verbs() -> None:
     Extender.prioritize = _prioritize
     ExtenderRuntime.snapshot_refresh = lambda self: None  # nothing reads the snapshot
     ExtenderRuntime._events_key = lambda self: None  # nor follows its changes
-    ExtenderRuntime.events_stream = lambda self: None  # on the event loop either
 
 
 def main() -> None:

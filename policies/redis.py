@@ -18,17 +18,3 @@ def redis_client() -> redis.Redis:
         health_check_interval=15,
         retry_on_timeout=False,
     )
-
-
-def async_redis_client():
-    """A client for an asyncio event loop (the extender listener's, policies/extender/follow.py),
-    with the same URL and timeouts; one per caller (its connections belong to that loop)."""
-    import redis.asyncio
-
-    return redis.asyncio.Redis.from_url(
-        settings.REDIS_URL,
-        socket_connect_timeout=1.0,
-        socket_timeout=2.0,
-        health_check_interval=15,
-        retry_on_timeout=False,
-    )

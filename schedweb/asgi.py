@@ -56,7 +56,6 @@ warnings.filterwarnings(
 
 from policies.admission.review import PATH as ADMISSION_PATH  # noqa: E402
 from policies.extender import entry  # noqa: E402  (needs Django set up first)
-from policies.extender.follow import follow_events  # noqa: E402
 from policies.extender.offload import (  # noqa: E402
     BUSY,
     SHADOW,
@@ -69,8 +68,6 @@ from policies.extender.runtime import runtime_stop, serve_as  # noqa: E402
 from schedweb import client_certs  # noqa: E402
 
 log = logging.getLogger(__name__)
-
-FOLLOW_STOP_SECONDS = 5.0  # the events follower's end awaited at shutdown, at most
 _INLINE = frozenset({"filter", "prioritize", "preempt"})
 # Set in the scope by the direct path (schedweb/extender_http.py) for a body it found to be too
 # much work to answer inline: the pool answers it without a second inline attempt.
@@ -319,9 +316,7 @@ async def admission(scope, receive, send) -> None:
 async def _lifespan(receive, send, startup=None, *, offload: bool = False, shutdown=None) -> None:
     """Runs `startup` (in a thread) before the listener takes connections and starts the pool
     for large bodies (`offload`); stops the pool and runs `shutdown` at shutdown. Django's
-    handler refuses lifespan, so it is answered here. The extender's listener (`offload`) also
-    follows the snapshot's events on this loop (policies/extender/follow.py) once started."""
-    following: asyncio.Task | None = None
+    handler refuses lifespan, so it is answered here."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
@@ -336,13 +331,8 @@ async def _lifespan(receive, send, startup=None, *, offload: bool = False, shutd
                     await asyncio.to_thread(startup)
                 except Exception:  # the first request tries again (and /readyz says why)
                     log.exception("extender start failed")
-            if offload and _ready:  # the snapshot's changes applied between requests
-                following = asyncio.get_running_loop().create_task(follow_events(entry.runtime()))
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            if following is not None:  # stopped, waited for a bounded time
-                following.cancel()
-                await asyncio.wait({following}, timeout=FOLLOW_STOP_SECONDS)
             if offload and _offload is not None:
                 entry.shadow_forward = None
                 entry.shadow_send = None

@@ -556,26 +556,6 @@ class SnapshotReader:
             # an in-place state was published with each chunk; the status did not change
             return self._finish(applied, publish=not self.in_place)
 
-    def follow_nowait(self, entries: list[tuple[bytes, dict[bytes, bytes]]]) -> bool | None:
-        """As follow(), for a caller that must never wait (the extender listener's event
-        loop): applies the entries that continue the version held, with no Redis I/O and
-        without waiting for the reader's lock. None when it could not take them all: the
-        lock is held (a refresh or a full load in another thread), there is no state, or an
-        entry does not continue the version (a gap, a reset); what did continue is applied,
-        and the rest is left to refresh(). Otherwise True if the snapshot changed."""
-        if not self._lock.acquire(blocking=False):
-            return None
-        try:
-            self.follows += 1
-            if self._state is None or self._missing or self._unreadable:
-                return None
-            before = self._version
-            stop = self._apply_entries(entries)
-            changed = self._finish(self._version != before, publish=not self.in_place)
-            return None if stop is not None else changed
-        finally:
-            self._lock.release()
-
     def _refresh(self) -> bool:
         keys = self.store.keys
         pipe = self.store.client.pipeline(transaction=False)

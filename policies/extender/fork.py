@@ -3,8 +3,8 @@
 The child shares the listener's snapshot and compiled policies page by page instead of holding
 a copy of its own (policies/extender/offload.py says why a child per body, and what it costs).
 This module is the fork's mechanics: `Child` forks with the runtime's serve lock held (the
-runtime's thread holds it while it changes the snapshot, and the event loop forking applies
-its own changes between requests, so the snapshot the child inherits is whole); in the child, `_prepared` makes the listener's runtime the
+thread that applies the cluster's changes holds it while it changes the snapshot, so the
+snapshot the child inherits is whole); in the child, `_prepared` makes the listener's runtime the
 child's (only the forking thread goes on after a fork, so a lock another thread held then would
 stay held: every lock of the runtime's objects is replaced) and runs the caller's `main` with the
 child's end of a socket pair; `effects` and `effects_merge` carry what answering added to the

@@ -304,9 +304,6 @@ class ExtenderRuntime:
         self.class_ranges: tuple[tuple[int, int], ...] = ()
         self.gang_mode = ""  # workload | hold, as the worker detected (policies/gangs.py)
         self._changes_from: bytes | str = "0-0"  # the changes stream's last entry seen
-        # Set while the listener's event loop follows the events stream (follow.py): this
-        # thread then leaves it alone.
-        self.events_on_loop = False
         self._initial_load()
         tasks_import()
         self.extender = Extender(
@@ -437,11 +434,7 @@ class ExtenderRuntime:
                 self._flush_decisions()
 
     def _events_key(self) -> str | None:
-        """The snapshot's events stream this thread follows: none while the event loop does."""
-        return None if self.events_on_loop else self.events_stream()
-
-    def events_stream(self) -> str | None:
-        """The snapshot's events stream this process follows (a live source, not on demand)."""
+        """The snapshot's events stream this thread follows (a live source, not on demand)."""
         reader = getattr(self.snapshots, "reader", None)
         if reader is None or self.on_demand:
             return None
@@ -463,14 +456,6 @@ class ExtenderRuntime:
         """Snapshot deltas pushed by the XREAD: applied now (a gap or a reset reloads)."""
         if self.snapshots.follow(entries):
             gc.freeze()  # see snapshot_refresh
-
-    def follow_nowait(self, entries: list) -> bool | None:
-        """Pushed entries applied from the event loop (follow.py), never waiting: None when
-        they are left to this thread's next refresh (the reader busy, a gap, a reset)."""
-        changed = self.snapshots.follow_nowait(entries)
-        if changed:
-            gc.freeze()  # see snapshot_refresh
-        return changed
 
     def _housekeeping(self) -> None:
         """Every half second: what no push announces (the snapshot's status and a Redis that
@@ -729,9 +714,6 @@ class _StaticSnapshots:
         return None
 
     def follow(self, entries) -> None:
-        return None
-
-    def follow_nowait(self, entries) -> None:
         return None
 
     def follow_from(self) -> None:

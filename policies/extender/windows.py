@@ -1,13 +1,16 @@
 """The candidate lists kube-scheduler sends again, with their node views (issue 28).
 
 kube-scheduler asks about a window of its nodes (percentageOfNodesToScore: 500 of 5000) that
-moves on by the nodes it looked at, so while they all fit the same windows come back every
-10 pods. Looking 500 names up in a 5000-node snapshot again, on memory the 9 other windows
-pushed out of the CPU's caches (the key strings compared, the entries and views read), took
-245 us where the same lookups repeated at once took 50 (docs/perf/issue-28-windows.txt). A window seen before is found by its names
-joined (built from the request's own strings, still in cache), and its views are brought up
-to date from the names of the nodes changed since (ClusterState.node_changes_since): a pod
-bound changes one view.
+moves on by the nodes it looked at. Its filter plugins run over that window in parallel and the
+list it sends is in the order they finished, so a window comes back as the same list only some
+of the time (a quarter of filters at 5000 nodes, live); prioritize's check that filter's views
+still hold (shared.py) asks about the very list filter just did. Looking 500 names up in a
+5000-node snapshot again, on memory other requests pushed out of the CPU's caches (the key
+strings compared, the entries and views read), took 245 us where the same lookups repeated at
+once took 50 (docs/perf/issue-28-windows.txt). A list seen before is found by its names joined
+(built from the request's own strings, still in cache), and its views are brought up to date
+from the names of the nodes changed since (ClusterState.node_changes_since): a pod bound changes
+one view.
 
 Exact, never approximate: an entry is used only for the very snapshot object it was built from
 (a frozen snapshot never changes; the in-place one says what changed), and for the same names
@@ -25,7 +28,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-CAPACITY = 32  # windows remembered (5000 nodes, 500 candidates: 10 in turn)
+CAPACITY = 32  # lists remembered (5000 nodes: 10 windows of 500 candidates, in turn)
 CHANGES_MAX = 256  # node changes brought into a window before it is looked up afresh
 KEY_CHARS_MAX = 65_536  # a longer candidate list (a client's, not kube-scheduler's) is not kept
 _SEPARATOR = "\x00"

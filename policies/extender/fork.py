@@ -34,6 +34,7 @@ _PR_SET_PDEATHSIG = 1  # prctl(2)
 # A child not yet gone once its request is over is looked at again this often (reaped).
 REAP_SECONDS = 0.05
 _LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
+CONTAINER_MAX = 64  # entries of a list, tuple, set or dict that locks_renewed looks into
 
 
 class Child:
@@ -149,31 +150,66 @@ def _runtime_taken(state: Any) -> None:
     state.extender.canary_counts._pending.clear()
 
 
-def locks_renewed(root: object, depth: int = 6) -> None:
-    """Every lock held in an attribute of `root` and of the schedweb objects it holds (to
-    `depth` levels) replaced by a new, free one; a lock shared by two of them (the serve lock)
-    stays shared."""
+def locks_renewed(root: object, depth: int = 8) -> None:
+    """Every lock held by `root` and by the schedweb objects it holds (to `depth` levels),
+    in an attribute, a slot or a small list, tuple, set or dict value of one, replaced by a new,
+    free one; a lock shared by two of them (the serve lock) stays shared. Containers of more
+    than CONTAINER_MAX entries (the snapshot's nodes and pods) are not walked: their entries'
+    counts would be written, copying the pages the child shares with the listener. Other
+    libraries' objects are left alone: redis-py renews its pool's locks when it sees a new
+    pid."""
     fresh: dict[int, Any] = {}
     seen: set[int] = set()
-    level = [root]
+
+    def renewed(value: Any) -> Any:
+        if id(value) not in fresh:
+            rlock = isinstance(value, _LOCK_TYPES[1])
+            fresh[id(value)] = threading.RLock() if rlock else threading.Lock()
+        return fresh[id(value)]
+
+    level: list[Any] = [root]
     for _ in range(depth):
-        following = []
+        following: list[Any] = []
         for obj in level:
             if id(obj) in seen:
                 continue
             seen.add(id(obj))
-            attributes = getattr(obj, "__dict__", None)
-            if attributes is None:
+            if isinstance(obj, dict | list):
+                items = obj.items() if isinstance(obj, dict) else enumerate(obj)
+                for key, value in list(items):
+                    if isinstance(value, _LOCK_TYPES):
+                        obj[key] = renewed(value)
+                    elif _walked(value):
+                        following.append(value)
                 continue
-            for name, value in list(attributes.items()):
+            if isinstance(obj, tuple | set | frozenset):  # cannot change: walked, not renewed
+                following.extend(value for value in obj if _walked(value))
+                continue
+            for name, value in _fields(obj):
                 if isinstance(value, _LOCK_TYPES):
-                    if id(value) not in fresh:
-                        rlock = isinstance(value, _LOCK_TYPES[1])
-                        fresh[id(value)] = threading.RLock() if rlock else threading.Lock()
-                    setattr(obj, name, fresh[id(value)])
-                elif type(value).__module__.startswith("policies."):
+                    with contextlib.suppress(AttributeError, TypeError):  # read-only
+                        setattr(obj, name, renewed(value))
+                elif _walked(value):
                     following.append(value)
         level = following
+
+
+def _walked(value: Any) -> bool:
+    """A schedweb object, or a small container that may hold one."""
+    if isinstance(value, dict | list | tuple | set | frozenset):
+        return len(value) <= CONTAINER_MAX
+    return type(value).__module__.startswith("policies.")
+
+
+def _fields(obj: Any) -> list[tuple[str, Any]]:
+    """An object's attributes, from its __dict__ and its classes' __slots__."""
+    fields = list(getattr(obj, "__dict__", {}).items())
+    for klass in type(obj).__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
+                fields.append((name, getattr(obj, name)))
+    return fields
 
 
 def effects(state: Any) -> bytes:

@@ -5,6 +5,7 @@ back to the listener's. Real forks of this process: the child exits with os._exi
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 
@@ -42,6 +43,78 @@ def test_every_lock_is_new_and_free_and_a_shared_one_stays_shared():
     assert root.serve_lock is not shared and root.serve_lock is root.inner.lock
     assert not root.serve_lock.locked() and not root.inner.other.locked()
     assert isinstance(root.reentrant, type(threading.RLock()))
+
+
+class _Slotted:
+    __slots__ = ("guard", "views")
+
+    def __init__(self, guard, views) -> None:
+        self.guard = guard
+        self.views = views
+
+
+_Slotted.__module__ = "policies.tests_fake"
+
+
+def test_locks_in_slots_lists_and_dicts_are_renewed_and_a_large_container_is_not_walked():
+    in_slot, in_list, in_dict, deep = (threading.Lock() for _ in range(4))
+    large = [threading.Lock(), *range(fork.CONTAINER_MAX)]
+    root = _Root(threading.Lock())
+    root.slotted = _Slotted(in_slot, {"pending": [in_list], "by_name": {"a": in_dict}})
+    root.pairs = (1, _Holder(deep))  # a tuple is walked into
+    root.large = large
+    for lock in (in_slot, in_list, in_dict, deep, large[0]):
+        lock.acquire()
+    fork.locks_renewed(root)
+    renewed = [
+        root.slotted.guard,
+        root.slotted.views["pending"][0],
+        root.slotted.views["by_name"]["a"],
+        root.pairs[1].lock,
+    ]
+    assert all(isinstance(lock, type(threading.Lock())) for lock in renewed)
+    assert not any(lock.locked() for lock in renewed)
+    assert root.large[0] is large[0]  # the snapshot's size: its entries are not touched
+
+
+def _locks_reachable(root) -> dict[int, str]:
+    """Every lock gc's referents reach from `root` through schedweb's objects and containers
+    (a cross-check of locks_renewed's own walk, which reads attributes and slots)."""
+    found: dict[int, str] = {}
+    seen: set[int] = set()
+    stack = [(root, type(root).__name__)]
+    while stack:
+        obj, path = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, fork._LOCK_TYPES):
+            found[id(obj)] = path
+            continue
+        container = isinstance(obj, dict | list | tuple | set | frozenset)
+        if container and len(obj) > fork.CONTAINER_MAX:
+            continue
+        if not container and not type(obj).__module__.startswith("policies."):
+            continue
+        for referent in gc.get_referents(obj):
+            stack.append((referent, f"{path}/{type(referent).__name__}"))
+    return found
+
+
+@pytest.mark.django_db
+def test_no_lock_the_runtime_holds_through_its_own_objects_survives_the_renewal(publish, settings):
+    settings.SCHEDWEB_CLUSTER_SOURCE = "demo"
+    publish(example("seed-003-name-length"))
+    runtime_module.reset_runtime()
+    state = runtime_module.runtime()
+    state.extender.filter(args_body(go_pod("abc"), ["cp-1", "a-small-1"]))  # caches filled
+    before = _locks_reachable(state)
+    assert len(before) >= 5  # the serve lock, metrics', the canary counts', the shadows', ...
+    fork.locks_renewed(state)
+    after = _locks_reachable(state)
+    assert not {path for key, path in before.items() if key in after}
+    assert len(after) == len(before)
+    runtime_module.reset_runtime()
 
 
 def _serve_and_wait(lock: threading.Lock, held: threading.Event, release: threading.Event):

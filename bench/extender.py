@@ -91,8 +91,8 @@ def _service_latency(policy_text: str) -> dict[str, float]:
     from policies.cluster.loaded import LoadedCluster
     from policies.cluster.state import ClusterState
     from policies.engine.policy import compile_policy
+    from policies.extender.decisions import DecisionBuffer
     from policies.extender.metrics import Metrics
-    from policies.extender.runtime import DecisionBuffer
     from policies.extender.service import Extender, ServedPolicy
 
     nodes_json, pods_json = generate_cluster(NODES, NODES * 4, seed=3)

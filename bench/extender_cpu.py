@@ -54,8 +54,8 @@ def _extender_over(state):
 
     from policies.cluster.loaded import LoadedCluster
     from policies.engine.policy import compile_policy
+    from policies.extender.decisions import DecisionBuffer
     from policies.extender.metrics import Metrics
-    from policies.extender.runtime import DecisionBuffer
     from policies.extender.service import Extender, ServedPolicy
 
     snapshot = LoadedCluster(state, "live", "bench", version=1)

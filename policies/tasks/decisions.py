@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+
+import orjson
 from celery import shared_task
 from django.conf import settings
 
@@ -15,6 +18,8 @@ from policies.background import (
 from policies.cluster.sources import cluster_default
 from policies.errors import ClusterUnavailable
 
+log = logging.getLogger(__name__)
+
 
 @shared_task(
     name=DECISIONS_RECORD,
@@ -24,8 +29,19 @@ from policies.errors import ClusterUnavailable
     max_retries=5,
     time_limit=60,
 )
-def decisions_record(self, batch: list[dict]) -> int:
-    """Stores a batch of sampled extender decisions (sent by web processes, never in a request)."""
+def decisions_record(self, batch: list[dict] | str) -> int:
+    """Stores a batch of sampled extender decisions (sent by web processes, never in a request):
+    the records themselves, or (from an extender listener) their JSON encoded by orjson, which
+    a listener's thread encodes in a seventh of the time kombu's JSON takes for 500 nodes."""
+    if isinstance(batch, str):
+        try:
+            batch = orjson.loads(batch)
+        except orjson.JSONDecodeError as exc:
+            log.warning("dropped a batch of sampled decisions that is not JSON: %s", exc)
+            return 0
+    if not isinstance(batch, list):
+        log.warning("dropped a batch of sampled decisions that is not a list")
+        return 0
     return services.decisions_store(batch=batch)
 
 

@@ -120,7 +120,7 @@ def test_publishing_distributes_the_active_versions_to_redis(redis_isolated, eag
 @pytest.mark.django_db(transaction=True)
 def test_an_extender_picks_up_a_publish_after_redis_lost_its_data(redis_isolated, eager_celery):
     """Redis restarted empty: the next distribution must not reuse a counter a reader saw."""
-    from policies.extender.runtime import PolicyRegistry
+    from policies.extender.registry import PolicyRegistry
 
     publisher = make_user("pub", "publisher")
     policy = services.policy_create(actor=publisher, document=document())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from policies.extender.runtime import DecisionBuffer
+from policies.extender.decisions import DecisionBuffer
 
 
 def test_the_bucket_allows_its_rate_then_refuses_until_it_refills(monkeypatch):

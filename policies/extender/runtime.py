@@ -512,6 +512,11 @@ class ExtenderRuntime:
                 appliedAt=reader.applied_at,
                 lagSeconds=_round(reader.lag_seconds),
                 followed="on demand" if self.on_demand else "pushed",
+                # where the pushed changes are applied (follow_on), and how many batches the
+                # loop took and gave back to the thread (the reader or the serve lock busy)
+                appliedBy="event loop" if self._apply_loop is not None else "thread",
+                appliedOnLoop=self.applied_on_loop,
+                handedBack=self.handed_back,
             )
         return status
 

@@ -19,7 +19,7 @@ from policies.cluster.store import POD
 from policies.extender.runtime import runtime
 from tests.builders import make_pod
 
-from .test_push import _live_snapshot, _wait, pushed_only  # noqa: F401  (the fixture)
+from .test_push import _live_snapshot, _wait
 
 
 @pytest.fixture
@@ -72,6 +72,8 @@ def test_the_loop_applies_what_the_thread_reads_in_its_own_thread(pushed_only, s
         version = _bind(cluster, writer, f"web-{i}")
     _wait(lambda: state.snapshots.current().version == version, what="four more deltas")
     assert served.node("n1")["podCount"] == 5 and set(applied_in) == {loop_thread}
+    status = state.snapshot_status()
+    assert status["appliedBy"] == "event loop" and status["appliedOnLoop"] >= 2
 
 
 @pytest.mark.parametrize("busy", ["reader", "serve"])

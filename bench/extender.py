@@ -593,11 +593,11 @@ def _rounds(
     pod)}].
 
     With `fresh` (a check that the extender's snapshot holds no bench pods), each run's pods
-    are deleted after it and every run starts from the same cluster, and the order turns with
-    "without" too (first in odd rounds, last in even ones). Otherwise pods accumulate: each run
-    schedules into a cluster 1000 pods fuller than the one before, a little slower, and the run
-    that always comes second (as the one other run after "without" did) pays for it in its
-    ratio.
+    are deleted after it and every run starts from the same cluster; the others' order rotates
+    each round and "without" comes first in odd rounds, last in even ones. Otherwise pods
+    accumulate: each run schedules into a cluster 1000 pods fuller than the one before, a
+    little slower, and the run that always comes second (as the one other run after "without"
+    did) pays for it in its ratio.
 
     With `quiet`, each run starts on a quiet machine (_machine_quiet): a configuration whose
     work outlasts its run (a shadow's) would otherwise slow whichever run comes next, and the
@@ -605,9 +605,13 @@ def _rounds(
     others = [name for name in runs if name != "without"]
     rounds = []
     for number in range(count):
-        order = ["without", *(others if number % 2 == 0 else list(reversed(others)))]
-        if fresh is not None and number % 2 == 1:
-            order.reverse()
+        if fresh is None:
+            order = ["without", *(others if number % 2 == 0 else list(reversed(others)))]
+        else:  # the others rotated (reversing them and the whole order too left them as they were)
+            turn = number % len(others)
+            order = ["without", *others[turn:], *others[:turn]]
+            if number % 2 == 1:
+                order = [*order[1:], "without"]
         rates = {}
         for name in order:
             config, scheduler_name, label = runs[name]

@@ -43,13 +43,9 @@ BURST = 500
 
 
 def _follower(env: dict[str, str], reports, stop) -> None:
-    """A spawned extender process: the runtime, reporting (pid, version, time) per change,
-    which its event loop applies as the listener's does (uvloop, ExtenderRuntime.follow_on)."""
+    """A spawned extender process: the runtime, reporting (pid, version, time) per change."""
     os.environ.update(env)
-    import asyncio
-
     import django
-    import uvloop
 
     django.setup()
     from policies.extender.runtime import runtime, serve_as
@@ -58,7 +54,7 @@ def _follower(env: dict[str, str], reports, stop) -> None:
     state = runtime()
     pid = os.getpid()
     moved = state.catch_up.moved
-    follow = state._follow
+    follow = state.snapshots.follow
     woke = [0.0]
 
     def timed_follow(entries):  # when the pushed entries arrived (the XREAD returned)
@@ -69,15 +65,11 @@ def _follower(env: dict[str, str], reports, stop) -> None:
         moved(version)
         reports.put((pid, version, time.time(), woke[0]))
 
-    loop = uvloop.new_event_loop()
-    state._follow = timed_follow  # type: ignore[method-assign]
+    state.snapshots.follow = timed_follow  # type: ignore[method-assign]
     state.catch_up.moved = report  # type: ignore[method-assign]
-    state.follow_on(loop)
     current = state.snapshots.current()
     reports.put((pid, current.version if current is not None else 0, time.time(), 0.0))
-    loop.run_until_complete(asyncio.to_thread(stop.wait))
-    state.follow_on(None)
-    loop.close()
+    stop.wait()
     state.close()
 
 

@@ -316,8 +316,7 @@ async def admission(scope, receive, send) -> None:
 async def _lifespan(receive, send, startup=None, *, offload: bool = False, shutdown=None) -> None:
     """Runs `startup` (in a thread) before the listener takes connections and starts the pool
     for large bodies (`offload`); stops the pool and runs `shutdown` at shutdown. Django's
-    handler refuses lifespan, so it is answered here. The extender's listener (`offload`)
-    applies the snapshot's changes on this loop once started (ExtenderRuntime.follow_on)."""
+    handler refuses lifespan, so it is answered here."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
@@ -332,12 +331,8 @@ async def _lifespan(receive, send, startup=None, *, offload: bool = False, shutd
                     await asyncio.to_thread(startup)
                 except Exception:  # the first request tries again (and /readyz says why)
                     log.exception("extender start failed")
-            if offload and _ready:  # the snapshot's changes applied here, between requests
-                entry.runtime().follow_on(asyncio.get_running_loop())
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            if offload and _ready:  # its thread applies what it reads from now on
-                entry.runtime().follow_on(None)
             if offload and _offload is not None:
                 entry.shadow_forward = None
                 entry.shadow_send = None

@@ -190,16 +190,6 @@ class LiveSnapshots:
         """Applies pushed entries of the events stream; True if the snapshot changed."""
         return self._guarded(self.reader.follow, entries)
 
-    def follow_nowait(self, entries: list) -> bool | None:
-        """As follow(), never waiting and never reading Redis (SnapshotReader.follow_nowait):
-        None when the entries are left to follow() or refresh()."""
-        try:
-            return self.reader.follow_nowait(entries)
-        except Exception as exc:  # a bad snapshot: keep the last one, say why
-            log.exception("live snapshot of %s: pushed entries not applied", self.reader.cluster)
-            self.last_error = f"snapshot: {exc}"
-            return None
-
     def follow_from(self) -> str | None:
         """The events stream id to read after (None: no state yet; refresh() loads it)."""
         return self.reader.follow_from()

@@ -556,34 +556,6 @@ class SnapshotReader:
             # an in-place state was published with each chunk; the status did not change
             return self._finish(applied, publish=not self.in_place)
 
-    def follow_nowait(self, entries: list[tuple[bytes, dict[bytes, bytes]]]) -> bool | None:
-        """As follow(), for a caller that must never wait (the extender listener's event loop,
-        between two requests): applies the entries that continue the version held, with no
-        Redis I/O and without waiting for the reader's lock or the serve lock. None when it
-        could not take them all: a lock is held (a refresh or a full load in another thread,
-        a bind's checks), there is no state, or an entry does not continue the version (a gap,
-        a reset); what did continue is applied, the rest is left to follow() or refresh().
-        Otherwise True if the snapshot changed."""
-        if not self._lock.acquire(blocking=False):
-            return None
-        try:
-            self.follows += 1
-            if self._state is None or self._missing or self._unreadable:
-                return None
-            held = self.in_place and self.serve_lock.acquire(blocking=False)
-            if self.in_place and not held:
-                return None
-            try:
-                before = self._version
-                stop = self._apply_entries(entries, serve_held=held)
-            finally:
-                if held:
-                    self.serve_lock.release()
-            changed = self._finish(self._version != before, publish=not self.in_place)
-            return None if stop is not None else changed
-        finally:
-            self._lock.release()
-
     def _refresh(self) -> bool:
         keys = self.store.keys
         pipe = self.store.client.pipeline(transaction=False)
@@ -704,14 +676,10 @@ class SnapshotReader:
                 return self._load_full() if allow_reload else self._give_up(stop)
         return True
 
-    def _apply_entries(
-        self, entries: list[tuple[bytes, dict[bytes, bytes]]], *, serve_held: bool = False
-    ) -> int | None:
+    def _apply_entries(self, entries: list[tuple[bytes, dict[bytes, bytes]]]) -> int | None:
         """Applies the entries that continue the version held, in order (older ones skipped:
         a refresh may have applied them already). Returns the number of the first entry that
-        does not continue it (a gap or a reset), None when all did. `serve_held`: the caller
-        holds the serve lock (an in-place state is otherwise changed under it, chunk by
-        chunk)."""
+        does not continue it (a gap or a reset), None when all did."""
         state = self._state
         assert state is not None
         expected = self._version + 1
@@ -730,7 +698,7 @@ class SnapshotReader:
         for start in range(0, len(decoded), _APPLY_CHUNK):
             chunk = decoded[start : start + _APPLY_CHUNK]
             if self.in_place:
-                with contextlib.nullcontext() if serve_held else self.serve_lock:
+                with self.serve_lock:
                     self._apply_chunk(state, chunk)
                     self._snapshot = state
                     self._publish()

@@ -139,7 +139,6 @@ def _runtime_taken(state: Any) -> None:
     pending but what its body adds (`effects`)."""
     state.pid = os.getpid()
     state.role = None
-    state.follow_on(None)  # the listener's loop is not this process's
     locks_renewed(state)
     metrics = state.metrics
     metrics.directory = None  # its counts go back to the listener, not to a file

@@ -25,7 +25,6 @@ needs.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ctypes
 import gc
@@ -113,12 +112,6 @@ class ExtenderRuntime:
         self.class_ranges: tuple[tuple[int, int], ...] = ()
         self.gang_mode = ""  # workload | hold, as the worker detected (policies/gangs.py)
         self._changes_from: bytes | str = "0-0"  # the changes stream's last entry seen
-        # The listener's event loop, which applies the snapshot's changes (follow_on); the
-        # last entry handed to it; and whether it could not take some (this thread then does).
-        self._apply_loop: asyncio.AbstractEventLoop | None = None
-        self._handed = 0
-        self._loop_refused = False
-        self.applied_on_loop = self.handed_back = 0  # batches the loop took, and gave back
         self._initial_load()
         tasks_import()
         self.extender = Extender(
@@ -205,7 +198,7 @@ class ExtenderRuntime:
         while not self._stop.is_set():
             streams: dict[str, Any] = {CHANGES_KEY: self._changes_from}
             events = self._events_key()
-            follow_from = self._follow_from() if events else None
+            follow_from = self.snapshots.follow_from() if events else None
             if follow_from is not None:
                 streams[events] = follow_from
             block = max(1, int(min(BLOCK_SECONDS, next_housekeeping - time.monotonic()) * 1000))
@@ -267,53 +260,9 @@ class ExtenderRuntime:
         if changed:
             self._report(confirm=True)
 
-    def follow_on(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        """The listener's event loop (None: no more) applies the snapshot's changes this
-        thread reads, between two requests, instead of this thread applying them: measured
-        live at 5000 nodes (docs/perf/issue-28-follow-on-loop.txt, part 2), the thread's wakes
-        took the GIL from answers in the middle of them and its CPU per scheduled pod was 0.8-1.0
-        ms against 0.16 handing over. The read stays here, blocking in C off the loop."""
-        self._apply_loop = loop
-        self._handed = 0
-
-    def _follow_from(self) -> str | None:
-        """Where this thread's XREAD of the events stream continues: after the entries handed
-        to the loop and not applied yet, or after the version the snapshot holds."""
-        start = self.snapshots.follow_from()
-        handed = self._handed
-        if start is None or not handed:
-            return start
-        return f"{max(handed, int(start.split('-', 1)[0]))}-0"
-
     def _follow(self, entries: list) -> None:
-        """Snapshot deltas pushed by the XREAD: handed to the listener's loop (follow_on), or
-        applied now (a gap or a reset reloads), as they were when the loop could not take the
-        last ones."""
-        loop = self._apply_loop
-        if loop is not None and not self._loop_refused:
-            self._handed = int(_text(entries[-1][0]).split("-", 1)[0])
-            try:
-                loop.call_soon_threadsafe(self._apply_handed, entries)
-                return
-            except RuntimeError:  # the loop is closed: this thread follows again
-                self._apply_loop = None
-        self._handed = 0
-        self._loop_refused = False
+        """Snapshot deltas pushed by the XREAD: applied now (a gap or a reset reloads)."""
         if self.snapshots.follow(entries):
-            gc.freeze()  # see snapshot_refresh
-
-    def _apply_handed(self, entries: list) -> None:
-        """On the loop: the entries applied, never waiting (SnapshotReader.follow_nowait). The
-        ones it could not take (the reader or the serve lock busy in another thread, a gap, a
-        reset) are read again from the version held and applied by the thread."""
-        changed = self.snapshots.follow_nowait(entries)
-        if changed is None:
-            self._loop_refused = True
-            self._handed = 0
-            self.handed_back += 1
-            return
-        self.applied_on_loop += 1
-        if changed:
             gc.freeze()  # see snapshot_refresh
 
     def _housekeeping(self) -> None:
@@ -512,11 +461,6 @@ class ExtenderRuntime:
                 appliedAt=reader.applied_at,
                 lagSeconds=_round(reader.lag_seconds),
                 followed="on demand" if self.on_demand else "pushed",
-                # where the pushed changes are applied (follow_on), and how many batches the
-                # loop took and gave back to the thread (the reader or the serve lock busy)
-                appliedBy="event loop" if self._apply_loop is not None else "thread",
-                appliedOnLoop=self.applied_on_loop,
-                handedBack=self.handed_back,
             )
         return status
 
@@ -578,9 +522,6 @@ class _StaticSnapshots:
         return None
 
     def follow(self, entries) -> None:
-        return None
-
-    def follow_nowait(self, entries) -> None:
         return None
 
     def follow_from(self) -> None:

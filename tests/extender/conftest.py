@@ -12,24 +12,11 @@ import orjson
 import pytest
 
 from policies.cluster.demo import demo_objects
-from policies.extender import runtime as runtime_module
 from policies.extender.runtime import reset_runtime, runtime
 from policies.publishing import active_entries_write
 from tests.redisdb import redis_database
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
-
-
-@pytest.fixture
-def pushed_only(settings, monkeypatch, tmp_path):
-    """An extender process's runtime (role listener) whose periodic round never comes."""
-    monkeypatch.setattr(runtime_module, "HOUSEKEEPING_SECONDS", 3600.0)
-    monkeypatch.setattr(runtime_module, "_role", "listener")
-    settings.SCHEDWEB_METRICS_DIR = tmp_path
-    with redis_database(settings, 14) as client:
-        reset_runtime()
-        yield client
-        reset_runtime()
 
 
 @pytest.fixture

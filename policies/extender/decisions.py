@@ -1,18 +1,24 @@
 """Sampled extender decisions on their way to the Decision table: a token bucket that says
-whether to record the next one, the buffer the runtime's thread drains, and the batch queued
-for the Celery task (policies/tasks/decisions.py)."""
+whether to record the next one, the record built from an evaluation's columns, the buffer the
+runtime's thread drains, and the batch queued for the Celery task (policies/tasks/decisions.py)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from policies.background import DECISIONS_RECORD, task_queue
+
+if TYPE_CHECKING:
+    from policies.engine.inputs import PodView
+
+    from .service import ServedPolicy
 
 log = logging.getLogger(__name__)
 
@@ -75,3 +81,72 @@ def decisions_queue(batch: list[dict[str, Any]]) -> None:
     except TypeError:
         payload = batch
     task_queue(DECISIONS_RECORD, payload)
+
+
+MAX_DECISION_POD_BYTES = 64 * 1024  # a larger pod is recorded without its manifest
+
+
+def pod_manifest(pod: PodView) -> str:
+    """The judged pod as JSON (name, namespace, labels, annotations, spec) for the decision
+    record, so the playground can open it once the pod is gone; "" when it is too large."""
+    obj = pod.get("object") or {}
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": pod["name"],
+            "namespace": pod["namespace"],
+            "labels": dict(pod["labels"]),
+            "annotations": (obj.get("metadata") or {}).get("annotations") or {},
+        },
+        "spec": {k: v for k, v in (obj.get("spec") or {}).items() if k != "nodeName"},
+    }
+    try:
+        text = json.dumps(manifest, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return ""
+    return text if len(text) <= MAX_DECISION_POD_BYTES else ""
+
+
+def decision_record(
+    pod: PodView,
+    served: ServedPolicy,
+    verb: str,
+    evaluation,
+    at: float | None = None,
+    catch_up: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A compact record of one decision, built from the columns (no per-node objects)."""
+    nodes = []
+    scored = evaluation.scored
+    for i, name in enumerate(evaluation.node_names):
+        entry: dict[str, Any] = {"n": name, "ok": evaluation.passed[i]}
+        if not evaluation.passed[i]:
+            entry["rule"] = evaluation.failed_rule[i]
+            entry["msg"] = evaluation.messages[i]
+        elif scored:
+            entry["raw"] = [col[i] for col in evaluation.raw]
+            entry["norm"] = [round(col[i], 3) for col in evaluation.normalized]
+            entry["total"] = round(evaluation.total[i], 3)
+            entry["ext"] = evaluation.extender[i]
+        errors = evaluation.errors.get(i)
+        if errors:
+            entry["errors"] = [e.to_dict() for e in errors]
+        nodes.append(entry)
+    return {
+        "kind": "decision",
+        "at": time.time() if at is None else at,
+        "pod": {"namespace": pod["namespace"], "name": pod["name"], "uid": pod["uid"]},
+        "podManifest": pod_manifest(pod),
+        "policy": served.name,
+        "version": served.version,
+        **({"arm": served.arm} if served.arm else {}),  # during a canary: who judged
+        "verb": verb,
+        "scores": evaluation.score_names if scored else [],
+        "weights": evaluation.weights if scored else [],
+        "nodes": nodes,
+        # the evaluation's own winners: totals above are rounded, and would show false ties
+        "winners": evaluation.winners(),
+        # the request waited for the snapshot to catch up: how long, for what, how it ended
+        **({"catchUp": catch_up} if catch_up else {}),
+    }

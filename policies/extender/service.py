@@ -12,7 +12,6 @@ instead of by failurePolicy; the caller waits and asks again (policies/extender/
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -38,6 +37,7 @@ from policies.schedmodel.plugins import (
 from . import protocol
 from .canary import CanaryCounts
 from .catch_up import Attempt, Behind, CatchUp, behind_of, policy_reads_pods
+from .decisions import decision_record
 from .metrics import Metrics
 from .shadow import ShadowGovernor, ShadowJob, Shadows
 from .shared import SharedEvaluations
@@ -214,7 +214,7 @@ class Extender:
         self.shadows = Shadows(
             metrics=metrics,
             record=self._record,
-            decision=_decision,
+            decision=decision_record,
             governor=shadow_governor,
             slice_seconds=shadow_slice,
             details=shadow_details,
@@ -484,7 +484,9 @@ class Extender:
         if evaluation.applies and (len(passed) <= 1 or waited) and self._sample():
             # No prioritize call follows when at most one node is left (protocol section 3.0);
             # a request that waited for the snapshot is recorded as it was answered.
-            decision = partial(_decision, pod, served, "filter", evaluation, time.time(), waited)
+            decision = partial(
+                decision_record, pod, served, "filter", evaluation, time.time(), waited
+            )
         if evaluation.applies and not passed and pod["uid"]:
             # Rejected everywhere: kube-scheduler may not retry it for minutes (policies/requeue.py).
             self._rejected(
@@ -633,7 +635,7 @@ class Extender:
             if waited is None and self._waited is not None and self._waited[0] == pod["uid"]:
                 waited = self._waited[1]  # its filter waited for the snapshot
             self._record(
-                partial(_decision, pod, served, "prioritize", evaluation, time.time(), waited)
+                partial(decision_record, pod, served, "prioritize", evaluation, time.time(), waited)
             )
         return self._observe("prioritize", started, Answer(200, body_out, served.label), served)
 
@@ -809,72 +811,3 @@ OFFLOAD = Answer(OFFLOAD_STATUS, b"", "")
 # What a caller of bind learns: refused (any check) or failed (the API server said no).
 BIND_REFUSED = "schedweb refused this binding"
 BIND_FAILED = "schedweb could not bind the pod; see schedweb's log"
-
-
-MAX_DECISION_POD_BYTES = 64 * 1024  # a larger pod is recorded without its manifest
-
-
-def _pod_manifest(pod: PodView) -> str:
-    """The judged pod as JSON (name, namespace, labels, annotations, spec) for the decision
-    record, so the playground can open it once the pod is gone; "" when it is too large."""
-    obj = pod.get("object") or {}
-    manifest = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": pod["name"],
-            "namespace": pod["namespace"],
-            "labels": dict(pod["labels"]),
-            "annotations": (obj.get("metadata") or {}).get("annotations") or {},
-        },
-        "spec": {k: v for k, v in (obj.get("spec") or {}).items() if k != "nodeName"},
-    }
-    try:
-        text = json.dumps(manifest, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return ""
-    return text if len(text) <= MAX_DECISION_POD_BYTES else ""
-
-
-def _decision(
-    pod: PodView,
-    served: ServedPolicy,
-    verb: str,
-    evaluation,
-    at: float | None = None,
-    catch_up: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """A compact record of one decision, built from the columns (no per-node objects)."""
-    nodes = []
-    scored = evaluation.scored
-    for i, name in enumerate(evaluation.node_names):
-        entry: dict[str, Any] = {"n": name, "ok": evaluation.passed[i]}
-        if not evaluation.passed[i]:
-            entry["rule"] = evaluation.failed_rule[i]
-            entry["msg"] = evaluation.messages[i]
-        elif scored:
-            entry["raw"] = [col[i] for col in evaluation.raw]
-            entry["norm"] = [round(col[i], 3) for col in evaluation.normalized]
-            entry["total"] = round(evaluation.total[i], 3)
-            entry["ext"] = evaluation.extender[i]
-        errors = evaluation.errors.get(i)
-        if errors:
-            entry["errors"] = [e.to_dict() for e in errors]
-        nodes.append(entry)
-    return {
-        "kind": "decision",
-        "at": time.time() if at is None else at,
-        "pod": {"namespace": pod["namespace"], "name": pod["name"], "uid": pod["uid"]},
-        "podManifest": _pod_manifest(pod),
-        "policy": served.name,
-        "version": served.version,
-        **({"arm": served.arm} if served.arm else {}),  # during a canary: who judged
-        "verb": verb,
-        "scores": evaluation.score_names if scored else [],
-        "weights": evaluation.weights if scored else [],
-        "nodes": nodes,
-        # the evaluation's own winners: totals above are rounded, and would show false ties
-        "winners": evaluation.winners(),
-        # the request waited for the snapshot to catch up: how long, for what, how it ended
-        **({"catchUp": catch_up} if catch_up else {}),
-    }

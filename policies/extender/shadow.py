@@ -273,7 +273,7 @@ def shadow_record(
 ) -> dict[str, Any]:
     """The record of one shadow judgement for the decisions store (services.decisions_store):
     the pod, both versions, the outcome and the difference; with `details`, both versions' node
-    breakdowns (`decision`: service._decision, the decisions' own compact form)."""
+    breakdowns (`decision`: decisions.decision_record, the decisions' own compact form)."""
     pod = job.pod
     record: dict[str, Any] = {
         "kind": "decision",
@@ -346,7 +346,7 @@ class Shadows:
     `slice_seconds`: the bounds (default: the settings); `details()`: whether the next record
     of a differing pod may keep both node breakdowns (a rate); `listed()`: whether the next
     differing pod is listed as a record (a rate; every pod is counted in `tallies`);
-    `decision`: the decisions' record builder (service._decision)."""
+    `decision`: the decisions' record builder (decisions.decision_record)."""
 
     def __init__(
         self,

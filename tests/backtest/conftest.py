@@ -13,7 +13,8 @@ from policies.cluster.manifest import pod_view_from_text
 from policies.cluster.sources import cluster_load
 from policies.engine.policy import compile_policy
 from policies.evaluation import placement_from_cycle, pods_pending
-from policies.extender.service import ServedPolicy, _decision
+from policies.extender.decisions import decision_record
+from policies.extender.service import ServedPolicy
 from policies.schedmodel.pipeline import cycle_run
 from tests.conftest import make_user
 from tests.redisdb import redis_database
@@ -68,7 +69,7 @@ def record(pod_file: str, uid: str, *, bound: bool = True, at: float | None = No
     pod["uid"] = uid
     evaluation = compiled.evaluate(pod, cluster.nodes(), cluster.state)
     served = ServedPolicy(name="bin-packing", version=1, compiled=compiled)
-    item = _decision(pod, served, "filter", evaluation, at=at)
+    item = decision_record(pod, served, "filter", evaluation, at=at)
     cycle = cycle_run(pod=pod, nodes=cluster.nodes(), state=cluster.state, policy=compiled)
     pick = placement_from_cycle(cycle).pick
     batch = [item]

@@ -19,8 +19,9 @@ from policies import services
 from policies.cluster.manifest import pod_view_from_text
 from policies.cluster.sources import cluster_load
 from policies.engine.policy import compile_policy
+from policies.extender.decisions import decision_record
 from policies.extender.metrics import MINUTE_KEY, Metrics
-from policies.extender.service import ServedPolicy, _decision
+from policies.extender.service import ServedPolicy
 from policies.models import Decision
 from policies.redis import redis_client
 from tests.browser.looks import fits, keyboard_focus
@@ -79,7 +80,7 @@ def record_decisions(pods: list[str], *, runner_up: bool = False) -> list[tuple[
     for i, pod_file in enumerate(pods):
         pod = pod_view_from_text((EXAMPLES / "pods" / pod_file).read_text())
         evaluation = compiled.evaluate(pod, cluster.nodes(), cluster.state)
-        item = _decision(pod, served, "prioritize", evaluation)
+        item = decision_record(pod, served, "prioritize", evaluation)
         item["at"] = now - 40 * (len(pods) - i)
         services.decisions_store(batch=[item])
         decision = Decision.objects.order_by("-pk").first()

@@ -77,10 +77,11 @@ def test_locks_in_slots_lists_and_dicts_are_renewed_and_a_large_container_is_not
     assert root.large[0] is large[0]  # the snapshot's size: its entries are not touched
 
 
-def _locks_reachable(root) -> dict[int, str]:
-    """Every lock gc's referents reach from `root` through schedweb's objects and containers
-    (a cross-check of locks_renewed's own walk, which reads attributes and slots)."""
-    found: dict[int, str] = {}
+def _locks_reachable(root) -> dict[int, tuple[object, str]]:
+    """Every lock gc's referents reach from `root` through schedweb's objects and containers,
+    by id, with its path (a cross-check of locks_renewed's own walk, which reads attributes and
+    slots). The locks are held here: a freed one's id could be a new lock's."""
+    found: dict[int, tuple[object, str]] = {}
     seen: set[int] = set()
     stack = [(root, type(root).__name__)]
     while stack:
@@ -89,7 +90,7 @@ def _locks_reachable(root) -> dict[int, str]:
             continue
         seen.add(id(obj))
         if isinstance(obj, fork._LOCK_TYPES):
-            found[id(obj)] = path
+            found[id(obj)] = (obj, path)
             continue
         container = isinstance(obj, dict | list | tuple | set | frozenset)
         if container and len(obj) > fork.CONTAINER_MAX:
@@ -112,7 +113,7 @@ def test_no_lock_the_runtime_holds_through_its_own_objects_survives_the_renewal(
     assert len(before) >= 5  # the serve lock, metrics', the canary counts', the shadows', ...
     fork.locks_renewed(state)
     after = _locks_reachable(state)
-    assert not {path for key, path in before.items() if key in after}
+    assert not {path for key, (_lock, path) in before.items() if key in after}
     assert len(after) == len(before)
     runtime_module.reset_runtime()
 

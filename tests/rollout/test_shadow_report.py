@@ -12,7 +12,8 @@ import pytest
 from policies import services
 from policies.cluster.demo import demo_state
 from policies.evaluation import policy_compile
-from policies.extender.service import ServedPolicy, _decision
+from policies.extender.decisions import decision_record
+from policies.extender.service import ServedPolicy
 from policies.extender.shadow import ShadowJob, ShadowTallies, compare, shadow_record
 from policies.models import AuditEvent, Decision, Policy, ShadowTally
 from tests.api.conftest import document
@@ -63,7 +64,7 @@ def _store(
             shadow_record(
                 job,
                 outcome=difference.outcome,
-                decision=_decision,
+                decision=decision_record,
                 evaluation=b,
                 difference=difference,
                 seconds=0.001,

@@ -2,7 +2,7 @@
 the connect page. Status codes, login redirects, role refusals, htmx fragments, and sources that
 are down (Redis, the database, the cluster) becoming sentences instead of 500s.
 
-Decisions are recorded the way the extender records them (policies.extender.service._decision over
+Decisions are recorded the way the extender records them (policies.extender.decisions.decision_record over
 a real evaluation of the demo cluster); expected values come from the engine's own rows, never
 from the view code.
 """
@@ -30,8 +30,9 @@ from policies import services
 from policies.cluster.manifest import pod_view_from_text
 from policies.cluster.sources import cluster_load
 from policies.engine.policy import compile_policy
+from policies.extender.decisions import decision_record
 from policies.extender.metrics import MINUTE_KEY, Metrics
-from policies.extender.service import ServedPolicy, _decision
+from policies.extender.service import ServedPolicy
 from policies.models import AuditEvent, Decision
 from policies.redis import redis_client
 from policies.schedulerconfig import IN_CLUSTER_EXTENDER_URL
@@ -118,7 +119,7 @@ def record_decision(
     pod = pod_view_from_text((EXAMPLES / "pods" / pod_file).read_text())
     evaluation = compiled.evaluate(pod, cluster.nodes(), cluster.state)
     served = ServedPolicy(name="bin-packing", version=1, compiled=compiled)
-    item = _decision(pod, served, verb, evaluation)
+    item = decision_record(pod, served, verb, evaluation)
     if at is not None:
         item["at"] = at
     services.decisions_store(batch=[item])
@@ -529,7 +530,7 @@ def near_tie_decision():
     pod = pod_view_from_text((EXAMPLES / "pods" / "web.yaml").read_text())
     evaluation = compiled.evaluate(pod, cluster.nodes(), cluster.state)
     served = ServedPolicy(name="near-tie", version=1, compiled=compiled)
-    services.decisions_store(batch=[_decision(pod, served, "prioritize", evaluation)])
+    services.decisions_store(batch=[decision_record(pod, served, "prioritize", evaluation)])
     return Decision.objects.order_by("-pk").first(), first
 
 
@@ -856,7 +857,7 @@ def test_a_decisions_pod_opens_in_the_playground_after_the_pod_is_gone(published
 
 
 def test_a_malformed_or_oversized_recorded_manifest_is_dropped_not_stored():
-    from policies.extender.service import MAX_DECISION_POD_BYTES
+    from policies.extender.decisions import MAX_DECISION_POD_BYTES
 
     item = {
         "kind": "decision",
@@ -979,9 +980,9 @@ def test_a_decision_that_waited_for_the_snapshot_says_how_long_and_for_what():
     hostile = {"waitedMs": "a lot", "outcome": "caught-up", "nodes": ["x"]}
     services.decisions_store(
         batch=[
-            _decision(pod, served, "filter", evaluation, None, waited),
-            _decision(pod, served, "filter", evaluation, None, timed_out),
-            _decision(pod, served, "filter", evaluation, None, hostile),
+            decision_record(pod, served, "filter", evaluation, None, waited),
+            decision_record(pod, served, "filter", evaluation, None, timed_out),
+            decision_record(pod, served, "filter", evaluation, None, hostile),
         ]
     )
     first, second, third = Decision.objects.order_by("pk")

@@ -56,10 +56,23 @@ def test_a_batch_orjson_cannot_encode_is_queued_as_it_is(extender_redis, eager_c
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("payload", ["not json", '{"kind": "decision"}', "[", "null"])
+@pytest.mark.parametrize(
+    "payload",
+    ["not json", '{"kind": "decision"}', "[", "null", "[" * 100_000 + "]" * 100_000],
+    ids=["text", "object", "truncated", "null", "nested-100000-deep"],
+)
 def test_a_payload_that_is_not_a_json_list_is_dropped(payload, caplog):
     from policies.models import Decision
 
     assert decisions_record.run(payload) == 0
     assert not Decision.objects.exists()
     assert "dropped a batch of sampled decisions" in caplog.text
+
+
+@pytest.mark.django_db
+def test_a_list_of_things_that_are_not_records_stores_nothing_and_raises_nothing():
+    from policies.models import Decision
+
+    hostile = '[1, "x", null, [], {"kind": "decision"}, {"kind": "decision", "nodes": "all"}]'
+    assert decisions_record.run(hostile) == 0
+    assert not Decision.objects.exists()

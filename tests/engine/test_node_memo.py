@@ -1,4 +1,4 @@
-"""The per-node memo of the fused code (policies/engine/policy.py, _FastPath._memo_loop): pods
+"""The per-node memo of the fused code (policies/engine/fastpath.py, FastPath._memo_loop): pods
 that read the same from the pod get, on a node view evaluated before, exactly the results a
 fresh evaluation gives; a replaced view (a pod bound, the node updated) is evaluated again."""
 
@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from policies.engine import policy as engine_policy
+from policies.engine import fastpath
 
 from ..clocks import StepClock
 from .inputs import ListCluster, node_view, pod_view
@@ -154,13 +154,13 @@ def test_rules_that_read_the_cluster_or_the_whole_pod_are_not_memoised():
 def test_the_memo_is_bounded_and_kept_only_for_pods_seen_twice():
     p = policy(RULES)
     nodes = [node_view(f"n{i}") for i in range(5)]
-    for cpu in range(engine_policy._MEMO_SEEN * 2):
+    for cpu in range(fastpath._MEMO_SEEN * 2):
         p.evaluate(pod_view(cpu=cpu + 1), nodes, memo=True)  # every pod different: no memo at all
-        assert not p._fast._memo and len(p._fast._seen) <= engine_policy._MEMO_SEEN
-    for cpu in range(engine_policy._MEMO_KEYS * 3):
+        assert not p._fast._memo and len(p._fast._seen) <= fastpath._MEMO_SEEN
+    for cpu in range(fastpath._MEMO_KEYS * 3):
         p.evaluate(pod_view(cpu=cpu + 1), nodes, memo=True)
         p.evaluate(pod_view(cpu=cpu + 1), nodes, memo=True)
-        assert 0 < len(p._fast._memo) <= engine_policy._MEMO_KEYS
+        assert 0 < len(p._fast._memo) <= fastpath._MEMO_KEYS
 
 
 def test_a_request_past_its_deadline_is_stopped_even_when_the_memo_knows_every_node():

@@ -661,7 +661,7 @@ def _summary(
 
 def _grow_nodes(plane, stack, total: int) -> list[str]:
     """Adds nodes up to `total` and waits until the extender's snapshot (in Redis) has them."""
-    from policies.cluster.store import SnapshotReader
+    from policies.cluster.reader import SnapshotReader
     from tests.harness import resources
 
     names = [f"bench-node-{i:04d}" if i >= 1000 else f"bench-node-{i:03d}" for i in range(total)]

@@ -89,8 +89,9 @@ def per_pod(
     enabled around schedweb's part of the last round."""
     import inspect
 
+    from policies.cluster.reader import _apply, _decode
     from policies.cluster.state import ClusterState
-    from policies.cluster.store import POD, _apply, _decode
+    from policies.cluster.store import POD
 
     from . import passthrough
     from .extender import _pod

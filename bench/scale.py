@@ -6,7 +6,7 @@ for a quiet machine:
    (to_bytes: MB, CPU), and an extender process's load of those bytes (ClusterState.from_bytes
    with lean=True, as SnapshotReader(lean=True) loads; issue 28 target: at most 10 s at 150 000
    pods);
-2. updates, as an extender process's reader applies them (store._decode, then store._apply on
+2. updates, as an extender process's reader applies them (reader._decode, then reader._apply on
    its in-place lean state): a pending pod bound to a node (the pod's JSON as the watcher writes
    the delta) and a node's label changed, CPU per update, median and p99; the ratio of the
    largest cluster's median to the smallest's (target: at most 1.5);
@@ -69,7 +69,8 @@ def _p99(samples: list[float]) -> float:
 
 def _updates(state, pending: list[dict], node_objects: list[dict]) -> dict[str, list[float]]:
     """CPU seconds per applied update, as the in-place reader applies a delta."""
-    from policies.cluster.store import NODE, POD, _apply, _decode
+    from policies.cluster.reader import _apply, _decode
+    from policies.cluster.store import NODE, POD
 
     rng = random.Random(28)
     names = [n["metadata"]["name"] for n in node_objects]

@@ -61,7 +61,7 @@ def _snapshot_without_pods(stack):
     each run starts from the same empty nodes (bench/extender.py, _rounds)."""
     import redis as redis_client
 
-    from policies.cluster.store import SnapshotReader
+    from policies.cluster.reader import SnapshotReader
 
     reader = SnapshotReader(
         stack.env["SCHEDWEB_CLUSTER_NAME"], client=redis_client.Redis.from_url(stack.redis.url)

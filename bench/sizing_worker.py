@@ -64,7 +64,8 @@ def main(mode: str, directory: Path) -> dict[str, float]:
     import redis
     from django.conf import settings
 
-    from policies.cluster.store import SnapshotReader, SnapshotStore, SnapshotWriter
+    from policies.cluster.reader import SnapshotReader
+    from policies.cluster.store import SnapshotStore, SnapshotWriter
     from policies.cluster.watcher import state_from_objects
 
     cluster = settings.SCHEDWEB_CLUSTER_NAME

@@ -25,8 +25,9 @@ import redis
 
 from policies.cluster.demo import generate_cluster, generate_cluster_objects
 from policies.cluster.files import load_cluster_file
+from policies.cluster.reader import SnapshotReader
 from policies.cluster.state import gc_paused
-from policies.cluster.store import POD, SnapshotReader, SnapshotStore, SnapshotWriter
+from policies.cluster.store import POD, SnapshotStore, SnapshotWriter
 from tests.e2e.stack import RedisServer
 
 from .stats import Timing

@@ -31,7 +31,8 @@ import redis
 from policies.cluster.demo import demo_state
 from policies.cluster.files import ClusterFileError, load_cluster_bytes, load_cluster_file
 from policies.cluster.loaded import LoadedCluster
-from policies.cluster.store import SnapshotReader, cluster_name_check, reader_for
+from policies.cluster.reader import SnapshotReader, reader_for
+from policies.cluster.store import cluster_name_check
 from policies.errors import ClusterUnavailable, InputError
 
 log = logging.getLogger(__name__)

@@ -53,6 +53,7 @@ from policies.cluster.live import (
     LiveClient,
     WatchStream,
 )
+from policies.cluster.reader import SnapshotReader
 from policies.cluster.state import ClusterState
 from policies.cluster.store import (
     NODE,
@@ -62,7 +63,6 @@ from policies.cluster.store import (
     POD,
     POD_DELETE,
     SnapshotLost,
-    SnapshotReader,
     SnapshotStore,
     SnapshotWriter,
 )

@@ -2,11 +2,11 @@
 
 Each extender process holds the active policy versions (compiled) and the cluster snapshot in
 memory. A daemon thread blocks on Redis (one XREAD over two streams: publishing's changes stream
-and the snapshot's events, policies/publishing.py and policies/cluster/store.py), so a publish
+and the snapshot's events, policies/publishing.py and policies/cluster/store.py; read by policies/cluster/reader.py), so a publish
 or a watch event is pushed to every process and applied within milliseconds, whatever the
 cluster's size, instead of being noticed at the next poll (issue 24: every 100 ms, and pods
 created right after a publish were judged by the old version). The snapshot's deltas are applied
-in place under the reader's serve lock (policies/cluster/store.py, `in_place`): no copy of the
+in place under the reader's serve lock (policies/cluster/reader.py, `in_place`): no copy of the
 cluster per change. After each policy reload the process confirms what it serves
 (publishing.served_record: publishers wait for it); every half second the same thread writes
 that record as a heartbeat, checks the snapshot's status (a full refresh: one round trip), the

@@ -22,7 +22,8 @@ import pytest
 import redis
 
 from policies.cluster.live import LiveClient
-from policies.cluster.store import SnapshotReader, SnapshotStore
+from policies.cluster.reader import SnapshotReader
+from policies.cluster.store import SnapshotStore
 from policies.cluster.watcher import ClusterWatcher, WatchResult
 from policies.redis import redis_client
 from tests.harness.controlplane import ControlPlane

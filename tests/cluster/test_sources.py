@@ -133,9 +133,10 @@ def test_the_extenders_live_snapshots_refresh_in_the_background_thread_only(
 
 
 def test_the_extenders_live_snapshots_survive_redis_being_down(private_redis):
+    from policies.cluster.reader import SnapshotReader
     from policies.cluster.sources import LiveSnapshots
     from policies.cluster.state import ClusterState
-    from policies.cluster.store import SnapshotReader, SnapshotWriter
+    from policies.cluster.store import SnapshotWriter
     from tests.builders import make_node
 
     client = private_redis.client()

@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from policies.cluster import store as store_module
+from policies.cluster.reader import BackgroundRefresher, SnapshotReader
 from policies.cluster.state import ClusterState
 from policies.cluster.store import (
     NODE,
@@ -22,9 +23,7 @@ from policies.cluster.store import (
     OBJECT_DELETE,
     POD,
     POD_DELETE,
-    BackgroundRefresher,
     SnapshotLost,
-    SnapshotReader,
     SnapshotStore,
     SnapshotWriter,
     cluster_name_check,

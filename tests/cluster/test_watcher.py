@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from policies.cluster.live import LiveClient
-from policies.cluster.store import BackgroundRefresher, SnapshotReader, SnapshotStore
+from policies.cluster.reader import BackgroundRefresher, SnapshotReader
+from policies.cluster.store import SnapshotStore
 from tests.harness.resources import (
     node_cordon,
     node_create,

@@ -114,7 +114,7 @@ class ExtenderArgs:
     pod: dict[str, Any]
     node_names: list[str]
     nodes: list[dict[str, Any]] | None  # the full objects when nodeCacheCapable is false
-    pod_key: bytes | None = None  # the pod as JSON, once a cache needs it (service.pod_key)
+    pod_key: bytes | None = None  # the pod as JSON, once a cache needs it (pods.pod_key)
 
     @property
     def cache_capable(self) -> bool:

@@ -21,9 +21,7 @@ from functools import partial
 from itertools import compress
 from typing import Any
 
-import orjson
-
-from policies.cluster.convert import ConversionError, node_view, pod_view
+from policies.cluster.convert import ConversionError, node_view
 from policies.engine.inputs import NodeView, PodView, ResourceMap
 from policies.engine.policy import CompiledPolicy
 from policies.rollout.split import Split
@@ -39,6 +37,7 @@ from .canary import CanaryCounts
 from .catch_up import Attempt, Behind, CatchUp, behind_of, policy_reads_pods
 from .decisions import decision_record
 from .metrics import Metrics
+from .pods import PodCache, pod_key
 from .shadow import ShadowGovernor, ShadowJob, Shadows
 from .shared import SharedEvaluations
 from .windows import Windows
@@ -104,48 +103,6 @@ class Answer:
     behind: Behind | None = None
 
 
-# Pods larger than this (as JSON) are converted on every call rather than remembered: a cache
-# entry holds its key's bytes, and kube-scheduler's pods are a few KB (etcd stores at most 1.5 MB).
-MAX_CACHED_POD_BYTES = 256 * 1024
-
-
-def pod_key(args: protocol.ExtenderArgs | protocol.PreemptionArgs) -> bytes | None:
-    """What a cached answer about the request's pod may be looked up by: the pod object itself,
-    as orjson writes the parsed object (1, 1.0 and true stay apart, as they do in CEL), or None
-    when it is too large to remember. Not its uid and resourceVersion: any caller can send a
-    pending pod's with other content (issue 27: a forged pod's labels then decided the real
-    pod's later calls). Computed once per parsed request (prioritize often reuses filter's)."""
-    key = args.pod_key
-    if key is None:
-        try:
-            key = orjson.dumps(args.pod)
-        except orjson.JSONEncodeError:  # not from orjson.loads; never cached
-            key = b""
-        args.pod_key = key
-    return key if 0 < len(key) <= MAX_CACHED_POD_BYTES else None
-
-
-class _PodCache:
-    """The last few converted pods, by content (`pod_key`): filter and prioritize for one pod
-    come back to back with the same pod."""
-
-    def __init__(self, size: int = 8) -> None:
-        self._size = size
-        self._items: dict[bytes, PodView] = {}
-
-    def view(self, obj: dict[str, Any], key: bytes | None) -> PodView:
-        if key is not None:
-            hit = self._items.get(key)
-            if hit is not None:
-                return hit
-        view = pod_view(obj)
-        if key is not None:
-            if len(self._items) >= self._size:
-                self._items.pop(next(iter(self._items)))
-            self._items[key] = view
-        return view
-
-
 class Extender:
     """filter / prioritize / preempt / bind. `policies()` and `snapshot()` return current state.
 
@@ -196,7 +153,7 @@ class Extender:
                 names=settings.SCHEDWEB_EXTENDER_INLINE_NAMES,
             )
         self.inline_limits = inline_limits
-        self._pods = _PodCache()
+        self._pods = PodCache()
         self.shared = SharedEvaluations()
         self.windows = Windows()
         # The last filter body and what it parsed to: kube-scheduler's prioritize for the same

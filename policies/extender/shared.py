@@ -5,7 +5,7 @@ filter let through. Evaluating the policy once (filters and scores) in filter an
 prioritize from that evaluation halves the extender's evaluation work per pod.
 
 An entry is only reused for exactly what it was computed from: the same pod content (the pod
-object as JSON, service.pod_key, compared in full: a uid and resourceVersion are only what the
+object as JSON, pods.pod_key, compared in full: a uid and resourceVersion are only what the
 caller says, and a forged pod under a pending pod's uid must not decide the real pod's calls,
 issue 27), the same policy version (the compiled object itself), the same snapshot
 (the state object itself, and its version) and the same candidate names in the same order
@@ -94,7 +94,7 @@ class SharedEvaluations:
         return value
 
     def key(self, pod_key: bytes | None, served: Any, names: list[str]) -> tuple | None:
-        """The lookup key for the request's pod content (service.pod_key), or None when it
+        """The lookup key for the request's pod content (pods.pod_key), or None when it
         cannot be cached (a pod too large to remember)."""
         if pod_key is None:
             return None

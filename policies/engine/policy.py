@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .cel import (
@@ -44,7 +44,7 @@ from .positions import document_position
 from .printable import printable
 from .queue import GangMembership, QueueKey, clamp, namespace_view
 from .results import Evaluation, RuleError
-from .rule import MESSAGE_LATER, CompiledRule
+from .rule import MESSAGE_LATER, CompiledRule, LazyVariables, cel_type_name
 
 DEFAULT_COST_LIMIT = 1_000_000
 # The sum of the estimates of all a policy's expressions (a node may run every one of them).
@@ -54,59 +54,6 @@ MAX_MESSAGE_CHARS = 1024
 _BOOL = (types.BOOL,)
 _NUMBER = (types.INT, types.DOUBLE)
 _STRING = (types.STRING,)
-
-
-class _Failure(Exception):
-    """A rule failed to evaluate on a node; carries the rule name for the report."""
-
-    def __init__(self, rule: str, message: str) -> None:
-        super().__init__(message)
-        self.rule = rule
-        self.message = message
-
-
-class LazyVariables(Mapping):
-    """`variables` for the exact path: each is computed on first use, as in CEL policies."""
-
-    def __init__(
-        self,
-        rules: dict[str, CompiledRule],
-        activation: dict[str, Any],
-        cost_limit: int,
-        cache: dict | None = None,
-    ) -> None:
-        self._rules = rules
-        # The inputs without `variables` itself: holding the activation that holds this map
-        # would be a reference cycle, keeping a node's values alive until the next GC.
-        self._inputs = {k: v for k, v in activation.items() if k != "variables"}
-        self._cost_limit = cost_limit
-        self._cache: dict[str, Any] = dict(cache) if cache else {}
-
-    def __getitem__(self, name: str) -> Any:
-        if name in self._cache:
-            value = self._cache[name]
-        else:
-            rule = self._rules[name]
-            try:
-                value = rule.program.evaluate(
-                    {**self._inputs, "variables": self}, cost_limit=self._cost_limit
-                )
-            except CelError as exc:
-                value = _Failure(name, f"variable {name}: {exc}")
-            self._cache[name] = value
-        if isinstance(value, _Failure):
-            raise _VariableError(value.message)
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._rules)
-
-    def __len__(self) -> int:
-        return len(self._rules)
-
-
-class _VariableError(CelEvalError):
-    """A variable's own evaluation error, surfacing where the variable is used."""
 
 
 def compile_policy(
@@ -599,7 +546,7 @@ class CompiledPolicy:
         if type(raw) is not int:  # a dyn expression (a label through `object`) gave another type
             return QueueKey(
                 None,
-                reason=f"queue key must evaluate to an int, got {_cel_type_name(raw)}",
+                reason=f"queue key must evaluate to an int, got {cel_type_name(raw)}",
                 error=True,
             )
         return QueueKey(clamp(raw, self.spec.queue.min, self.spec.queue.max), raw)
@@ -786,7 +733,7 @@ class CompiledPolicy:
                 value = rule.program.evaluate(activation, cost_limit=self.cost_limit)
                 if type(value) is not bool:
                     raise CelEvalError(
-                        f"filter must evaluate to a bool, got {_cel_type_name(value)}"
+                        f"filter must evaluate to a bool, got {cel_type_name(value)}"
                     )
             except CelError as exc:
                 node_errors.append(RuleError(rule.name, printable(str(exc))))
@@ -816,7 +763,7 @@ class CompiledPolicy:
                     value = rule.program.evaluate(activation, cost_limit=self.cost_limit)
                     if type(value) not in (int, float):
                         raise CelEvalError(
-                            f"score must evaluate to a number (int or double), got {_cel_type_name(value)}"
+                            f"score must evaluate to a number (int or double), got {cel_type_name(value)}"
                         )
                 except CelError as exc:
                     node_errors.append(RuleError(rule.name, printable(str(exc))))
@@ -879,17 +826,3 @@ def _reference_position(source: str, name: str) -> tuple[int | None, int | None]
         return None, None
     before = source[: match.start()]
     return before.count("\n") + 1, match.start() - (before.rfind("\n") + 1) + 1
-
-
-def _cel_type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {
-        bool: "bool",
-        int: "int",
-        float: "double",
-        str: "string",
-        bytes: "bytes",
-        list: "list",
-        dict: "map",
-    }.get(type(value), type(value).__name__)

@@ -36,8 +36,8 @@ from policies.evaluation import (
     policy_compile,
     profile_from_text,
 )
+from policies.schedmodel.existing import existing_for, existing_register
 from policies.schedmodel.pipeline import cycle_run
-from policies.schedmodel.plugins import existing_for, existing_register
 
 DEFAULT_LAST = 200  # about an hour of sampled decisions on a busy schedulerName; fast inline
 # The largest N: 2000 records x up to 500 nodes is the most a run reads from the database, and

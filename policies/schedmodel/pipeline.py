@@ -14,6 +14,7 @@ from typing import Any
 from policies.engine.inputs import NodeView, PodView, resource_key
 from policies.engine.results import Evaluation
 
+from . import existing as ex
 from . import message as m
 from . import plugins as p
 from . import spread as sp
@@ -182,7 +183,7 @@ def _resource_names(pod: PodView, nodes: list[NodeView]) -> dict[str, str]:
     for node in nodes[:50]:
         for name in (node["object"].get("status") or {}).get("allocatable") or {}:
             names[resource_key(name)] = name
-    spec = p.spec(pod)
+    spec = ex.spec(pod)
     for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
         for name in ((c.get("resources") or {}).get("requests") or {}) | (
             (c.get("resources") or {}).get("limits") or {}
@@ -193,7 +194,7 @@ def _resource_names(pod: PodView, nodes: list[NodeView]) -> dict[str, str]:
 
 def _caveats(pod: PodView, n_nodes: int, profile: Profile, victims: bool) -> list[str]:
     out = []
-    spec = p.spec(pod)
+    spec = ex.spec(pod)
     if any("persistentVolumeClaim" in v or "ephemeral" in v for v in spec.get("volumes") or []):
         out.append(
             "the pod uses volumes: VolumeBinding, VolumeZone, VolumeRestrictions and "
@@ -250,7 +251,7 @@ def _unresolvable(plugin: str, reasons: tuple[str, ...], pod: PodView, node: Nod
     return True
 
 
-def _lower_priority_pods(pod: PodView, existing: p.Existing) -> dict[str, bool]:
+def _lower_priority_pods(pod: PodView, existing: ex.Existing) -> dict[str, bool]:
     """node -> holds a pod preemption could evict (priority below the pod's)."""
     return {
         node: any(o["priority"] < pod["priority"] for o in pods)
@@ -269,7 +270,7 @@ def cycle_run(
     """kube-scheduler's cycle for `pod` over `nodes` with `policy` (a CompiledPolicy, or None
     for no extender) served by the extender; `state` is the snapshot (ClusterView)."""
     profile = profile or profile_default()
-    existing = p.existing_for(state)
+    existing = ex.existing_for(state)
     by_name = {n["name"]: n for n in nodes}
     names = _resource_names(pod, nodes)
     on = profile.filter_enabled
@@ -359,7 +360,7 @@ def cycle_run(
         _caveats(pod, len(nodes), profile, possible),
         skipped=skipped,
         prefilter_message=prefilter_message,
-        preemption_never=p.spec(pod).get("preemptionPolicy") == "Never",
+        preemption_never=ex.spec(pod).get("preemptionPolicy") == "Never",
         victims=victims,
         admitted=list(pod.get("admitted") or ()),
     )
@@ -377,14 +378,14 @@ def _score(pod, candidates, all_nodes, by_name, existing, profile, extender_scor
             [p.score_taints(pod, c) for c in candidates], reverse=True
         )
     if w("NodeAffinity"):
-        preferred = (p.spec(pod).get("affinity") or {}).get("nodeAffinity") or {}
+        preferred = (ex.spec(pod).get("affinity") or {}).get("nodeAffinity") or {}
         columns["NodeAffinity"] = (
             p.default_normalize([p.score_node_affinity(pod, c) for c in candidates], reverse=False)
             if preferred.get("preferredDuringSchedulingIgnoredDuringExecution")
             else None
         )
     if w("NodeResourcesFit"):
-        pod_nonzero = p.nonzero_requests(pod)  # once per pod, not per node
+        pod_nonzero = ex.nonzero_requests(pod)  # once per pod, not per node
         columns["NodeResourcesFit"] = [
             p.score_resources_fit(
                 pod, c, existing, profile.strategy, profile.resources, profile.shape, pod_nonzero

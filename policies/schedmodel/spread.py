@@ -19,19 +19,17 @@ from typing import Any
 
 from policies.engine.inputs import NodeView, PodView
 
+from .existing import Existing, meta, spec
 from .plugins import (
     HOSTNAME,
     MAX_NODE_SCORE,
     R_SPREAD,
     R_SPREAD_LABEL,
     ZONE,
-    Existing,
-    _meta,
     _selector_is_empty,
     filter_taints,
     label_selector_matches,
     node_affinity_matches,
-    spec,
 )
 
 
@@ -86,7 +84,7 @@ def _counts_by_node(existing: Existing, selector: Any, namespace: str) -> dict[s
     if _counts_nothing(selector):
         return counts
     for p in existing.by_namespace.get(namespace, ()):
-        if not _meta(p).get("deletionTimestamp") and label_selector_matches(selector, p["labels"]):
+        if not meta(p).get("deletionTimestamp") and label_selector_matches(selector, p["labels"]):
             counts[p["nodeName"]] += 1
     return counts
 
@@ -148,7 +146,7 @@ _CONTROLLERS = {
 
 def _controller_ref(pod: PodView) -> dict[str, Any] | None:
     """metav1.GetControllerOf: the first ownerReference with controller: true."""
-    for ref in _meta(pod).get("ownerReferences") or ():
+    for ref in meta(pod).get("ownerReferences") or ():
         if type(ref) is dict and ref.get("controller") is True:
             return ref
     return None

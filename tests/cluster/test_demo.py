@@ -172,8 +172,8 @@ def test_the_cluster_modules_import_neither_django_nor_kubernetes():
 def test_the_playground_shows_a_namespace_selector_and_service_spreading(demo):
     # report-sync (batch) prefers zones running app=api pods of team=storefront namespaces
     # (web's api pods); abc, a bare pod, is spread because the Service `abc` selects it
-    from policies.schedmodel import plugins as p
     from policies.schedmodel import spread as sp
+    from policies.schedmodel.existing import existing_for
     from policies.schedmodel.pipeline import cycle_run
 
     snap = demo.freeze()
@@ -199,7 +199,7 @@ def test_the_playground_shows_a_namespace_selector_and_service_spreading(demo):
     }
     assert scores == {"zone-a": 100, "zone-b": 100, "zone-c": 0}
     abc, _ = cycle("abc")
-    assert sp.default_selector(abc, p.existing_for(snap)) == {
+    assert sp.default_selector(abc, existing_for(snap)) == {
         "matchLabels": {"app": "abc"},
         "matchExpressions": [],
     }

@@ -10,6 +10,7 @@ from typing import Any
 from policies.cluster.state import ClusterState
 from policies.schedmodel import plugins as p
 from policies.schedmodel import spread as sp
+from policies.schedmodel.existing import existing_for
 from policies.schedmodel.pipeline import cycle_run
 from tests.builders import make_node, make_pod
 
@@ -222,7 +223,7 @@ def test_without_namespace_objects_each_namespace_carries_its_name_label():
 
 def _selector(pod: dict[str, Any], objects: list[dict[str, Any]]) -> dict[str, Any] | None:
     state = ClusterState.from_objects([], [pod], objects).freeze()
-    return sp.default_selector(state.pods()[0], p.existing_for(state))
+    return sp.default_selector(state.pods()[0], existing_for(state))
 
 
 def test_the_default_selector_merges_the_services_that_select_the_pod():

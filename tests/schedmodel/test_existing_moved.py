@@ -12,8 +12,8 @@ import pytest
 
 from policies.cluster import state as state_module
 from policies.cluster.state import ClusterState
-from policies.schedmodel import plugins
-from policies.schedmodel.plugins import Existing, existing_for
+from policies.schedmodel import existing as existing_module
+from policies.schedmodel.existing import Existing, existing_for
 from tests.builders import make_node, make_pod
 
 NODES = [f"n{i}" for i in range(6)]
@@ -119,7 +119,7 @@ def _change(rng: random.Random, state: ClusterState, number: int) -> None:
 
 @pytest.mark.parametrize("seed", range(8))
 def test_a_moved_existing_equals_a_build_over_the_later_snapshot(seed, monkeypatch):
-    monkeypatch.setattr(plugins, "_LAST", [None])
+    monkeypatch.setattr(existing_module, "_LAST", [None])
     rng = random.Random(seed)
     state = ClusterState.from_objects(
         [_node(rng, n) for n in NODES],
@@ -134,7 +134,7 @@ def test_a_moved_existing_equals_a_build_over_the_later_snapshot(seed, monkeypat
         if rng.random() < 0.4:
             continue  # no preview over this snapshot: the next one moves across both
         expected = _shape(Existing(snapshot))
-        derived = plugins._moved(snapshot)  # what existing_for does first
+        derived = existing_module._moved(snapshot)  # what existing_for does first
         if derived is not None:
             moved += 1
             assert _shape(derived) == expected
@@ -145,7 +145,7 @@ def test_a_moved_existing_equals_a_build_over_the_later_snapshot(seed, monkeypat
 
 
 def test_the_older_existing_is_left_as_it_was_and_a_broken_chain_builds_afresh(monkeypatch):
-    monkeypatch.setattr(plugins, "_LAST", [None])
+    monkeypatch.setattr(existing_module, "_LAST", [None])
     monkeypatch.setattr(state_module, "LINEAGE_MAX", 5)
     rng = random.Random(1)
     state = ClusterState.from_objects([_node(rng, n) for n in NODES], [])
@@ -155,7 +155,7 @@ def test_the_older_existing_is_left_as_it_was_and_a_broken_chain_builds_afresh(m
     kept = _shape(before)
     state.apply_pod(_pod(rng, 2, node="n1"))
     second = state.freeze()
-    assert plugins._moved(second) is not None
+    assert existing_module._moved(second) is not None
     after = existing_for(second)
     assert _shape(before) == kept  # untouched
     assert len(after.by_node["n1"]) == 2 and len(before.by_node["n1"]) == 1
@@ -163,9 +163,9 @@ def test_the_older_existing_is_left_as_it_was_and_a_broken_chain_builds_afresh(m
         state.apply_pod(_pod(rng, i, node="n2"))
     third = state.freeze()
     assert third.lineage().changes_since(second.lineage().history, second.version) is None
-    assert plugins._moved(third) is None
+    assert existing_module._moved(third) is None
     assert _shape(existing_for(third)) == _shape(Existing(third))
     # another state's snapshot never follows this one's, whatever its version
     other = ClusterState.from_objects([_node(rng, n) for n in NODES], [])
     other.version = third.version
-    assert plugins._moved(other.freeze()) is None
+    assert existing_module._moved(other.freeze()) is None

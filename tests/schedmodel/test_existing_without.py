@@ -7,7 +7,7 @@ import pytest
 
 from policies.cluster.exclude import PodExcluder
 from policies.cluster.sources import cluster_load
-from policies.schedmodel.plugins import Existing
+from policies.schedmodel.existing import Existing
 
 
 def _uids(pods) -> list[str]:

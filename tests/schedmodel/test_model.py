@@ -8,6 +8,7 @@ import pytest
 from policies.cluster.state import ClusterState
 from policies.schedmodel import plugins as p
 from policies.schedmodel import spread as sp
+from policies.schedmodel.existing import existing_for
 from policies.schedmodel.pipeline import cycle_run
 from policies.schedmodel.profile import ProfileInvalid, profile_default, profile_parse
 from tests.builders import make_node, make_pod
@@ -369,7 +370,7 @@ def test_spread_counts_per_node_equal_the_node_by_node_count():
 
     nodes, pods = generate_cluster(60, 600, seed=5)
     state = ClusterState.from_objects(nodes, pods).freeze()
-    existing = p.existing_for(state)
+    existing = existing_for(state)
     for pod in [q for q in state.pods() if q["labels"]][:20]:
         selector = {"matchLabels": dict(pod["labels"])}
         counts = sp._counts_by_node(existing, selector, pod["namespace"])

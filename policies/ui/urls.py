@@ -38,6 +38,7 @@ from . import (
     backtest_views,
     canary_views,
     cluster_page,
+    decision_views,
     gallery,
     node_editor,
     ops_views,
@@ -59,8 +60,8 @@ urlpatterns = [
     path("dashboard/health", ops_views.dashboard_health, name="dashboard-health"),
     path("login/", ops_views.SignInView.as_view(), name="login"),
     path("logout/", ops_views.SignOutView.as_view(), name="logout"),
-    path("decisions/", ops_views.decision_list, name="decisions"),
-    path("decisions/<id:decision_id>/", ops_views.decision_detail, name="decision"),
+    path("decisions/", decision_views.decision_list, name="decisions"),
+    path("decisions/<id:decision_id>/", decision_views.decision_detail, name="decision"),
     path("account/tokens/", token_page.tokens_page, name="account-tokens"),
     path("connect/", ops_views.connect, name="connect"),
     path(

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 from django import forms
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404
 
 from policies import selectors
 from policies.cluster.loaded import pod_from_cluster
@@ -28,18 +28,11 @@ from policies.evaluation import preview_run, profile_active
 from policies.formatting import number_format
 from policies.models import Decision
 from policies.ui.access import page_access
-from policies.ui.context import role
+from policies.ui.context import render_page
 
 log = logging.getLogger(__name__)
 
 DECISIONS_PER_PAGE = 50
-
-
-def _render(
-    request: HttpRequest, template: str, context: dict[str, Any], *, status: int = 200
-) -> HttpResponse:
-    """render() plus the user's role for the user menu (as ops_views' pages)."""
-    return render(request, template, {**role(request), **context}, status=status)
 
 
 def _number(value: Any) -> float | None:
@@ -231,7 +224,7 @@ def decision_list(request: HttpRequest) -> HttpResponse:
         .values_list("policy_name", flat=True)
         .distinct(),
     }
-    return _render(request, "ops/decisions.html", context)
+    return render_page(request, "ops/decisions.html", context)
 
 
 def decision_model(*, decision: Decision) -> dict[str, Any]:
@@ -270,7 +263,7 @@ def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
     """Why the pod went where it went: the node kube-scheduler chose, the node the model says
     it picks, and every node's verdict, score breakdown and policy rank."""
     decision = get_object_or_404(Decision, pk=decision_id)
-    return _render(
+    return render_page(
         request,
         "ops/decision.html",
         {

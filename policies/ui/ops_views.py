@@ -29,7 +29,7 @@ from django.contrib import messages
 from django.contrib.auth.views import LoginView, LogoutView
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.utils import timezone
 
 from policies import selectors, services, throttle
@@ -61,7 +61,7 @@ from policies.schedulerconfig import (
     webhook_url,
 )
 from policies.ui.access import page_access
-from policies.ui.context import role
+from policies.ui.context import render_page
 from policies.ui.decision_views import decision_summary
 
 log = logging.getLogger(__name__)
@@ -69,13 +69,6 @@ log = logging.getLogger(__name__)
 RECENT = 10  # rows of recent decisions and audit events on the dashboard
 HEALTH_MINUTES = 5  # the extender health window (metrics are bucketed per minute)
 HEALTH_POLL_SECONDS = 5
-
-
-def _page(
-    request: HttpRequest, template: str, context: dict[str, Any], *, status: int = 200
-) -> HttpResponse:
-    """render() plus the user's role for the user menu (also provided by ui.context.role)."""
-    return render(request, template, {**role(request), **context}, status=status)
 
 
 # --- sign-in and sign-out -----------------------------------------------------------------------
@@ -152,7 +145,7 @@ class SignOutView(LogoutView):
     def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not request.user.is_authenticated:
             return redirect(self.next_page)
-        return _page(request, "ops/signout.html", {})
+        return render_page(request, "ops/signout.html", {})
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         was_signed_in = request.user.is_authenticated
@@ -387,13 +380,13 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         ),
         "canaries": _canaries(),
     }
-    return _page(request, "ops/dashboard.html", context)
+    return render_page(request, "ops/dashboard.html", context)
 
 
 @page_access(roles={"GET": "viewer"})
 def dashboard_health(request: HttpRequest) -> HttpResponse:
     """The health card alone, for htmx polling (always 200: its sentences carry the trouble)."""
-    return _page(request, "ops/_health.html", {"health": health_context()})
+    return render_page(request, "ops/_health.html", {"health": health_context()})
 
 
 # --- connect ------------------------------------------------------------------------------------
@@ -654,7 +647,7 @@ def connect(request: HttpRequest) -> HttpResponse:
         "default_url": settings.SCHEDWEB_EXTENDER_URL,
     }
     template = "ops/_connect.html" if request.headers.get("HX-Request") else "ops/connect.html"
-    return _page(request, template, context, status=status)
+    return render_page(request, template, context, status=status)
 
 
 # --- the scheduler configuration the previews model ----------------------------------------
@@ -688,6 +681,6 @@ def connect_scheduler_profile(request: HttpRequest) -> HttpResponse:
         services.scheduler_profile_set(actor=request.user, text=text)
     except InputError as exc:
         context = {"sp": scheduler_profile_context(text=text, errors=exc.details)}
-        return _page(request, "ops/_scheduler_profile.html", context, status=422)
+        return render_page(request, "ops/_scheduler_profile.html", context, status=422)
     context = {"sp": scheduler_profile_context(saved=True)}
-    return _page(request, "ops/_scheduler_profile.html", context)
+    return render_page(request, "ops/_scheduler_profile.html", context)

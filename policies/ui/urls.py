@@ -50,6 +50,7 @@ from . import (
     test_views,
     token_page,
     transfer_views,
+    version_views,
 )
 from . import policy_views as views
 
@@ -110,17 +111,17 @@ urlpatterns = [
         test_expect_views.tests_accept,
         name="policy-tests-accept",
     ),
-    path("policies/<slug:name>/versions/", views.versions_page, name="policy-versions"),
+    path("policies/<slug:name>/versions/", version_views.versions_page, name="policy-versions"),
     path("policies/<slug:name>/backtest", backtest_views.backtest_start, name="policy-backtest"),
     path(
         "policies/<slug:name>/backtest/<uuid:job_id>",
         backtest_views.backtest_status,
         name="policy-backtest-status",
     ),
-    path("policies/<slug:name>/publish", views.publish, name="policy-publish"),
-    path("policies/<slug:name>/rollback", views.rollback, name="policy-rollback"),
-    path("policies/<slug:name>/deactivate", views.deactivate, name="policy-deactivate"),
-    path("policies/<slug:name>/delete", views.policy_delete, name="policy-delete"),
+    path("policies/<slug:name>/publish", version_views.publish, name="policy-publish"),
+    path("policies/<slug:name>/rollback", version_views.rollback, name="policy-rollback"),
+    path("policies/<slug:name>/deactivate", version_views.deactivate, name="policy-deactivate"),
+    path("policies/<slug:name>/delete", version_views.policy_delete, name="policy-delete"),
     path("policies/<slug:name>/shadow/", shadow_views.shadow_page, name="policy-shadow"),
     path(
         "policies/<slug:name>/canary/promote",

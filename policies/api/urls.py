@@ -4,7 +4,7 @@ from django.urls import path
 
 from policies.numbers import id_converter_register
 
-from . import backtest, canary, cluster, shadow, views
+from . import backtest, canary, cluster, shadow, testcases, views
 
 id_converter_register()
 
@@ -24,10 +24,10 @@ urlpatterns = [
     path("policies/<str:name>/versions", views.VersionList.as_view()),
     path("policies/<str:name>/versions/<id:number>", views.VersionDetail.as_view()),
     path("policies/<str:name>/versions/<id:a>/diff/<id:b>", views.VersionDiff.as_view()),
-    path("policies/<str:name>/tests", views.TestCaseListCreate.as_view()),
-    path("policies/<str:name>/tests/run", views.TestCaseRun.as_view()),
-    path("policies/<str:name>/tests/accept", views.TestCasesAccept.as_view()),
-    path("policies/<str:name>/tests/<str:case>", views.TestCaseDetail.as_view()),
+    path("policies/<str:name>/tests", testcases.TestCaseListCreate.as_view()),
+    path("policies/<str:name>/tests/run", testcases.TestCaseRun.as_view()),
+    path("policies/<str:name>/tests/accept", testcases.TestCasesAccept.as_view()),
+    path("policies/<str:name>/tests/<str:case>", testcases.TestCaseDetail.as_view()),
     path("validate", views.Validate.as_view()),
     path("preview", views.Preview.as_view()),
     path("preview/queue", views.QueuePreview.as_view()),

@@ -31,7 +31,7 @@ def in_process_extender(nodes: int, *, distinct: bool = False):
     every node evaluated, the worst case)."""
     from policies.cluster.state import ClusterState
 
-    from .extender import _pod
+    from .throughput import _pod
 
     nodes_json, pods_json = generate_cluster(nodes, nodes * 4, seed=3)
     state = ClusterState.from_objects(nodes_json, pods_json).freeze()
@@ -94,7 +94,7 @@ def per_pod(
     from policies.cluster.store import POD
 
     from . import passthrough
-    from .extender import _pod
+    from .throughput import _pod
 
     nodes_json, pods_json = generate_cluster(nodes, nodes * 4, seed=3)
     stored = ClusterState.from_objects(nodes_json, pods_json).to_bytes()

@@ -382,8 +382,9 @@ def main() -> None:
     from policies.cluster.demo import generate_cluster
 
     from .engine import POLICY
-    from .extender import _normal_body, _pod
+    from .extender import _normal_body
     from .listener import bench_listener
+    from .throughput import _pod
 
     nodes, pods = generate_cluster(500, 2000, seed=3)
     body = _normal_body([n["metadata"]["name"] for n in nodes])

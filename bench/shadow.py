@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from .engine import POLICY
-from .extender import _pods_delete, _rounds, _throughput, nodes_create
+from .throughput import _pods_delete, _rounds, _throughput, nodes_create
 
 NODES = int(os.environ.get("SCHEDWEB_BENCH_SHADOW_NODES", "500"))
 PODS = int(os.environ.get("SCHEDWEB_BENCH_SHADOW_PODS", "2000"))

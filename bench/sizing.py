@@ -64,7 +64,7 @@ def _status(pid: int, field: str) -> float:
 
 
 def _process_tree(root: int) -> list[int]:
-    from .extender import _process_tree
+    from .throughput import _process_tree
 
     return _process_tree(root)
 

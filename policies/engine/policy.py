@@ -31,7 +31,6 @@ from .document import (
     ParsedDocument,
     PolicyInvalid,
     PolicySpec,
-    build_spec,
     check_values,
     is_variable_name,
     locate,
@@ -45,6 +44,7 @@ from .printable import printable
 from .queue import GangMembership, QueueKey, clamp, namespace_view
 from .results import Evaluation, RuleError
 from .rule import MESSAGE_LATER, CompiledRule, LazyVariables, cel_type_name
+from .spec_build import build_spec
 
 DEFAULT_COST_LIMIT = 1_000_000
 # The sum of the estimates of all a policy's expressions (a node may run every one of them).

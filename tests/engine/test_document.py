@@ -2,7 +2,8 @@
 
 import pytest
 
-from policies.engine.document import PolicyInvalid, build_spec, locate, parse_text
+from policies.engine.document import PolicyInvalid, locate, parse_text
+from policies.engine.spec_build import build_spec
 
 VALID = """\
 name: demo

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from policies.engine.document import build_spec, parse_text
+from policies.engine.document import parse_text
 from policies.engine.placement import NodePlacement, Placement
 from policies.engine.results import Evaluation
+from policies.engine.spec_build import build_spec
 from policies.engine.testcases import (
     check_expectations,
     expect_canonical,
